@@ -1,0 +1,213 @@
+/*
+ * parallax.h — the public C interface of the Parallax storage engine.
+ *
+ * A *volume* is one file (or block device) holding many named *regions*;
+ * each region is an independent ordered key-value store (an LSM tree whose
+ * levels are B+-trees). Every entry point takes plain (pointer, length)
+ * arguments so that the Java bridges (FFM and JNI) stay thin.
+ *
+ * Conventions
+ *  - Functions return a par_status: PAR_OK (0), PAR_NOT_FOUND (1) for a
+ *    missing key, or a negative error code. par_strerror() names a code;
+ *    par_last_error() gives a message with details for the calling thread's
+ *    most recent error.
+ *  - The engine never keeps a pointer to caller memory after a call returns.
+ *  - All functions on a volume and a region are thread-safe. A scanner and a
+ *    batch belong to one thread at a time.
+ *  - Handles must be closed by their owner; closing a region or volume while
+ *    another thread still uses it is a caller error that the Java layer
+ *    prevents (it waits for in-flight calls).
+ */
+#ifndef PARALLAX_PARALLAX_H
+#define PARALLAX_PARALLAX_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PAR_API __attribute__((visibility("default")))
+
+/* ---- limits ------------------------------------------------------------ */
+
+#define PAR_MAX_KEY_SIZE 1024u            /* bytes; keys are 1..1024 bytes */
+#define PAR_MAX_VALUE_SIZE (1u << 20)     /* bytes; values are 0..1 MiB    */
+#define PAR_MAX_BATCH_SIZE (1536u * 1024) /* encoded bytes of one batch     */
+#define PAR_MAX_REGION_NAME 127u          /* bytes of a region name         */
+#define PAR_MAX_REGIONS 1024u             /* regions per volume             */
+#define PAR_MAX_LEVELS 8                  /* device levels L1..L8           */
+#define PAR_SEGMENT_SIZE (2u << 20)       /* allocation unit of a volume    */
+
+/* ---- status codes ------------------------------------------------------ */
+
+typedef enum par_status {
+  PAR_OK = 0,
+  PAR_NOT_FOUND = 1,
+  PAR_EINVAL = -1,      /* a null pointer, empty key or bad option          */
+  PAR_ETOOBIG = -2,     /* key, value or batch over its limit               */
+  PAR_ENOSPC = -3,      /* the volume (or the file system) is full          */
+  PAR_EIO = -4,         /* the operating system reported an I/O error       */
+  PAR_ECORRUPT = -5,    /* a checksum or structural check failed            */
+  PAR_ENOTVOLUME = -6,  /* the file is not a Parallax volume                */
+  PAR_EEXIST = -7,      /* the region already exists                        */
+  PAR_ENOENT = -8,      /* no such region / volume file                     */
+  PAR_EBUSY = -9,       /* the region is open, or the volume locked         */
+  PAR_ENOMEM = -10,     /* the engine could not allocate memory             */
+  PAR_ELIMIT = -11,     /* too many regions                                 */
+  PAR_EFAILED = -12     /* an earlier I/O error made the region read-only   */
+} par_status;
+
+/* A static name for a status code ("PAR_ENOSPC: ..."). */
+PAR_API const char *par_strerror(int status);
+/* The detailed message of the calling thread's most recent error. */
+PAR_API const char *par_last_error(void);
+
+/* ---- options ----------------------------------------------------------- */
+
+typedef struct par_options {
+  uint64_t l0_size;               /* bytes of one in-memory L0; default 64 MiB   */
+  uint32_t growth_factor;         /* size ratio of adjacent levels; default 8    */
+  uint32_t durability_interval_ms;/* async writes are durable within this; 100 */
+  uint32_t compaction_threads;    /* background compaction workers; default 1    */
+  uint32_t use_direct_io;         /* O_DIRECT for log/level writes; default 1
+                                     (falls back when the file system refuses) */
+  uint64_t max_volume_size;       /* bytes the volume file may grow to;
+                                     0 = bounded only by the file system       */
+  uint32_t create_if_missing;     /* create the volume file; default 1          */
+  uint32_t reserved;
+} par_options;
+
+/* Fills *opts with the defaults above. */
+PAR_API void par_options_init(par_options *opts);
+
+/* ---- volumes and regions ---------------------------------------------- */
+
+typedef struct par_volume par_volume;
+typedef struct par_region par_region;
+
+/* Opens (or creates) the volume at path; opts may be NULL for the defaults.
+ * A volume is used by one handle at a time (an advisory lock enforces it,
+ * across processes and within one: PAR_EBUSY). */
+PAR_API int par_open(const char *path, const par_options *opts, par_volume **out);
+/* Closes open regions, waits for compactions, makes every write durable. */
+PAR_API int par_close(par_volume *vol);
+
+PAR_API int par_region_create(par_volume *vol, const char *name);
+/* Opens a region; PAR_ENOENT if it does not exist and create is 0. A region is
+ * open at most once at a time (PAR_EBUSY). Opening replays its write-ahead log. */
+PAR_API int par_region_open(par_volume *vol, const char *name, int create, par_region **out);
+PAR_API int par_region_close(par_region *region);
+/* Drops a closed region and frees its space. */
+PAR_API int par_region_drop(par_volume *vol, const char *name);
+/* Calls fn once per region, in creation order. */
+PAR_API int par_region_list(par_volume *vol, void (*fn)(const char *name, void *arg), void *arg);
+
+/* ---- writes ------------------------------------------------------------ */
+
+/* Write flag: return only once the write is durable (fdatasync). Without it
+ * a write is durable within durability_interval_ms or when a 256 KiB log
+ * chunk fills; after a crash the region holds every synced write and a
+ * prefix, in log order, of the others. */
+#define PAR_SYNC 1u
+
+PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
+            size_t value_len, unsigned flags);
+PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned flags);
+
+/* A batch of puts and deletes applied atomically, in order. */
+typedef struct par_batch par_batch;
+PAR_API int par_batch_create(par_batch **out);
+PAR_API int par_batch_put(par_batch *b, const void *key, size_t key_len, const void *value,
+                  size_t value_len);
+PAR_API int par_batch_delete(par_batch *b, const void *key, size_t key_len);
+PAR_API void par_batch_clear(par_batch *b);
+PAR_API size_t par_batch_count(const par_batch *b);
+PAR_API void par_batch_destroy(par_batch *b);
+PAR_API int par_write(par_region *r, const par_batch *b, unsigned flags);
+
+/* Makes every write acknowledged so far durable. */
+PAR_API int par_sync(par_region *r);
+
+/* ---- reads ------------------------------------------------------------- */
+
+/* A consistent read view of a region; reads through it ignore later writes. */
+typedef struct par_snapshot par_snapshot;
+PAR_API int par_snapshot_create(par_region *r, par_snapshot **out);
+PAR_API void par_snapshot_release(par_snapshot *s);
+
+/* Looks a key up (in snap, or the latest state when snap is NULL). On PAR_OK
+ * *value_len is the value's full length and min(*value_len, cap) bytes were
+ * copied to buf; call again with a larger buffer when *value_len > cap.
+ * Returns PAR_NOT_FOUND when the key is absent or deleted. */
+PAR_API int par_get(par_region *r, const par_snapshot *snap, const void *key, size_t key_len,
+            void *buf, size_t cap, size_t *value_len);
+/* PAR_OK or PAR_NOT_FOUND. */
+PAR_API int par_exists(par_region *r, const par_snapshot *snap, const void *key, size_t key_len);
+
+/* Forward scanner over a snapshot (snap, or one taken at creation). */
+typedef struct par_scanner par_scanner;
+typedef enum par_seek_mode {
+  PAR_SEEK_FIRST = 0, /* the smallest key (key is ignored)   */
+  PAR_SEEK_GE = 1,    /* the first key >= key                */
+  PAR_SEEK_GT = 2     /* the first key >  key                */
+} par_seek_mode;
+
+PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanner **out);
+PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, par_seek_mode mode);
+/* 1 while the scanner is on an entry. */
+PAR_API int par_scanner_valid(const par_scanner *s);
+/* The current entry. The memory stays valid until the scanner moves or closes. */
+PAR_API int par_scanner_key(const par_scanner *s, const void **key, size_t *key_len);
+PAR_API int par_scanner_value(const par_scanner *s, const void **value, size_t *value_len);
+PAR_API int par_scanner_next(par_scanner *s);
+PAR_API void par_scanner_close(par_scanner *s);
+
+/* ---- maintenance and counters ----------------------------------------- */
+
+/* Freezes L0 and waits until it and every compaction it triggers is done. */
+PAR_API int par_flush(par_region *r);
+
+typedef struct par_level_stats {
+  uint64_t live_bytes;      /* bytes of the level's B+-tree (nodes on disk)  */
+  uint64_t entries;         /* key-value entries (tombstones included)       */
+  uint64_t segments;        /* segments the level owns                       */
+  uint64_t compaction_bytes_read;    /* read from this level by compactions  */
+  uint64_t compaction_bytes_written; /* written into this level              */
+  uint32_t height;          /* B+-tree height (0 when the level is empty)    */
+  uint32_t reserved;
+} par_level_stats;
+
+typedef struct par_stats {
+  uint64_t puts, deletes, gets, scans;
+  uint64_t user_bytes_written;   /* key + value bytes of puts and deletes     */
+  uint64_t wal_bytes_appended;   /* record bytes appended to the WAL (before
+                                    block padding)                            */
+  uint64_t wal_syncs;            /* fdatasync calls on the WAL               */
+  uint64_t wal_segments;         /* segments the WAL holds now               */
+  uint64_t l0_bytes;             /* memory of the active L0                  */
+  uint64_t l0_entries;
+  uint64_t compactions;          /* completed compactions (L0->L1 included)  */
+  uint64_t write_stalls;         /* writes that waited for a full L0         */
+  uint64_t last_lsn;             /* newest log sequence number               */
+  uint32_t levels;               /* deepest non-empty device level           */
+  uint32_t reserved;
+  par_level_stats level[PAR_MAX_LEVELS + 1]; /* [1..PAR_MAX_LEVELS]; [0] unused */
+} par_stats;
+
+PAR_API int par_region_stats(par_region *r, par_stats *out);
+
+typedef struct par_volume_stats {
+  uint64_t volume_bytes;     /* size of the volume file                       */
+  uint64_t segments_total;
+  uint64_t segments_used;
+  uint64_t metadata_bytes;   /* bytes of the redo log since its checkpoint    */
+} par_volume_stats;
+
+PAR_API int par_volume_stats_get(par_volume *vol, par_volume_stats *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,120 @@
+#include "alloc/segalloc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/status.h"
+
+#define SEG (2ull << 20)
+/* Grow the file by at least this much at a time (fallocate is not free). */
+#define GROW_MIN_SEGS 16u
+
+static int ensure_cap(segalloc *a, uint32_t n) {
+  if (n <= a->cap) return PAR_OK;
+  uint32_t cap = a->cap ? a->cap : 1024;
+  while (cap < n) cap *= 2;
+  uint64_t *b = realloc(a->bits, (size_t)cap / 64 * sizeof *b);
+  if (!b) return par_error(PAR_ENOMEM, "segment bitmap of %u segments", cap);
+  memset(b + a->cap / 64, 0, (size_t)(cap - a->cap) / 64 * sizeof *b);
+  a->bits = b;
+  a->cap = cap;
+  return PAR_OK;
+}
+
+static int test_bit(const segalloc *a, uint32_t s) { return (a->bits[s / 64] >> (s % 64)) & 1; }
+static void set_bit(segalloc *a, uint32_t s) { a->bits[s / 64] |= 1ull << (s % 64); }
+static void clear_bit(segalloc *a, uint32_t s) { a->bits[s / 64] &= ~(1ull << (s % 64)); }
+
+int segalloc_init(segalloc *a, par_file *file) {
+  memset(a, 0, sizeof *a);
+  pthread_mutex_init(&a->mu, NULL);
+  a->file = file;
+  a->nsegs = (uint32_t)(file->size / SEG);
+  int rc = ensure_cap(a, a->nsegs + 1);
+  if (rc) return rc;
+  set_bit(a, 0);
+  a->used = 1;
+  a->hint = 1;
+  return PAR_OK;
+}
+
+void segalloc_destroy(segalloc *a) {
+  free(a->bits);
+  pthread_mutex_destroy(&a->mu);
+  memset(a, 0, sizeof *a);
+}
+
+int segalloc_alloc(segalloc *a, uint32_t *seg) {
+  pthread_mutex_lock(&a->mu);
+  for (uint32_t s = a->hint; s < a->nsegs; s++) {
+    if (!test_bit(a, s)) {
+      set_bit(a, s);
+      a->used++;
+      a->hint = s + 1;
+      *seg = s;
+      pthread_mutex_unlock(&a->mu);
+      return PAR_OK;
+    }
+  }
+  /* Grow by an eighth of the volume (at least GROW_MIN_SEGS), bounded by
+   * the limit; fall back to exactly one segment near the limit. */
+  uint32_t grow = a->nsegs / 8 > GROW_MIN_SEGS ? a->nsegs / 8 : GROW_MIN_SEGS;
+  uint64_t max_segs = a->file->limit / SEG;
+  if ((uint64_t)a->nsegs + grow > max_segs) grow = (uint32_t)(max_segs > a->nsegs ? max_segs - a->nsegs : 0);
+  int rc = grow ? ensure_cap(a, a->nsegs + grow) : PAR_OK;
+  if (!rc) rc = grow ? file_grow(a->file, (uint64_t)(a->nsegs + grow) * SEG) : PAR_ENOSPC;
+  if (rc == PAR_ENOSPC && grow > 1) rc = file_grow(a->file, (uint64_t)(a->nsegs + (grow = 1)) * SEG);
+  if (rc) {
+    pthread_mutex_unlock(&a->mu);
+    if (rc == PAR_ENOSPC && !grow)
+      return par_error(PAR_ENOSPC, "volume is full: all %u segments are in use", a->nsegs);
+    return rc;
+  }
+  uint32_t s = a->nsegs;
+  a->nsegs += grow;
+  set_bit(a, s);
+  a->used++;
+  a->hint = s + 1;
+  *seg = s;
+  pthread_mutex_unlock(&a->mu);
+  return PAR_OK;
+}
+
+void segalloc_free(segalloc *a, uint32_t seg) {
+  pthread_mutex_lock(&a->mu);
+  if (seg && seg < a->nsegs && test_bit(a, seg)) {
+    clear_bit(a, seg);
+    a->used--;
+    if (seg < a->hint) a->hint = seg;
+  }
+  pthread_mutex_unlock(&a->mu);
+}
+
+int segalloc_mark(segalloc *a, uint32_t seg) {
+  int rc = PAR_OK;
+  pthread_mutex_lock(&a->mu);
+  if (seg == 0 || seg >= a->nsegs)
+    rc = par_error(PAR_ECORRUPT, "catalog references segment %u outside the volume (%u segments)", seg, a->nsegs);
+  else if (test_bit(a, seg))
+    rc = par_error(PAR_ECORRUPT, "catalog references segment %u twice", seg);
+  else {
+    set_bit(a, seg);
+    a->used++;
+  }
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+int segalloc_in_use(segalloc *a, uint32_t seg) {
+  pthread_mutex_lock(&a->mu);
+  int r = seg < a->nsegs && test_bit(a, seg);
+  pthread_mutex_unlock(&a->mu);
+  return r;
+}
+
+void segalloc_counts(segalloc *a, uint32_t *total, uint32_t *used) {
+  pthread_mutex_lock(&a->mu);
+  *total = a->nsegs;
+  *used = a->used;
+  pthread_mutex_unlock(&a->mu);
+}

@@ -1,0 +1,40 @@
+/* Segment allocator: hands out the volume's 2 MiB segments.
+ *
+ * Its state is never written to disk. On open it is derived from the
+ * catalog — a segment is in use iff the redo log, a WAL or a level references
+ * it — so a crash can neither leak a segment nor hand out one in use.
+ * Invariant kept by the callers: a segment is freed only after the redo
+ * record that stops referencing it is durable, and only once no reader can
+ * still reach it. */
+#ifndef PAR_ALLOC_SEGALLOC_H
+#define PAR_ALLOC_SEGALLOC_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "io/file.h"
+
+typedef struct segalloc {
+  pthread_mutex_t mu;
+  par_file *file;
+  uint64_t *bits;   /* 1 = in use; segment 0 (superblocks) is always in use */
+  uint32_t nsegs;   /* segments in the file                                */
+  uint32_t cap;     /* segments the bitmap can describe                    */
+  uint32_t used;
+  uint32_t hint;    /* lowest possibly free segment                        */
+} segalloc;
+
+int segalloc_init(segalloc *a, par_file *file);
+void segalloc_destroy(segalloc *a);
+/* Allocates a segment, growing the file when none is free. */
+int segalloc_alloc(segalloc *a, uint32_t *seg);
+void segalloc_free(segalloc *a, uint32_t seg);
+/* Marks a segment in use while the catalog is replayed; PAR_ECORRUPT when it
+ * lies outside the file or is referenced twice. */
+int segalloc_mark(segalloc *a, uint32_t seg);
+int segalloc_in_use(segalloc *a, uint32_t seg);
+void segalloc_counts(segalloc *a, uint32_t *total, uint32_t *used);
+
+static inline uint64_t seg_offset(uint32_t seg) { return (uint64_t)seg * (2u << 20); }
+
+#endif

@@ -1,0 +1,121 @@
+/* The engine's runtime objects: volume, region, view, snapshot.
+ *
+ * Threads: callers; one WAL writer per open region; the volume's compaction
+ * workers.
+ *
+ * Locks, in the order they may nest:
+ *   region->write_mu  orders writers: LSN, WAL append, L0 insert
+ *   wal->mu           the WAL tail buffers
+ *   vol->meta_mu      the catalog and the redo log
+ *   segalloc->mu      the free-segment bitmap
+ *   vol->sched_mu     the compaction queue (before view_mu, never inside it)
+ *   region->view_mu   the current view and the compaction bookkeeping;
+ *                     write_mu -> view_mu -> meta_mu
+ * memtable->lock (rwlock) is a leaf lock inside any of them. */
+#ifndef PAR_API_INTERNAL_H
+#define PAR_API_INTERNAL_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "alloc/segalloc.h"
+#include "index/memtable.h"
+#include "index/tree.h"
+#include "io/file.h"
+#include "log/wal.h"
+#include "meta/redolog.h"
+#include "parallax/parallax.h"
+
+/* Everything a read needs, immutable once published: the two L0s and the
+ * device trees. Any change (freeze, compaction) publishes a new view; a
+ * reader holds a reference to the view it started with, which keeps its
+ * memtables and its trees' segments alive. */
+typedef struct view {
+  atomic_int refs;
+  memtable *active;              /* takes writes                       */
+  memtable *frozen;              /* being compacted into L1, or NULL   */
+  dtree *tree[PAR_MAX_LEVELS + 1][LEVEL_TREES]; /* newest first: [i][0], [i][1], [i+1][0] ... */
+} view;
+
+void view_unref(view *v);
+
+typedef struct level_counters {
+  atomic_uint_fast64_t read, written;
+} level_counters;
+
+struct par_region {
+  par_volume *vol;
+  uint32_t id;
+  char name[PAR_MAX_REGION_NAME + 1];
+
+  pthread_mutex_t write_mu;
+  uint64_t next_lsn;                 /* under write_mu */
+  atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
+  wal wal;
+
+  pthread_mutex_t view_mu;
+  pthread_cond_t view_cv;            /* a view change or a finished compaction */
+  view *view;
+  /* Compaction bookkeeping, under view_mu: a level's active tree is the
+   * target of at most one merge, its spilling tree the source of one. */
+  int dest_busy[PAR_MAX_LEVELS + 1];
+  int running;                       /* compactions in progress */
+  int queued;                        /* on the volume's queue (sched_mu) */
+  int inflight;                      /* workers holding this region      */
+  int closing;
+  int failed;                        /* a compaction error stopped compactions */
+
+  struct {
+    atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
+    level_counters level[PAR_MAX_LEVELS + 1];
+  } stats;
+  par_region *next_open;             /* vol->open list, under vol->meta_mu */
+};
+
+struct par_volume {
+  par_file file;
+  segalloc alloc;
+  par_options opts;
+
+  pthread_mutex_t meta_mu;
+  redolog log;
+  catalog cat;
+  par_region *open;                  /* open regions */
+
+  pthread_mutex_t sched_mu;
+  pthread_cond_t sched_cv;
+  par_region **queue;                /* regions that may have compaction work */
+  uint32_t qlen, qcap;
+  int stop;
+  uint32_t nworkers;
+  pthread_t *workers;
+};
+
+struct par_snapshot {
+  par_region *region;
+  view *v;
+  uint64_t lsn;
+};
+
+/* Reference to the current view and the LSN it is consistent at. */
+view *region_acquire_view(par_region *r, uint64_t *lsn);
+
+/* Persists the region's description (under meta_mu) via fn, which edits a
+ * copy; the catalog entry changes only if the redo record became durable. */
+typedef int (*desc_edit_fn)(region_desc *d, void *arg, seg_list *freed);
+int region_persist(par_region *r, desc_edit_fn fn, void *arg);
+
+/* Creates a region's catalog entry (meta_mu held). */
+int volume_create_region(par_volume *v, const char *name);
+
+/* compaction/compaction.c */
+int compaction_start(par_volume *v);
+void compaction_stop(par_volume *v);
+/* Queues the region if it has (or may have) compaction work. */
+void compaction_schedule(par_region *r);
+/* Waits until the region has no compaction queued or running. */
+void compaction_drain(par_region *r);
+/* Whether the region has merges to run (view_mu held). */
+int compaction_pending(const par_region *r);
+
+#endif

@@ -1,0 +1,563 @@
+/* Regions: open/recover/close, the write path and point reads. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "util/status.h"
+
+void view_unref(view *w) {
+  if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
+  memtable_unref(w->active);
+  memtable_unref(w->frozen);
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) dtree_unref(w->tree[i][j]);
+  free(w);
+}
+
+view *region_acquire_view(par_region *r, uint64_t *lsn) {
+  pthread_mutex_lock(&r->view_mu);
+  view *w = r->view;
+  atomic_fetch_add(&w->refs, 1);
+  /* Read under view_mu: a freeze (which also holds write_mu) cannot slip
+   * between the LSN and the view, so no tree in w holds a newer entry. */
+  *lsn = atomic_load(&r->last_lsn);
+  pthread_mutex_unlock(&r->view_mu);
+  return w;
+}
+
+int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
+  par_volume *v = r->vol;
+  pthread_mutex_lock(&v->meta_mu);
+  region_desc *cur = catalog_find_id(&v->cat, r->id);
+  region_desc d;
+  seg_list freed = {0};
+  int rc = region_desc_copy(&d, cur);
+  if (!rc) rc = fn(&d, arg, &freed);
+  if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n);
+  if (!rc) {
+    region_desc_free(cur);
+    *cur = d;
+  } else {
+    region_desc_free(&d);
+  }
+  pthread_mutex_unlock(&v->meta_mu);
+  seg_list_free(&freed);
+  return rc;
+}
+
+/* ---- WAL segments ---- */
+
+typedef struct wal_add {
+  wal_seg w;
+} wal_add;
+
+static int edit_add_wal(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  const wal_add *a = arg;
+  d->wal_gen = a->w.gen;
+  return region_desc_add_wal(d, a->w);
+}
+
+static int new_wal_segment(void *ctx, uint64_t first_lsn, uint32_t *seg) {
+  par_region *r = ctx;
+  int rc = segalloc_alloc(&r->vol->alloc, seg);
+  if (rc) return rc;
+  wal_add a = {{*seg, r->wal.gen, first_lsn}};
+  rc = region_persist(r, edit_add_wal, &a);
+  if (rc) segalloc_free(&r->vol->alloc, *seg);
+  return rc;
+}
+
+/* ---- open / close ---- */
+
+static memtable *make_room(par_region *r, int *rc);
+
+typedef struct replay_ctx {
+  par_region *r;
+} replay_ctx;
+
+static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
+  par_region *r = ((replay_ctx *)arg)->r;
+  int rc;
+  memtable *m = make_room(r, &rc);
+  if (!m) return rc;
+  rc = memtable_insert(m, lsn, op->type, op->key, op->key_len, op->value, op->value_len);
+  if (!rc) atomic_store(&r->last_lsn, lsn);
+  return rc;
+}
+
+static void region_free(par_region *r) {
+  view_unref(r->view);
+  pthread_mutex_destroy(&r->write_mu);
+  pthread_mutex_destroy(&r->view_mu);
+  pthread_cond_destroy(&r->view_cv);
+  free(r);
+}
+
+static void unlink_open(par_volume *v, par_region *r) {
+  pthread_mutex_lock(&v->meta_mu);
+  for (par_region **p = &v->open; *p; p = &(*p)->next_open)
+    if (*p == r) {
+      *p = r->next_open;
+      break;
+    }
+  pthread_mutex_unlock(&v->meta_mu);
+}
+
+static int build_view(par_region *r, const region_desc *d) {
+  view *w = calloc(1, sizeof *w);
+  if (!w) return par_error(PAR_ENOMEM, "view");
+  atomic_init(&w->refs, 1);
+  r->view = w;
+  w->active = memtable_create();
+  if (!w->active) return par_error(PAR_ENOMEM, "L0");
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      if (!d->level[i][j].root) continue;
+      tree_desc t;
+      if (tree_desc_copy(&t, &d->level[i][j])) return par_error(PAR_ENOMEM, "tree");
+      w->tree[i][j] = dtree_create(&r->vol->alloc, &t);
+      if (!w->tree[i][j]) {
+        tree_desc_free(&t);
+        return par_error(PAR_ENOMEM, "tree");
+      }
+    }
+  return PAR_OK;
+}
+
+PAR_API int par_region_open(par_volume *v, const char *name, int create, par_region **out) {
+  if (!v || !name || !out) return par_error(PAR_EINVAL, "par_region_open: NULL argument");
+  *out = NULL;
+  if (!*name || strlen(name) > PAR_MAX_REGION_NAME)
+    return par_error(strlen(name) ? PAR_ETOOBIG : PAR_EINVAL, "region name must be 1..%u bytes", PAR_MAX_REGION_NAME);
+  par_region *r = calloc(1, sizeof *r);
+  if (!r) return par_error(PAR_ENOMEM, "region");
+  r->vol = v;
+  pthread_mutex_init(&r->write_mu, NULL);
+  pthread_mutex_init(&r->view_mu, NULL);
+  pthread_cond_init(&r->view_cv, NULL);
+
+  /* Claim the region in the catalog and copy its description. */
+  pthread_mutex_lock(&v->meta_mu);
+  region_desc *cur = catalog_find(&v->cat, name);
+  int rc = PAR_OK;
+  if (!cur && create) {
+    rc = volume_create_region(v, name);
+    cur = catalog_find(&v->cat, name);
+  } else if (!cur) {
+    rc = par_error(PAR_ENOENT, "no region named '%s'", name);
+  }
+  for (par_region *o = v->open; !rc && o; o = o->next_open)
+    if (o->id == cur->id) rc = par_error(PAR_EBUSY, "region '%s' is already open", name);
+  region_desc d;
+  memset(&d, 0, sizeof d);
+  if (!rc) rc = region_desc_copy(&d, cur);
+  if (!rc) {
+    r->id = cur->id;
+    snprintf(r->name, sizeof r->name, "%s", name);
+    r->next_open = v->open;
+    v->open = r;
+  }
+  pthread_mutex_unlock(&v->meta_mu);
+  if (rc) {
+    region_free(r);
+    return rc;
+  }
+
+  /* Recover: the levels from the catalog, L0 from the WAL. */
+  rc = build_view(r, &d);
+  r->wal.gen = d.wal_gen + 1; /* replay's flushes may not add WAL segments */
+  uint64_t last = d.covered_lsn;
+  replay_ctx ctx = {r};
+  if (!rc) rc = wal_replay(&v->file, &d, replay_op, &ctx, &last);
+  uint32_t gen = d.wal_gen + 1;
+  region_desc_free(&d);
+  if (!rc) {
+    r->next_lsn = last + 1;
+    atomic_store(&r->last_lsn, last);
+    rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
+                   new_wal_segment, r);
+  }
+  if (rc) {
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", par_last_error());
+    pthread_mutex_lock(&r->view_mu);
+    r->closing = 1;
+    pthread_mutex_unlock(&r->view_mu);
+    compaction_drain(r);
+    unlink_open(v, r);
+    region_free(r);
+    return par_error(rc, "cannot open region '%s': %s", name, msg);
+  }
+  compaction_schedule(r);
+  *out = r;
+  return PAR_OK;
+}
+
+PAR_API int par_region_close(par_region *r) {
+  if (!r) return par_error(PAR_EINVAL, "par_region_close: NULL region");
+  par_volume *v = r->vol;
+  pthread_mutex_lock(&v->sched_mu);
+  pthread_mutex_lock(&r->view_mu);
+  r->closing = 1;
+  pthread_mutex_unlock(&r->view_mu);
+  pthread_mutex_unlock(&v->sched_mu);
+  compaction_drain(r);
+  int rc = wal_stop(&r->wal);
+  unlink_open(v, r);
+  region_free(r);
+  return rc;
+}
+
+/* ---- writes ---- */
+
+/* Freezes the active L0 and installs a fresh one (write_mu and view_mu
+ * held, no frozen L0). */
+static int freeze(par_region *r) {
+  view *w = r->view, *n = malloc(sizeof *n);
+  memtable *m = memtable_create();
+  if (!n || !m) {
+    free(n);
+    memtable_unref(m);
+    return par_error(PAR_ENOMEM, "new L0");
+  }
+  *n = *w;
+  atomic_init(&n->refs, 1);
+  n->frozen = w->active;
+  n->active = m;
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (n->tree[i][j]) dtree_ref(n->tree[i][j]);
+  memtable_ref(n->frozen);
+  r->view = n;
+  view_unref(w);
+  pthread_cond_broadcast(&r->view_cv);
+  return PAR_OK;
+}
+
+/* Returns the L0 to insert into, freezing a full one or stalling while the
+ * previous frozen L0 is still being compacted (write_mu held). */
+static memtable *make_room(par_region *r, int *rc) {
+  pthread_mutex_lock(&r->view_mu);
+  for (;;) {
+    view *w = r->view;
+    if (atomic_load(&w->active->bytes) < r->vol->opts.l0_size) {
+      pthread_mutex_unlock(&r->view_mu);
+      return w->active;
+    }
+    if (!w->frozen) {
+      *rc = freeze(r);
+      memtable *m = *rc ? NULL : r->view->active;
+      pthread_mutex_unlock(&r->view_mu);
+      if (m) compaction_schedule(r);
+      return m;
+    }
+    if (r->failed) {
+      pthread_mutex_unlock(&r->view_mu);
+      *rc = par_error(r->failed, "L0 is full and compaction failed earlier: %s", par_strerror(r->failed));
+      return NULL;
+    }
+    atomic_fetch_add(&r->stats.stalls, 1);
+    pthread_cond_wait(&r->view_cv, &r->view_mu);
+  }
+}
+
+static int check_key(const void *key, size_t key_len) {
+  if (!key) return par_error(PAR_EINVAL, "key must not be NULL");
+  if (key_len == 0) return par_error(PAR_EINVAL, "keys must not be empty");
+  if (key_len > PAR_MAX_KEY_SIZE)
+    return par_error(PAR_ETOOBIG, "key of %zu bytes exceeds the limit of %u", key_len, PAR_MAX_KEY_SIZE);
+  return PAR_OK;
+}
+
+static int check_value(const void *value, size_t value_len) {
+  if (!value && value_len) return par_error(PAR_EINVAL, "value must not be NULL");
+  if (value_len > PAR_MAX_VALUE_SIZE)
+    return par_error(PAR_ETOOBIG, "value of %zu bytes exceeds the limit of %u", value_len, PAR_MAX_VALUE_SIZE);
+  return PAR_OK;
+}
+
+/* Logs and applies ops atomically: one WAL record, LSNs in order. */
+static int apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
+  pthread_mutex_lock(&r->write_mu);
+  int rc = PAR_OK;
+  memtable *m = make_room(r, &rc);
+  uint64_t lsn = r->next_lsn;
+  if (m) rc = wal_append(&r->wal, lsn, ops, n);
+  for (uint32_t i = 0; m && !rc && i < n; i++)
+    rc = memtable_insert(m, lsn + i, ops[i].type, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len);
+  if (m && !rc) {
+    r->next_lsn = lsn + n;
+    atomic_store(&r->last_lsn, lsn + n - 1);
+  }
+  pthread_mutex_unlock(&r->write_mu);
+  if (!rc) {
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      bytes += ops[i].key_len + ops[i].value_len;
+      atomic_fetch_add(ops[i].type == WAL_PUT ? &r->stats.puts : &r->stats.deletes, 1);
+    }
+    atomic_fetch_add(&r->stats.user_bytes, bytes);
+  }
+  if (!rc && (flags & PAR_SYNC)) rc = wal_sync(&r->wal, lsn + n - 1);
+  return rc;
+}
+
+PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
+                    size_t value_len, unsigned flags) {
+  if (!r) return par_error(PAR_EINVAL, "par_put: NULL region");
+  int rc = check_key(key, key_len);
+  if (!rc) rc = check_value(value, value_len);
+  if (rc) return rc;
+  wal_op op = {WAL_PUT, (uint16_t)key_len, (uint32_t)value_len, key, value};
+  return apply(r, &op, 1, flags);
+}
+
+PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned flags) {
+  if (!r) return par_error(PAR_EINVAL, "par_delete: NULL region");
+  int rc = check_key(key, key_len);
+  if (rc) return rc;
+  wal_op op = {WAL_DELETE, (uint16_t)key_len, 0, key, NULL};
+  return apply(r, &op, 1, flags);
+}
+
+PAR_API int par_sync(par_region *r) {
+  if (!r) return par_error(PAR_EINVAL, "par_sync: NULL region");
+  return wal_sync(&r->wal, atomic_load(&r->last_lsn));
+}
+
+/* ---- batches ---- */
+
+struct par_batch {
+  wal_op *ops;
+  uint32_t n, cap;
+  uint8_t *data; /* keys and values, copied */
+  size_t len, data_cap, encoded;
+};
+
+PAR_API int par_batch_create(par_batch **out) {
+  if (!out) return par_error(PAR_EINVAL, "par_batch_create: NULL out");
+  *out = calloc(1, sizeof **out);
+  return *out ? PAR_OK : par_error(PAR_ENOMEM, "batch");
+}
+
+static int batch_add(par_batch *b, uint8_t type, const void *key, size_t key_len, const void *value,
+                     size_t value_len) {
+  size_t enc = wal_op_size(key_len, value_len);
+  if (b->encoded + enc > PAR_MAX_BATCH_SIZE)
+    return par_error(PAR_ETOOBIG, "batch would exceed %u encoded bytes", PAR_MAX_BATCH_SIZE);
+  if (b->n == b->cap) {
+    uint32_t cap = b->cap ? b->cap * 2 : 16;
+    wal_op *ops = realloc(b->ops, cap * sizeof *ops);
+    if (!ops) return par_error(PAR_ENOMEM, "batch");
+    b->ops = ops;
+    b->cap = cap;
+  }
+  if (b->len + key_len + value_len > b->data_cap) {
+    size_t cap = b->data_cap ? b->data_cap : 4096;
+    while (cap < b->len + key_len + value_len) cap *= 2;
+    uint8_t *d = realloc(b->data, cap);
+    if (!d) return par_error(PAR_ENOMEM, "batch");
+    b->data = d;
+    b->data_cap = cap;
+  }
+  /* Pointers are stored as offsets until par_write: data may move. */
+  wal_op *op = &b->ops[b->n++];
+  op->type = type;
+  op->key_len = (uint16_t)key_len;
+  op->value_len = (uint32_t)value_len;
+  op->key = (const void *)(uintptr_t)b->len;
+  memcpy(b->data + b->len, key, key_len);
+  b->len += key_len;
+  op->value = (const void *)(uintptr_t)b->len;
+  if (value_len) memcpy(b->data + b->len, value, value_len);
+  b->len += value_len;
+  b->encoded += enc;
+  return PAR_OK;
+}
+
+PAR_API int par_batch_put(par_batch *b, const void *key, size_t key_len, const void *value, size_t value_len) {
+  if (!b) return par_error(PAR_EINVAL, "par_batch_put: NULL batch");
+  int rc = check_key(key, key_len);
+  if (!rc) rc = check_value(value, value_len);
+  return rc ? rc : batch_add(b, WAL_PUT, key, key_len, value, value_len);
+}
+
+PAR_API int par_batch_delete(par_batch *b, const void *key, size_t key_len) {
+  if (!b) return par_error(PAR_EINVAL, "par_batch_delete: NULL batch");
+  int rc = check_key(key, key_len);
+  return rc ? rc : batch_add(b, WAL_DELETE, key, key_len, NULL, 0);
+}
+
+PAR_API void par_batch_clear(par_batch *b) {
+  if (!b) return;
+  b->n = 0;
+  b->len = 0;
+  b->encoded = 0;
+}
+
+PAR_API size_t par_batch_count(const par_batch *b) { return b ? b->n : 0; }
+
+PAR_API void par_batch_destroy(par_batch *b) {
+  if (!b) return;
+  free(b->ops);
+  free(b->data);
+  free(b);
+}
+
+PAR_API int par_write(par_region *r, const par_batch *b, unsigned flags) {
+  if (!r || !b) return par_error(PAR_EINVAL, "par_write: NULL argument");
+  if (!b->n) return PAR_OK;
+  wal_op *ops = malloc(b->n * sizeof *ops);
+  if (!ops) return par_error(PAR_ENOMEM, "batch");
+  for (uint32_t i = 0; i < b->n; i++) {
+    ops[i] = b->ops[i];
+    ops[i].key = b->data + (uintptr_t)b->ops[i].key;
+    ops[i].value = b->data + (uintptr_t)b->ops[i].value;
+  }
+  int rc = apply(r, ops, b->n, flags);
+  free(ops);
+  return rc;
+}
+
+/* ---- reads ---- */
+
+PAR_API int par_snapshot_create(par_region *r, par_snapshot **out) {
+  if (!r || !out) return par_error(PAR_EINVAL, "par_snapshot_create: NULL argument");
+  par_snapshot *s = malloc(sizeof *s);
+  if (!s) return par_error(PAR_ENOMEM, "snapshot");
+  s->region = r;
+  s->v = region_acquire_view(r, &s->lsn);
+  *out = s;
+  return PAR_OK;
+}
+
+PAR_API void par_snapshot_release(par_snapshot *s) {
+  if (!s) return;
+  view_unref(s->v);
+  free(s);
+}
+
+/* Finds key in w at lsn: PAR_OK with *e, PAR_NOT_FOUND (absent or deleted). */
+static int lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e) {
+  memtable *mts[2] = {w->active, w->frozen};
+  for (int i = 0; i < 2; i++) {
+    if (!mts[i]) continue;
+    const mt_entry *m = memtable_get(mts[i], key, key_len, lsn);
+    if (m) {
+      e->cat = m->type == WAL_DELETE ? CAT_TOMBSTONE : CAT_INLINE;
+      e->value = mt_value(m);
+      e->value_len = m->value_len;
+      return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
+    }
+  }
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      if (!w->tree[i][j]) continue;
+      int rc = tree_get(&r->vol->file, &w->tree[i][j]->d, key, key_len, e);
+      if (rc == PAR_NOT_FOUND) continue;
+      if (rc) return rc;
+      return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
+    }
+  return PAR_NOT_FOUND;
+}
+
+static int read_common(par_region *r, const par_snapshot *snap, const void *key, size_t key_len,
+                       void *buf, size_t cap, size_t *value_len) {
+  int rc = check_key(key, key_len);
+  if (rc) return rc;
+  if (snap && snap->region != r) return par_error(PAR_EINVAL, "snapshot belongs to another region");
+  uint64_t lsn;
+  view *w = snap ? snap->v : region_acquire_view(r, &lsn);
+  if (snap) lsn = snap->lsn;
+  tree_entry e;
+  rc = lookup(r, w, lsn, key, key_len, &e);
+  if (rc == PAR_OK && value_len) {
+    *value_len = e.value_len;
+    if (buf) memcpy(buf, e.value, e.value_len < cap ? e.value_len : cap);
+  }
+  if (!snap) view_unref(w);
+  atomic_fetch_add(&r->stats.gets, 1);
+  return rc;
+}
+
+PAR_API int par_get(par_region *r, const par_snapshot *snap, const void *key, size_t key_len, void *buf,
+                    size_t cap, size_t *value_len) {
+  if (!r || !value_len) return par_error(PAR_EINVAL, "par_get: NULL region or value_len");
+  if (!buf && cap) return par_error(PAR_EINVAL, "par_get: NULL buffer with a capacity");
+  return read_common(r, snap, key, key_len, buf, cap, value_len);
+}
+
+PAR_API int par_exists(par_region *r, const par_snapshot *snap, const void *key, size_t key_len) {
+  if (!r) return par_error(PAR_EINVAL, "par_exists: NULL region");
+  return read_common(r, snap, key, key_len, NULL, 0, NULL);
+}
+
+/* ---- maintenance ---- */
+
+PAR_API int par_flush(par_region *r) {
+  if (!r) return par_error(PAR_EINVAL, "par_flush: NULL region");
+  pthread_mutex_lock(&r->write_mu);
+  pthread_mutex_lock(&r->view_mu);
+  while (r->view->frozen && !r->failed) pthread_cond_wait(&r->view_cv, &r->view_mu);
+  int rc = r->failed;
+  if (!rc && r->view->active->entries) rc = freeze(r);
+  pthread_mutex_unlock(&r->view_mu);
+  pthread_mutex_unlock(&r->write_mu);
+  if (rc) return rc;
+  compaction_schedule(r);
+  pthread_mutex_lock(&r->view_mu);
+  while (!r->failed && (compaction_pending(r) || r->running)) {
+    pthread_mutex_unlock(&r->view_mu);
+    compaction_schedule(r);
+    pthread_mutex_lock(&r->view_mu);
+    if (!r->failed && (compaction_pending(r) || r->running)) pthread_cond_wait(&r->view_cv, &r->view_mu);
+  }
+  rc = r->failed;
+  pthread_mutex_unlock(&r->view_mu);
+  return rc ? par_error(rc, "compaction failed: %s", par_strerror(rc)) : PAR_OK;
+}
+
+PAR_API int par_region_stats(par_region *r, par_stats *out) {
+  if (!r || !out) return par_error(PAR_EINVAL, "par_region_stats: NULL argument");
+  memset(out, 0, sizeof *out);
+  out->puts = atomic_load(&r->stats.puts);
+  out->deletes = atomic_load(&r->stats.deletes);
+  out->gets = atomic_load(&r->stats.gets);
+  out->scans = atomic_load(&r->stats.scans);
+  out->user_bytes_written = atomic_load(&r->stats.user_bytes);
+  out->compactions = atomic_load(&r->stats.compactions);
+  out->write_stalls = atomic_load(&r->stats.stalls);
+  out->last_lsn = atomic_load(&r->last_lsn);
+  pthread_mutex_lock(&r->wal.mu);
+  out->wal_bytes_appended = r->wal.bytes;
+  out->wal_syncs = r->wal.syncs;
+  pthread_mutex_unlock(&r->wal.mu);
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  out->wal_segments = d ? d->nwal : 0;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  uint64_t lsn;
+  view *w = region_acquire_view(r, &lsn);
+  out->l0_bytes = atomic_load(&w->active->bytes);
+  pthread_rwlock_rdlock(&w->active->lock);
+  out->l0_entries = w->active->entries;
+  pthread_rwlock_unlock(&w->active->lock);
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++) {
+    par_level_stats *l = &out->level[i];
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      const dtree *t = w->tree[i][j];
+      if (!t) continue;
+      l->live_bytes += t->d.bytes;
+      l->entries += t->d.entries;
+      l->segments += t->d.segs.n;
+      if (t->d.height > l->height) l->height = t->d.height;
+      out->levels = (uint32_t)i;
+    }
+    l->compaction_bytes_read = atomic_load(&r->stats.level[i].read);
+    l->compaction_bytes_written = atomic_load(&r->stats.level[i].written);
+  }
+  view_unref(w);
+  return PAR_OK;
+}

@@ -1,0 +1,368 @@
+/* Compaction: merges a frozen L0 into L1 ("flush") and a level Li into
+ * Li+1 ("spill"), building the new tree bottom-up (Parallax §3, Kreon §3.4).
+ *
+ * A level has an active tree, which merges from above land in, and while it
+ * spills, a second, older tree that is read by the spill. So a flush into
+ * L1 can run while L1 spills into L2, and writers stall only when a frozen
+ * L0 has to wait for the previous one.
+ *
+ * Every finished merge publishes a new view and records the level layout
+ * in the redo log in one step (under view_mu, then meta_mu): the layout in
+ * the catalog is always a layout some view had. The replaced trees free
+ * their segments when the last reader lets go of them. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "index/builder.h"
+#include "scan/merge.h"
+#include "util/status.h"
+
+enum { TASK_NONE, TASK_FLUSH, TASK_SPILL };
+
+typedef struct task {
+  int kind;
+  int dst;              /* destination level */
+  memtable *frozen;     /* flush source       */
+  dtree *src;           /* spill source       */
+  dtree *dst_tree;      /* may be NULL        */
+  int drop_tombstones;
+} task;
+
+static uint64_t capacity(const par_volume *v, int level) {
+  uint64_t c = v->opts.l0_size;
+  for (int i = 0; i < level; i++) c = c > UINT64_MAX / v->opts.growth_factor ? UINT64_MAX : c * v->opts.growth_factor;
+  return c;
+}
+
+/* Nothing older than level dst's active tree holds data. */
+static int is_last(const view *w, int dst) {
+  if (w->tree[dst][1]) return 0;
+  for (int i = dst + 1; i <= PAR_MAX_LEVELS; i++)
+    if (w->tree[i][0] || w->tree[i][1]) return 0;
+  return 1;
+}
+
+static view *view_copy(const view *w) {
+  view *n = malloc(sizeof *n);
+  if (!n) return NULL;
+  *n = *w;
+  atomic_init(&n->refs, 1);
+  memtable_ref(n->active);
+  if (n->frozen) memtable_ref(n->frozen);
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (n->tree[i][j]) dtree_ref(n->tree[i][j]);
+  return n;
+}
+
+typedef struct layout_edit {
+  const view *w;
+  uint64_t covered; /* 0: unchanged */
+  seg_list wal_freed;
+} layout_edit;
+
+/* Rewrites the description's levels from the view; trims covered WAL. */
+static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
+  layout_edit *e = arg;
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      tree_desc *t = &d->level[i][j];
+      const dtree *nt = e->w->tree[i][j];
+      if (t->root && !(nt && nt->d.root == t->root))
+        for (uint32_t k = 0; k < t->segs.n; k++)
+          if (seg_list_push(freed, t->segs.v[k])) return PAR_ENOMEM;
+      tree_desc_free(t);
+      if (nt && tree_desc_copy(t, &nt->d)) return PAR_ENOMEM;
+    }
+  if (e->covered > d->covered_lsn) {
+    d->covered_lsn = e->covered;
+    uint32_t drop = 0;
+    while (drop + 1 < d->nwal && d->wal[drop + 1].first_lsn <= e->covered + 1) drop++;
+    for (uint32_t i = 0; i < drop; i++)
+      if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&e->wal_freed, d->wal[i].seg))
+        return PAR_ENOMEM;
+    memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
+    d->nwal -= drop;
+  }
+  return PAR_OK;
+}
+
+static int in_view(const view *w, const dtree *t) {
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (w->tree[i][j] == t) return 1;
+  return 0;
+}
+
+/* Publishes w as the region's view after recording its layout (view_mu
+ * held). Trees that w no longer holds are retired; covered WAL segments are
+ * freed at once (only recovery reads them). */
+static int publish(par_region *r, view *w, uint64_t covered) {
+  layout_edit e = {w, covered, {0}};
+  int rc = region_persist(r, edit_layout, &e);
+  if (rc) {
+    seg_list_free(&e.wal_freed);
+    view_unref(w);
+    return rc;
+  }
+  for (uint32_t i = 0; i < e.wal_freed.n; i++) segalloc_free(&r->vol->alloc, e.wal_freed.v[i]);
+  seg_list_free(&e.wal_freed);
+  view *old = r->view;
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (old->tree[i][j] && !in_view(w, old->tree[i][j])) dtree_retire(old->tree[i][j]);
+  r->view = w;
+  view_unref(old);
+  pthread_cond_broadcast(&r->view_cv);
+  return PAR_OK;
+}
+
+/* Picks the next merge, starting spills of overfull levels (view_mu held). */
+static int pick(par_region *r, task *t) {
+  par_volume *v = r->vol;
+  memset(t, 0, sizeof *t);
+  if (r->closing || r->failed) return PAR_OK;
+  view *w = r->view;
+  if (w->frozen && !r->dest_busy[1]) {
+    t->kind = TASK_FLUSH;
+    t->dst = 1;
+    t->frozen = w->frozen;
+    memtable_ref(t->frozen);
+  } else {
+    for (int i = 1; i < PAR_MAX_LEVELS && !t->kind; i++) {
+      if (!w->tree[i][1] && w->tree[i][0] && !r->dest_busy[i] &&
+          w->tree[i][0]->d.bytes > capacity(v, i)) {
+        view *n = view_copy(w);
+        if (!n) return PAR_ENOMEM;
+        n->tree[i][1] = n->tree[i][0];
+        n->tree[i][0] = NULL;
+        int rc = publish(r, n, 0);
+        if (rc) return rc;
+        w = r->view;
+      }
+      if (w->tree[i][1] && !r->dest_busy[i + 1]) {
+        t->kind = TASK_SPILL;
+        t->dst = i + 1;
+        t->src = w->tree[i][1];
+        dtree_ref(t->src);
+      }
+    }
+  }
+  if (!t->kind) return PAR_OK;
+  t->dst_tree = w->tree[t->dst][0];
+  if (t->dst_tree) dtree_ref(t->dst_tree);
+  t->drop_tombstones = is_last(w, t->dst);
+  r->dest_busy[t->dst] = 1;
+  r->running++;
+  return PAR_OK;
+}
+
+static void task_release(task *t) {
+  memtable_unref(t->frozen);
+  dtree_unref(t->src);
+  dtree_unref(t->dst_tree);
+}
+
+/* Merges the task's sources into a new tree. */
+static int merge(par_region *r, task *t, dtree **out) {
+  par_volume *v = r->vol;
+  kv_source *src[2] = {0};
+  int n = 0, rc = PAR_OK;
+  if (t->frozen) {
+    src[n] = memtable_source(t->frozen, UINT64_MAX);
+    if (src[n]) rc = src[n]->seek(src[n], NULL, 0, 0);
+  } else {
+    src[n] = tree_stream_source(&v->file, &t->src->d);
+  }
+  if (!src[n++]) rc = par_error(PAR_ENOMEM, "compaction source");
+  if (!rc && t->dst_tree) {
+    src[n] = tree_stream_source(&v->file, &t->dst_tree->d);
+    if (!src[n++]) rc = par_error(PAR_ECORRUPT, "compaction cannot read level %d", t->dst);
+  }
+  tree_builder b;
+  int building = 0;
+  if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
+  building = !rc;
+  merge_iter m = {src, n, -1, 0};
+  if (!rc) rc = merge_settle(&m);
+  while (!rc && m.cur >= 0) {
+    const tree_entry *e = merge_entry(&m);
+    if (!(t->drop_tombstones && e->cat == CAT_TOMBSTONE))
+      rc = builder_add(&b, e->cat, e->key, e->key_len, e->value, e->value_len);
+    if (!rc) rc = merge_next(&m);
+  }
+  for (int i = 0; i < n; i++) {
+    if (!src[i]) continue;
+    /* Source 0 is the upper level (a memtable reads nothing), source 1 the destination. */
+    int level = i == 0 ? t->dst - 1 : t->dst;
+    atomic_fetch_add(&r->stats.level[level].read, src[i]->bytes_read);
+    src[i]->close(src[i]);
+  }
+  tree_desc d;
+  if (!rc) {
+    building = 0;
+    rc = builder_finish(&b, &d);
+  }
+  if (building) builder_abort(&b);
+  if (rc) return rc;
+  atomic_fetch_add(&r->stats.level[t->dst].written, d.bytes);
+  *out = NULL;
+  if (!d.root) return PAR_OK;
+  *out = dtree_create(&v->alloc, &d);
+  if (!*out) {
+    for (uint32_t i = 0; i < d.segs.n; i++) segalloc_free(&v->alloc, d.segs.v[i]);
+    tree_desc_free(&d);
+    return par_error(PAR_ENOMEM, "tree handle");
+  }
+  return PAR_OK;
+}
+
+/* Installs the merged tree (view_mu held). */
+static int commit(par_region *r, task *t, dtree *nt) {
+  view *n = view_copy(r->view);
+  if (!n) return PAR_ENOMEM;
+  uint64_t covered = 0;
+  if (t->kind == TASK_FLUSH) {
+    covered = n->frozen->max_lsn;
+    memtable_unref(n->frozen);
+    n->frozen = NULL;
+  } else {
+    dtree_unref(n->tree[t->dst - 1][1]);
+    n->tree[t->dst - 1][1] = NULL;
+  }
+  dtree_unref(n->tree[t->dst][0]);
+  n->tree[t->dst][0] = nt;
+  if (nt) dtree_ref(nt);
+  return publish(r, n, covered);
+}
+
+static void run(par_region *r, task *t) {
+  dtree *nt = NULL;
+  int rc = merge(r, t, &nt);
+  pthread_mutex_lock(&r->view_mu);
+  if (!rc) rc = commit(r, t, nt);
+  if (rc && nt) dtree_retire(nt); /* never published: give its segments back */
+  dtree_unref(nt);                /* a published view holds its own reference */
+  if (rc) r->failed = rc;
+  else atomic_fetch_add(&r->stats.compactions, 1);
+  r->dest_busy[t->dst] = 0;
+  r->running--;
+  pthread_cond_broadcast(&r->view_cv);
+  pthread_mutex_unlock(&r->view_mu);
+  task_release(t);
+}
+
+/* ---- workers ---- */
+
+void compaction_schedule(par_region *r) {
+  par_volume *v = r->vol;
+  pthread_mutex_lock(&v->sched_mu);
+  if (!r->queued && !r->closing) {
+    if (v->qlen == v->qcap) {
+      uint32_t cap = v->qcap ? v->qcap * 2 : 16;
+      par_region **q = realloc(v->queue, cap * sizeof *q);
+      if (q) {
+        v->queue = q;
+        v->qcap = cap;
+      }
+    }
+    if (v->qlen < v->qcap) {
+      v->queue[v->qlen++] = r;
+      r->queued = 1;
+      pthread_cond_signal(&v->sched_cv);
+    }
+  }
+  pthread_mutex_unlock(&v->sched_mu);
+}
+
+static void *worker_main(void *arg) {
+  par_volume *v = arg;
+  pthread_mutex_lock(&v->sched_mu);
+  while (!v->stop) {
+    if (!v->qlen) {
+      pthread_cond_wait(&v->sched_cv, &v->sched_mu);
+      continue;
+    }
+    par_region *r = v->queue[0];
+    memmove(v->queue, v->queue + 1, --v->qlen * sizeof *v->queue);
+    r->queued = 0;
+    pthread_mutex_lock(&r->view_mu);
+    r->inflight++;
+    pthread_mutex_unlock(&r->view_mu);
+    pthread_mutex_unlock(&v->sched_mu);
+
+    pthread_mutex_lock(&r->view_mu);
+    task t;
+    int rc = pick(r, &t);
+    if (rc) r->failed = rc;
+    pthread_mutex_unlock(&r->view_mu);
+    if (t.kind) {
+      compaction_schedule(r); /* another worker may take a disjoint merge */
+      run(r, &t);
+      compaction_schedule(r);
+    }
+    /* The last touch of r: region close waits for inflight to reach 0. */
+    pthread_mutex_lock(&r->view_mu);
+    r->inflight--;
+    pthread_cond_broadcast(&r->view_cv);
+    pthread_mutex_unlock(&r->view_mu);
+    pthread_mutex_lock(&v->sched_mu);
+  }
+  pthread_mutex_unlock(&v->sched_mu);
+  return NULL;
+}
+
+int compaction_start(par_volume *v) {
+  pthread_mutex_init(&v->sched_mu, NULL);
+  pthread_cond_init(&v->sched_cv, NULL);
+  v->nworkers = v->opts.compaction_threads ? v->opts.compaction_threads : 1;
+  v->workers = calloc(v->nworkers, sizeof *v->workers);
+  if (!v->workers) return par_error(PAR_ENOMEM, "compaction threads");
+  for (uint32_t i = 0; i < v->nworkers; i++)
+    if (pthread_create(&v->workers[i], NULL, worker_main, v) != 0) {
+      v->nworkers = i;
+      compaction_stop(v);
+      return par_error(PAR_ENOMEM, "cannot start compaction threads");
+    }
+  return PAR_OK;
+}
+
+void compaction_stop(par_volume *v) {
+  pthread_mutex_lock(&v->sched_mu);
+  v->stop = 1;
+  pthread_cond_broadcast(&v->sched_cv);
+  pthread_mutex_unlock(&v->sched_mu);
+  for (uint32_t i = 0; i < v->nworkers; i++) pthread_join(v->workers[i], NULL);
+  free(v->workers);
+  free(v->queue);
+  v->workers = NULL;
+  v->queue = NULL;
+  pthread_cond_destroy(&v->sched_cv);
+  pthread_mutex_destroy(&v->sched_mu);
+}
+
+int compaction_pending(const par_region *r) {
+  const view *w = r->view;
+  if (r->failed) return 0;
+  if (w->frozen) return 1;
+  for (int i = 1; i < PAR_MAX_LEVELS; i++)
+    if (w->tree[i][1] || (w->tree[i][0] && w->tree[i][0]->d.bytes > capacity(r->vol, i))) return 1;
+  return 0;
+}
+
+void compaction_drain(par_region *r) {
+  par_volume *v = r->vol;
+  pthread_mutex_lock(&v->sched_mu);
+  for (uint32_t i = 0; i < v->qlen; i++)
+    if (v->queue[i] == r) {
+      memmove(v->queue + i, v->queue + i + 1, (v->qlen - i - 1) * sizeof *v->queue);
+      v->qlen--;
+      break;
+    }
+  r->queued = 0;
+  pthread_mutex_unlock(&v->sched_mu);
+  pthread_mutex_lock(&r->view_mu);
+  while (r->running || r->inflight) pthread_cond_wait(&r->view_cv, &r->view_mu);
+  pthread_mutex_unlock(&r->view_mu);
+}

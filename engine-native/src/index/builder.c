@@ -1,0 +1,203 @@
+#include "index/builder.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/coding.h"
+#include "util/status.h"
+
+#define SEG ((uint32_t)PAR_SEGMENT_SIZE)
+
+static void node_reset(build_level *l, int height) {
+  memset(l->buf, 0, NODE_HDR);
+  enc16(l->buf + 4, height ? NODE_INDEX : NODE_LEAF);
+  enc16(l->buf + 6, (uint16_t)height);
+  l->nslots = 0;
+  l->data_start = l->size;
+}
+
+int builder_init(tree_builder *b, par_file *f, segalloc *a) {
+  memset(b, 0, sizeof *b);
+  b->file = f;
+  b->alloc = a;
+  b->seg_buf = file_buf_alloc(SEG);
+  if (!b->seg_buf) return par_error(PAR_ENOMEM, "compaction segment buffer");
+  b->levels = 1;
+  b->lvl[0].size = LEAF_SIZE;
+  b->lvl[0].buf = malloc(LEAF_SIZE);
+  if (!b->lvl[0].buf) {
+    free(b->seg_buf);
+    return par_error(PAR_ENOMEM, "leaf buffer");
+  }
+  node_reset(&b->lvl[0], 0);
+  return PAR_OK;
+}
+
+static void free_buffers(tree_builder *b) {
+  free(b->seg_buf);
+  free(b->jumbo);
+  for (int i = 0; i < NODE_MAX_HEIGHT; i++) free(b->lvl[i].buf);
+}
+
+void builder_abort(tree_builder *b) {
+  for (uint32_t i = 0; i < b->out.segs.n; i++) segalloc_free(b->alloc, b->out.segs.v[i]);
+  tree_desc_free(&b->out);
+  free_buffers(b);
+  memset(b, 0, sizeof *b);
+}
+
+static int write_segment(tree_builder *b) {
+  memset(b->seg_buf + b->fill, 0, SEG - b->fill);
+  int rc = file_write(b->file, b->seg_buf, SEG, seg_offset(b->seg));
+  b->seg = 0;
+  b->fill = 0;
+  return rc;
+}
+
+static int add_to_level(tree_builder *b, int h, int cat, const void *key, uint16_t key_len,
+                        const void *value, uint32_t value_len, uint64_t child);
+
+/* Places the node (size bytes at node) in the segment buffer and passes its
+ * first key up to level h + 1. */
+static int emit(tree_builder *b, int h, uint8_t *node, uint32_t size, uint32_t nslots,
+                uint32_t data_start) {
+  uint32_t pages = size / PAR_BLOCK;
+  enc32(node + 8, pages);
+  enc32(node + 12, nslots);
+  enc32(node + 16, data_start);
+  /* Nodes are filled sparsely (slots up, data down): zero the gap so the
+   * checksum covers defined bytes. */
+  memset(node + NODE_HDR + 4 * nslots, 0, data_start - NODE_HDR - 4 * nslots);
+  enc32(node, node_crc(node, size));
+  if (b->seg && b->fill + size > SEG) {
+    int rc = write_segment(b);
+    if (rc) return rc;
+  }
+  if (!b->seg) {
+    uint32_t s;
+    int rc = segalloc_alloc(b->alloc, &s);
+    if (rc) return rc;
+    rc = seg_list_push(&b->out.segs, s);
+    if (rc) {
+      segalloc_free(b->alloc, s);
+      return rc;
+    }
+    b->seg = s;
+    b->fill = 0;
+  }
+  uint64_t off = seg_offset(b->seg) + b->fill;
+  memcpy(b->seg_buf + b->fill, node, size);
+  b->fill += size;
+  b->out.bytes += size;
+  /* The node's first key goes up as its pivot. */
+  const uint8_t *k;
+  uint16_t kl;
+  uint32_t slot0 = SLOT_OFF(dec32(node + NODE_HDR));
+  if (h == 0) {
+    kl = dec16(node + slot0);
+    k = node + slot0 + LEAF_ENTRY_HDR;
+  } else {
+    kl = dec16(node + slot0 + 8);
+    k = node + slot0 + INDEX_ENTRY_HDR;
+  }
+  if (h + 1 >= NODE_MAX_HEIGHT) return par_error(PAR_ELIMIT, "B+-tree too tall");
+  if (h + 1 == b->levels) {
+    build_level *p = &b->lvl[h + 1];
+    p->size = INDEX_SIZE;
+    p->buf = malloc(INDEX_SIZE);
+    if (!p->buf) return par_error(PAR_ENOMEM, "index node buffer");
+    node_reset(p, h + 1);
+    b->levels++;
+  }
+  /* k points into node, which add_to_level may reset only at level h. */
+  return add_to_level(b, h + 1, 0, k, kl, NULL, 0, off);
+}
+
+/* Appends an entry to the open node of level h, emitting it first when full. */
+static int add_to_level(tree_builder *b, int h, int cat, const void *key, uint16_t key_len,
+                        const void *value, uint32_t value_len, uint64_t child) {
+  build_level *l = &b->lvl[h];
+  size_t need = h ? index_entry_size(key_len) : leaf_entry_size(key_len, value_len);
+  if (NODE_HDR + 4ull * l->nslots + (l->size - l->data_start) + need > l->size) {
+    if (l->nslots) {
+      int rc = emit(b, h, l->buf, l->size, l->nslots, l->data_start);
+      if (rc) return rc;
+      node_reset(l, h);
+    }
+    if (NODE_HDR + need > l->size) { /* one pair larger than a leaf: a leaf of its own */
+      uint32_t size = (uint32_t)ALIGN_UP(NODE_HDR + need, PAR_BLOCK);
+      free(b->jumbo);
+      b->jumbo = malloc(size);
+      if (!b->jumbo) return par_error(PAR_ENOMEM, "leaf of %u bytes", size);
+      memset(b->jumbo, 0, NODE_HDR);
+      enc16(b->jumbo + 4, NODE_LEAF);
+      uint32_t off = size - (uint32_t)(need - 4);
+      enc32(b->jumbo + NODE_HDR, ((uint32_t)cat << 29) | off);
+      enc16(b->jumbo + off, key_len);
+      enc32(b->jumbo + off + 2, value_len);
+      memcpy(b->jumbo + off + LEAF_ENTRY_HDR, key, key_len);
+      if (value_len) memcpy(b->jumbo + off + LEAF_ENTRY_HDR + key_len, value, value_len);
+      b->out.entries++;
+      return emit(b, 0, b->jumbo, size, 1, off);
+    }
+  }
+  uint32_t esize = (uint32_t)need - 4;
+  l->data_start -= esize;
+  uint8_t *e = l->buf + l->data_start;
+  if (h) {
+    enc64(e, child);
+    enc16(e + 8, key_len);
+    memcpy(e + INDEX_ENTRY_HDR, key, key_len);
+    enc32(l->buf + NODE_HDR + 4 * l->nslots, l->data_start);
+  } else {
+    enc16(e, key_len);
+    enc32(e + 2, value_len);
+    memcpy(e + LEAF_ENTRY_HDR, key, key_len);
+    if (value_len) memcpy(e + LEAF_ENTRY_HDR + key_len, value, value_len);
+    enc32(l->buf + NODE_HDR + 4 * l->nslots, ((uint32_t)cat << 29) | l->data_start);
+    b->out.entries++;
+  }
+  l->nslots++;
+  return PAR_OK;
+}
+
+int builder_add(tree_builder *b, int cat, const void *key, uint16_t key_len, const void *value,
+                uint32_t value_len) {
+  return add_to_level(b, 0, cat, key, key_len, value, value_len, 0);
+}
+
+int builder_finish(tree_builder *b, tree_desc *out) {
+  int rc = PAR_OK;
+  uint64_t root = 0;
+  uint32_t height = 0;
+  /* Close the open nodes bottom-up; each emit adds a pivot one level up,
+   * until the top level holds a single pivot: its child is the root. */
+  for (int h = 0; h < b->levels && !rc; h++) {
+    build_level *l = &b->lvl[h];
+    if (!l->nslots) continue;
+    if (h > 0 && h + 1 == b->levels && l->nslots == 1) {
+      const uint8_t *k;
+      uint16_t kl;
+      node_hdr nh = {.type = NODE_INDEX, .height = (uint16_t)h, .pages = l->size / PAR_BLOCK,
+                     .nslots = 1, .data_start = l->data_start};
+      rc = index_entry(l->buf, &nh, 0, &root, &k, &kl);
+      height = (uint32_t)h;
+      break;
+    }
+    rc = emit(b, h, l->buf, l->size, l->nslots, l->data_start);
+    if (!rc) node_reset(l, h);
+  }
+  if (!rc && b->seg) rc = write_segment(b);
+  if (!rc && b->out.segs.n) rc = file_sync(b->file);
+  if (rc) {
+    builder_abort(b);
+    return rc;
+  }
+  b->out.root = root;
+  b->out.height = height;
+  *out = b->out;
+  memset(&b->out, 0, sizeof b->out);
+  free_buffers(b);
+  memset(b, 0, sizeof *b);
+  return PAR_OK;
+}

@@ -1,0 +1,43 @@
+/* Bottom-up B+-tree construction (Parallax §3, "compaction ... builds the
+ * new level bottom-up"): pairs arrive in key order, fill leaves to the
+ * brim, and every finished node hands its first key to a parent being
+ * filled the same way. Nodes are packed into a 2 MiB segment buffer that is
+ * written with one direct I/O when full. No node is ever read back or
+ * descended into while building. */
+#ifndef PAR_INDEX_BUILDER_H
+#define PAR_INDEX_BUILDER_H
+
+#include "alloc/segalloc.h"
+#include "index/node.h"
+#include "io/file.h"
+#include "meta/catalog.h"
+
+typedef struct build_level {
+  uint8_t *buf;
+  uint32_t size;      /* bytes of the node being filled     */
+  uint32_t nslots;
+  uint32_t data_start;
+} build_level;
+
+typedef struct tree_builder {
+  par_file *file;
+  segalloc *alloc;
+  uint8_t *seg_buf;
+  uint32_t seg, fill; /* seg == 0: no segment yet */
+  tree_desc out;
+  build_level lvl[NODE_MAX_HEIGHT];
+  int levels;         /* index levels with a node open, plus the leaf level */
+  uint8_t *jumbo;     /* a leaf for a single pair larger than LEAF_SIZE */
+} tree_builder;
+
+int builder_init(tree_builder *b, par_file *f, segalloc *a);
+/* Adds a pair; keys must strictly increase. */
+int builder_add(tree_builder *b, int cat, const void *key, uint16_t key_len, const void *value,
+                uint32_t value_len);
+/* Writes the remaining nodes, syncs, and moves the tree into *out (root 0
+ * when no pair was added). */
+int builder_finish(tree_builder *b, tree_desc *out);
+/* Frees the builder and the segments it allocated (after an error). */
+void builder_abort(tree_builder *b);
+
+#endif

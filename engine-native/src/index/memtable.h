@@ -1,0 +1,59 @@
+/* L0: an in-memory B+-tree of versioned entries.
+ *
+ * Entries are ordered by (key ascending, LSN descending) and never change
+ * once inserted: an overwrite or delete inserts a newer version. That makes
+ * reads at a snapshot LSN trivial and lets iterators keep pointers to
+ * entries after they drop the lock — entries live in an arena that is freed
+ * only with the whole memtable (reference counted).
+ *
+ * Locking: a rwlock guards the tree shape; inserts take it exclusively,
+ * lookups and iterator refills share it. */
+#ifndef PAR_INDEX_MEMTABLE_H
+#define PAR_INDEX_MEMTABLE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+typedef struct mt_entry {
+  uint64_t lsn;
+  uint32_t value_len;
+  uint16_t key_len;
+  uint8_t type; /* WAL_PUT or WAL_DELETE */
+  uint8_t reserved;
+  uint8_t data[]; /* key, then value */
+} mt_entry;
+
+static inline const uint8_t *mt_key(const mt_entry *e) { return e->data; }
+static inline const uint8_t *mt_value(const mt_entry *e) { return e->data + e->key_len; }
+
+typedef struct mt_node mt_node;
+typedef struct mt_arena_chunk mt_arena_chunk;
+
+typedef struct memtable {
+  atomic_int refs;
+  pthread_rwlock_t lock;
+  mt_node *root;
+  mt_arena_chunk *chunks;
+  atomic_uint_fast64_t bytes; /* entries and nodes (chunk slack not counted) */
+  uint64_t entries;
+  uint64_t max_lsn;
+} memtable;
+
+memtable *memtable_create(void);
+void memtable_ref(memtable *m);
+void memtable_unref(memtable *m);
+
+/* Inserts a version; the caller inserts LSNs in increasing order. */
+int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
+                    const void *value, uint32_t value_len);
+/* The newest version of key with LSN <= snap, or NULL. */
+const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint64_t snap);
+
+/* Copies into out[] (at most max) the newest version <= snap of each key at
+ * or after (key, key_len) — strictly after when exclusive — in key order.
+ * key == NULL starts at the first key. Returns the number copied. */
+uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int exclusive, uint64_t snap,
+                          const mt_entry **out, uint32_t max);
+
+#endif

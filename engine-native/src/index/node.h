@@ -1,0 +1,66 @@
+/* On-device B+-tree nodes (Parallax §3, Kreon §3.2).
+ *
+ * Every node starts block-aligned and never crosses a segment boundary.
+ * Layout of a node of `pages` 4 KiB pages:
+ *
+ *   header (32 B) | slot array (u32 each, grows up) ... free ... data (grows down)
+ *
+ * header: crc32c u32 (bytes 4..size) | type u16 | height u16 (0 = leaf) |
+ *         pages u32 | nslots u32 | data_start u32 | reserved (12 B)
+ *
+ * Leaf slot:  category (top 3 bits) | offset of the entry (low 29 bits)
+ * Leaf entry: key_len u16 | value_len u32 | key | value
+ *   category INLINE: the value itself; TOMBSTONE: no value; the pointer
+ *   categories (medium/large log) hold <key prefix, log pointer> instead.
+ * Index slot:  offset of the entry
+ * Index entry: child offset u64 | key_len u16 | key  — the first key of the
+ *   child's subtree; slot 0's key is a lower bound only.
+ *
+ * Slots are sorted by key. A leaf holds at least one entry, so a pair larger
+ * than LEAF_SIZE gets a leaf of its own (of more pages). A zero header (type
+ * 0) marks the unused tail of a segment. */
+#ifndef PAR_INDEX_NODE_H
+#define PAR_INDEX_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define NODE_HDR 32u
+#define LEAF_SIZE 8192u
+#define INDEX_SIZE 12288u
+#define LEAF_ENTRY_HDR 6u
+#define INDEX_ENTRY_HDR 10u
+#define NODE_MAX_HEIGHT 16
+
+enum { NODE_LEAF = 1, NODE_INDEX = 2 };
+enum { CAT_INLINE = 0, CAT_TOMBSTONE = 1 };
+
+#define SLOT_CAT(s) ((s) >> 29)
+#define SLOT_OFF(s) ((s) & 0x1fffffffu)
+
+typedef struct node_hdr {
+  uint16_t type, height;
+  uint32_t pages, nslots, data_start;
+} node_hdr;
+
+/* Decodes and checks a header found at off (its own bounds, not the crc). */
+int node_header(const uint8_t *node, uint64_t off, node_hdr *h);
+uint32_t node_crc(const uint8_t *node, uint32_t size);
+
+/* Leaf access; return PAR_ECORRUPT for an entry outside its node. */
+int leaf_entry(const uint8_t *node, const node_hdr *h, uint32_t i, int *cat, const uint8_t **key,
+               uint16_t *key_len, const uint8_t **value, uint32_t *value_len);
+/* First slot whose key is >= key (> key when exclusive); h->nslots if none. */
+int leaf_lower_bound(const uint8_t *node, const node_hdr *h, const void *key, size_t key_len,
+                     int exclusive, uint32_t *idx);
+
+int index_entry(const uint8_t *node, const node_hdr *h, uint32_t i, uint64_t *child,
+                const uint8_t **key, uint16_t *key_len);
+/* Slot of the child that can hold key: the last whose pivot is <= key (0 if none). */
+int index_child_for(const uint8_t *node, const node_hdr *h, const void *key, size_t key_len,
+                    uint32_t *idx);
+
+static inline size_t leaf_entry_size(size_t klen, size_t vlen) { return LEAF_ENTRY_HDR + klen + vlen + 4; }
+static inline size_t index_entry_size(size_t klen) { return INDEX_ENTRY_HDR + klen + 4; }
+
+#endif

@@ -1,0 +1,228 @@
+#include "index/tree.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/coding.h"
+#include "util/status.h"
+
+#define SEG ((uint32_t)PAR_SEGMENT_SIZE)
+
+dtree *dtree_create(segalloc *a, tree_desc *d) {
+  dtree *t = malloc(sizeof *t);
+  if (!t) return NULL;
+  atomic_init(&t->refs, 1);
+  atomic_init(&t->retired, 0);
+  t->d = *d;
+  memset(d, 0, sizeof *d);
+  t->alloc = a;
+  return t;
+}
+
+void dtree_ref(dtree *t) { atomic_fetch_add(&t->refs, 1); }
+
+void dtree_retire(dtree *t) { atomic_store(&t->retired, 1); }
+
+void dtree_unref(dtree *t) {
+  if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
+  if (atomic_load(&t->retired))
+    for (uint32_t i = 0; i < t->d.segs.n; i++) segalloc_free(t->alloc, t->d.segs.v[i]);
+  tree_desc_free(&t->d);
+  free(t);
+}
+
+/* The node at off, checked against the file and its expected height. */
+static int load_node(const par_file *f, uint64_t off, int height, const uint8_t **node, node_hdr *h) {
+  uint64_t size = __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
+  if (off + NODE_HDR > size)
+    return par_error(PAR_ECORRUPT, "B+-tree node offset %llu is outside the volume", (unsigned long long)off);
+  const uint8_t *n = f->map + off;
+  int rc = node_header(n, off, h);
+  if (rc) return rc;
+  if (h->height != height || off + (uint64_t)h->pages * PAR_BLOCK > size)
+    return par_error(PAR_ECORRUPT, "B+-tree node at %llu has the wrong height or size", (unsigned long long)off);
+  *node = n;
+  return PAR_OK;
+}
+
+int tree_get(const par_file *f, const tree_desc *t, const void *key, size_t key_len, tree_entry *e) {
+  if (!t->root) return PAR_NOT_FOUND;
+  uint64_t off = t->root;
+  for (int height = (int)t->height - 1; height >= 0; height--) {
+    const uint8_t *n;
+    node_hdr h;
+    int rc = load_node(f, off, height, &n, &h);
+    if (rc) return rc;
+    uint32_t idx;
+    if (height) {
+      const uint8_t *k;
+      uint16_t kl;
+      rc = index_child_for(n, &h, key, key_len, &idx);
+      if (!rc) rc = index_entry(n, &h, idx, &off, &k, &kl);
+      if (rc) return rc;
+      continue;
+    }
+    rc = leaf_lower_bound(n, &h, key, key_len, 0, &idx);
+    if (rc) return rc;
+    if (idx == h.nslots) return PAR_NOT_FOUND;
+    rc = leaf_entry(n, &h, idx, &e->cat, &e->key, &e->key_len, &e->value, &e->value_len);
+    if (rc) return rc;
+    return key_cmp(e->key, e->key_len, key, key_len) == 0 ? PAR_OK : PAR_NOT_FOUND;
+  }
+  return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
+}
+
+void tree_cursor_init(tree_cursor *c, const par_file *f, const tree_desc *t) {
+  memset(c, 0, sizeof *c);
+  c->file = f;
+  c->tree = t;
+}
+
+static int load_current(tree_cursor *c) {
+  typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  tree_entry *e = &c->cur;
+  return leaf_entry(p->node, &p->h, p->idx, &e->cat, &e->key, &e->key_len, &e->value, &e->value_len);
+}
+
+/* Descends from path[depth-1]'s current child to the leftmost leaf. */
+static int descend_leftmost(tree_cursor *c) {
+  for (;;) {
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->h.height == 0) return PAR_OK;
+    uint64_t child;
+    const uint8_t *k;
+    uint16_t kl;
+    int rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
+    if (!rc) rc = load_node(c->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (rc) return rc;
+    c->path[c->depth].idx = 0;
+    c->depth++;
+  }
+}
+
+/* Moves past the end of the current leaf to the next one. */
+static int advance_leaf(tree_cursor *c) {
+  while (c->depth > 1) {
+    c->depth--;
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (++p->idx < p->h.nslots) {
+      int rc = descend_leftmost(c);
+      if (rc) return rc;
+      if (c->path[c->depth - 1].h.nslots) return load_current(c);
+    }
+  }
+  c->depth = 0;
+  return PAR_OK;
+}
+
+int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive) {
+  c->depth = 0;
+  if (!c->tree->root) return PAR_OK;
+  int rc = load_node(c->file, c->tree->root, (int)c->tree->height - 1, &c->path[0].node, &c->path[0].h);
+  if (rc) return rc;
+  c->depth = 1;
+  for (;;) {
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->h.height == 0) {
+      if (key) rc = leaf_lower_bound(p->node, &p->h, key, key_len, exclusive, &p->idx);
+      else p->idx = 0;
+      if (rc) return rc;
+      if (p->idx < p->h.nslots) return load_current(c);
+      return advance_leaf(c);
+    }
+    if (key) rc = index_child_for(p->node, &p->h, key, key_len, &p->idx);
+    else p->idx = 0;
+    uint64_t child;
+    const uint8_t *k;
+    uint16_t kl;
+    if (!rc) rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
+    if (!rc) rc = load_node(c->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (rc) {
+      c->depth = 0;
+      return rc;
+    }
+    c->depth++;
+  }
+}
+
+int tree_cursor_next(tree_cursor *c) {
+  if (!c->depth) return PAR_OK;
+  typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  int rc = ++p->idx < p->h.nslots ? load_current(c) : advance_leaf(c);
+  if (rc) c->depth = 0;
+  return rc;
+}
+
+/* ---- streaming for compaction ---------------------------------------- */
+
+static int stream_load_segment(tree_stream *s) {
+  while (s->seg_idx < s->tree->segs.n) {
+    uint32_t seg = s->tree->segs.v[s->seg_idx++];
+    int rc = file_read(s->file, s->buf, SEG, seg_offset(seg));
+    if (rc) return rc;
+    s->bytes_read += SEG;
+    s->off = 0;
+    return PAR_OK;
+  }
+  s->valid = 0;
+  return PAR_OK;
+}
+
+/* Advances to the next leaf slot, crossing nodes and segments. */
+static int stream_advance(tree_stream *s) {
+  for (;;) {
+    if (s->valid && s->h.type == NODE_LEAF && s->slot < s->h.nslots) {
+      tree_entry *e = &s->cur;
+      return leaf_entry(s->buf + s->off, &s->h, s->slot, &e->cat, &e->key, &e->key_len, &e->value,
+                        &e->value_len);
+    }
+    if (s->valid) s->off += s->h.pages * PAR_BLOCK; /* past the node just read */
+    s->valid = 1;
+    if (s->off + NODE_HDR > SEG || dec16(s->buf + s->off + 4) == 0) {
+      if (s->seg_idx == s->tree->segs.n) {
+        s->valid = 0;
+        return PAR_OK;
+      }
+      int rc = stream_load_segment(s);
+      if (rc) return rc;
+    }
+    uint64_t off = seg_offset(s->tree->segs.v[s->seg_idx - 1]) + s->off;
+    int rc = node_header(s->buf + s->off, off, &s->h);
+    if (rc) return rc;
+    if (node_crc(s->buf + s->off, s->h.pages * PAR_BLOCK) != dec32(s->buf + s->off))
+      return par_error(PAR_ECORRUPT, "B+-tree node at offset %llu fails its checksum", (unsigned long long)off);
+    s->slot = 0;
+  }
+}
+
+int tree_stream_open(tree_stream *s, par_file *f, const tree_desc *t) {
+  memset(s, 0, sizeof *s);
+  s->file = f;
+  s->tree = t;
+  if (!t->root) return PAR_OK;
+  s->buf = file_buf_alloc(SEG);
+  if (!s->buf) return par_error(PAR_ENOMEM, "compaction read buffer");
+  int rc = stream_load_segment(s);
+  if (rc) return rc;
+  s->valid = 0;
+  s->off = 0;
+  /* Position on the first node of the first segment without skipping it. */
+  s->valid = 1;
+  rc = node_header(s->buf, seg_offset(t->segs.v[0]), &s->h);
+  if (!rc && node_crc(s->buf, s->h.pages * PAR_BLOCK) != dec32(s->buf))
+    rc = par_error(PAR_ECORRUPT, "B+-tree node at offset %llu fails its checksum",
+                   (unsigned long long)seg_offset(t->segs.v[0]));
+  s->slot = 0;
+  return rc ? rc : stream_advance(s);
+}
+
+int tree_stream_next(tree_stream *s) {
+  if (!s->valid) return PAR_OK;
+  s->slot++;
+  return stream_advance(s);
+}
+
+void tree_stream_close(tree_stream *s) {
+  free(s->buf);
+  memset(s, 0, sizeof *s);
+}

@@ -1,0 +1,81 @@
+/* Reading a device level's B+-tree.
+ *
+ * Point reads and scans walk the tree through the volume's memory map (no
+ * user-space cache: the page cache holds hot nodes). Compaction instead
+ * streams a tree's segments in write order with large direct reads — leaves
+ * were written in key order, so this yields the pairs sorted — and checks
+ * every node's checksum on the way. */
+#ifndef PAR_INDEX_TREE_H
+#define PAR_INDEX_TREE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "alloc/segalloc.h"
+#include "index/node.h"
+#include "io/file.h"
+#include "meta/catalog.h"
+
+/* A tree shared by the region's views. Once a compaction has durably
+ * replaced it, it is retired, and the last reference frees its segments
+ * (so a scanner keeps the segments it reads alive). A tree that is merely
+ * dropped from memory (region close) keeps them: the catalog owns them. */
+typedef struct dtree {
+  atomic_int refs;
+  atomic_int retired;
+  tree_desc d;
+  segalloc *alloc;
+} dtree;
+
+dtree *dtree_create(segalloc *a, tree_desc *d); /* takes d's memory */
+void dtree_ref(dtree *t);
+void dtree_unref(dtree *t);
+void dtree_retire(dtree *t);
+
+typedef struct tree_entry {
+  int cat;
+  const uint8_t *key, *value;
+  uint16_t key_len;
+  uint32_t value_len;
+} tree_entry;
+
+/* PAR_OK with *e set, PAR_NOT_FOUND, or PAR_ECORRUPT. */
+int tree_get(const par_file *f, const tree_desc *t, const void *key, size_t key_len, tree_entry *e);
+
+typedef struct tree_cursor {
+  const par_file *file;
+  const tree_desc *tree;
+  int depth; /* entries in path; 0 = not positioned */
+  struct {
+    const uint8_t *node;
+    node_hdr h;
+    uint32_t idx;
+  } path[NODE_MAX_HEIGHT];
+  tree_entry cur;
+} tree_cursor;
+
+void tree_cursor_init(tree_cursor *c, const par_file *f, const tree_desc *t);
+/* Positions at the first key >= key (> key when exclusive; the first key
+ * when key is NULL). Sets c->depth = 0 when there is none. */
+int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive);
+int tree_cursor_next(tree_cursor *c);
+static inline int tree_cursor_valid(const tree_cursor *c) { return c->depth > 0; }
+
+typedef struct tree_stream {
+  par_file *file;
+  const tree_desc *tree;
+  uint8_t *buf;     /* one segment */
+  uint32_t seg_idx; /* next segment of tree->segs to read */
+  uint32_t off;     /* node being read, inside buf */
+  node_hdr h;
+  uint32_t slot;
+  int valid;
+  tree_entry cur;
+  uint64_t bytes_read;
+} tree_stream;
+
+int tree_stream_open(tree_stream *s, par_file *f, const tree_desc *t);
+int tree_stream_next(tree_stream *s);
+void tree_stream_close(tree_stream *s);
+
+#endif

@@ -1,0 +1,133 @@
+#include "io/file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/status.h"
+
+/* Virtual range reserved for the map: the largest volume this version
+ * supports (its segment lists must fit a redo-log record). */
+#define PAR_MAX_VOLUME_BYTES (512ull << 30)
+
+int file_open(par_file *f, const char *path, int create, int direct, uint64_t limit) {
+  memset(f, 0, sizeof *f);
+  f->fd = f->dfd = -1;
+  int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT : 0);
+  f->fd = open(path, flags, 0644);
+  if (f->fd < 0)
+    return par_error_errno(errno == ENOENT ? PAR_ENOENT : PAR_EIO, errno, "cannot open %s", path);
+  if (flock(f->fd, LOCK_EX | LOCK_NB) != 0) {
+    int e = errno;
+    close(f->fd);
+    return par_error_errno(PAR_EBUSY, e, "volume %s is in use by another handle", path);
+  }
+  struct stat st;
+  if (fstat(f->fd, &st) != 0) goto fail_errno;
+  if (S_ISBLK(st.st_mode)) {
+    f->is_blockdev = 1;
+    if (ioctl(f->fd, BLKGETSIZE64, &f->size) != 0) goto fail_errno;
+  } else if (S_ISREG(st.st_mode)) {
+    f->size = (uint64_t)st.st_size;
+  } else {
+    close(f->fd);
+    return par_error(PAR_EINVAL, "%s is neither a regular file nor a block device", path);
+  }
+  f->limit = limit && limit < PAR_MAX_VOLUME_BYTES ? limit : PAR_MAX_VOLUME_BYTES;
+  if (f->is_blockdev && f->size < f->limit) f->limit = f->size;
+  f->dfd = f->fd;
+  if (direct) {
+    int dfd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
+    if (dfd >= 0) f->dfd = dfd; /* else: the file system has no direct I/O (tmpfs) */
+  }
+  void *m = mmap(NULL, f->limit, PROT_READ, MAP_SHARED | MAP_NORESERVE, f->fd, 0);
+  if (m == MAP_FAILED) goto fail_errno;
+  f->map = m;
+  return PAR_OK;
+fail_errno:;
+  int e = errno;
+  file_close(f);
+  return par_error_errno(PAR_EIO, e, "cannot open volume %s", path);
+}
+
+void file_close(par_file *f) {
+  if (f->map) munmap((void *)f->map, f->limit);
+  if (f->dfd >= 0 && f->dfd != f->fd) close(f->dfd);
+  if (f->fd >= 0) close(f->fd); /* releases the flock */
+  f->map = NULL;
+  f->fd = f->dfd = -1;
+}
+
+static int aligned(const void *p, size_t len, uint64_t off) {
+  return ((uintptr_t)p % PAR_BLOCK) == 0 && len % PAR_BLOCK == 0 && off % PAR_BLOCK == 0;
+}
+
+int file_read(par_file *f, void *buf, size_t len, uint64_t off) {
+  int fd = (f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd;
+  uint8_t *p = buf;
+  while (len > 0) {
+    ssize_t n = pread(fd, p, len, (off_t)off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return par_error_errno(par_status_from_errno(errno), errno, "read of volume at %llu", (unsigned long long)off);
+    if (n == 0) return par_error(PAR_ECORRUPT, "volume ends at %llu, before the data it references", (unsigned long long)off);
+    p += n;
+    len -= (size_t)n;
+    off += (uint64_t)n;
+  }
+  return PAR_OK;
+}
+
+int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {
+  int fd = (f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd;
+  const uint8_t *p = buf;
+  while (len > 0) {
+    ssize_t n = pwrite(fd, p, len, (off_t)off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return par_error_errno(par_status_from_errno(errno), errno, "write to volume at %llu", (unsigned long long)off);
+    if (n == 0) return par_error(PAR_ENOSPC, "write to volume at %llu made no progress", (unsigned long long)off);
+    p += n;
+    len -= (size_t)n;
+    off += (uint64_t)n;
+  }
+  return PAR_OK;
+}
+
+int file_sync(par_file *f) {
+  while (fdatasync(f->fd) != 0) {
+    if (errno == EINTR) continue;
+    return par_error_errno(par_status_from_errno(errno), errno, "fdatasync of volume");
+  }
+  return PAR_OK;
+}
+
+int file_grow(par_file *f, uint64_t new_size) {
+  if (new_size <= f->size) return PAR_OK;
+  if (new_size > f->limit || f->is_blockdev)
+    return par_error(PAR_ENOSPC, "volume would grow to %llu bytes, over its limit of %llu",
+                     (unsigned long long)new_size, (unsigned long long)f->limit);
+  int e = posix_fallocate(f->fd, (off_t)f->size, (off_t)(new_size - f->size));
+  if (e == EOPNOTSUPP || e == EINVAL) e = ftruncate(f->fd, (off_t)new_size) ? errno : 0;
+  if (e) {
+    /* Keep the file at a whole-segment length: a partial growth may remain. */
+    (void)!ftruncate(f->fd, (off_t)f->size);
+    return par_error_errno(par_status_from_errno(e), e, "cannot grow volume to %llu bytes",
+                           (unsigned long long)new_size);
+  }
+  f->size = new_size;
+  return PAR_OK;
+}
+
+void *file_buf_alloc(size_t len) {
+  void *p = NULL;
+  size_t n = (len + PAR_BLOCK - 1) / PAR_BLOCK * PAR_BLOCK;
+  if (posix_memalign(&p, PAR_BLOCK, n) != 0) return NULL;
+  memset(p, 0, n);
+  return p;
+}

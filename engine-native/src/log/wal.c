@@ -1,0 +1,288 @@
+#include "log/wal.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "alloc/segalloc.h"
+#include "util/coding.h"
+#include "util/crc32c.h"
+#include "util/status.h"
+
+#define SEG ((uint32_t)PAR_SEGMENT_SIZE)
+
+/* Record: crc u32 | len u32 | lsn u64 | region u32 | gen u32 | count u32 |
+ * reserved u32 | count x (type u8 | key_len u16 | value_len u32 | key | value).
+ * crc covers everything after itself. */
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void deadline_in(struct timespec *ts, uint64_t ns) {
+  clock_gettime(CLOCK_MONOTONIC, ts);
+  ns += (uint64_t)ts->tv_nsec;
+  ts->tv_sec += (time_t)(ns / 1000000000ull);
+  ts->tv_nsec = (long)(ns % 1000000000ull);
+}
+
+/* Seals buf[cur] into the pending slot (which must be free). */
+static void seal(wal *w) {
+  uint32_t len = ALIGN_UP(w->fill, PAR_BLOCK);
+  memset(w->buf[w->cur] + w->fill, 0, len - w->fill);
+  w->pending = 1;
+  w->pending_buf = w->cur;
+  w->pending_seg = w->seg;
+  w->pending_off = w->base;
+  w->pending_len = len;
+  w->pending_lsn = w->fill_lsn;
+  w->cur ^= 1;
+  w->base += len;
+  w->fill = 0;
+  if (w->base >= SEG) w->seg = 0;
+  pthread_cond_signal(&w->work);
+}
+
+static void *writer_main(void *arg) {
+  wal *w = arg;
+  pthread_mutex_lock(&w->mu);
+  for (;;) {
+    if (w->pending) {
+      int b = w->pending_buf;
+      uint32_t seg = w->pending_seg, off = w->pending_off, len = w->pending_len;
+      uint64_t lsn = w->pending_lsn;
+      pthread_mutex_unlock(&w->mu);
+      int rc = file_write(w->file, w->buf[b], len, seg_offset(seg) + off);
+      if (!rc) rc = file_sync(w->file);
+      pthread_mutex_lock(&w->mu);
+      w->pending = 0;
+      if (rc && !w->failed) w->failed = rc;
+      if (!rc) {
+        w->durable_lsn = lsn;
+        w->syncs++;
+      }
+      /* A buffer grown for one huge record goes back to the chunk size. */
+      if (w->cap[b] > WAL_CHUNK) {
+        free(w->buf[b]);
+        w->buf[b] = file_buf_alloc(WAL_CHUNK);
+        w->cap[b] = w->buf[b] ? WAL_CHUNK : 0;
+      }
+      pthread_cond_broadcast(&w->cv);
+      continue;
+    }
+    uint64_t due = w->first_unflushed_ns + (uint64_t)w->interval_ms * 1000000ull;
+    if (w->fill && (w->sync_wanted || w->stop || now_ns() >= due)) {
+      w->sync_wanted = 0;
+      seal(w);
+      continue;
+    }
+    if (w->stop) break;
+    w->sync_wanted = 0;
+    struct timespec ts;
+    deadline_in(&ts, w->fill ? due - now_ns() : (uint64_t)w->interval_ms * 1000000ull);
+    pthread_cond_timedwait(&w->work, &w->mu, &ts);
+  }
+  pthread_mutex_unlock(&w->mu);
+  return NULL;
+}
+
+int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
+              uint64_t last_lsn, wal_new_segment_fn fn, void *ctx) {
+  memset(w, 0, sizeof *w);
+  w->file = f;
+  w->region_id = region_id;
+  w->gen = gen;
+  w->interval_ms = interval_ms ? interval_ms : 1;
+  w->new_segment = fn;
+  w->ctx = ctx;
+  w->appended_lsn = w->durable_lsn = last_lsn;
+  for (int i = 0; i < 2; i++) {
+    w->buf[i] = file_buf_alloc(WAL_CHUNK);
+    w->cap[i] = WAL_CHUNK;
+    if (!w->buf[i]) {
+      free(w->buf[0]);
+      return par_error(PAR_ENOMEM, "WAL buffers");
+    }
+  }
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_condattr_t ca;
+  pthread_condattr_init(&ca);
+  pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  pthread_cond_init(&w->cv, NULL);
+  pthread_cond_init(&w->work, &ca);
+  pthread_condattr_destroy(&ca);
+  if (pthread_create(&w->thread, NULL, writer_main, w) != 0) {
+    free(w->buf[0]);
+    free(w->buf[1]);
+    return par_error(PAR_ENOMEM, "cannot start the WAL thread");
+  }
+  return PAR_OK;
+}
+
+int wal_stop(wal *w) {
+  pthread_mutex_lock(&w->mu);
+  w->stop = 1;
+  pthread_cond_signal(&w->work);
+  pthread_mutex_unlock(&w->mu);
+  pthread_join(w->thread, NULL);
+  int rc = w->failed;
+  free(w->buf[0]);
+  free(w->buf[1]);
+  pthread_cond_destroy(&w->cv);
+  pthread_cond_destroy(&w->work);
+  pthread_mutex_destroy(&w->mu);
+  return rc;
+}
+
+/* Waits (mu held) until the pending slot is free. */
+static int wait_pending(wal *w) {
+  while (w->pending && !w->failed) pthread_cond_wait(&w->cv, &w->mu);
+  return w->failed ? par_error(PAR_EFAILED, "the write-ahead log failed earlier (%s)", par_strerror(w->failed)) : PAR_OK;
+}
+
+int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
+  size_t payload = 0;
+  for (uint32_t i = 0; i < n; i++) payload += wal_op_size(ops[i].key_len, ops[i].value_len);
+  size_t size = wal_record_size(payload);
+  if (size > SEG) return par_error(PAR_ETOOBIG, "log record of %zu bytes exceeds a segment", size);
+  pthread_mutex_lock(&w->mu);
+  int rc = w->failed ? wait_pending(w) : PAR_OK;
+  if (!rc && w->seg && w->base + w->fill + size > SEG && w->fill) {
+    rc = wait_pending(w);
+    if (!rc) seal(w);
+  }
+  if (!rc && (!w->seg || w->base + w->fill + size > SEG)) {
+    /* Rotate: the rest of this segment stays unused. */
+    w->seg = 0;
+    w->base = 0;
+    uint32_t seg;
+    pthread_mutex_unlock(&w->mu);
+    rc = w->new_segment(w->ctx, lsn, &seg);
+    pthread_mutex_lock(&w->mu);
+    if (!rc) w->seg = seg;
+  }
+  if (!rc && w->fill + size > w->cap[w->cur]) {
+    if (w->fill) {
+      rc = wait_pending(w);
+      if (!rc) seal(w);
+    }
+    if (!rc && size > w->cap[w->cur]) {
+      uint32_t cap = ALIGN_UP((uint32_t)size, PAR_BLOCK);
+      uint8_t *b = file_buf_alloc(cap);
+      if (!b) rc = par_error(PAR_ENOMEM, "WAL buffer of %u bytes", cap);
+      else {
+        free(w->buf[w->cur]);
+        w->buf[w->cur] = b;
+        w->cap[w->cur] = cap;
+      }
+    }
+  }
+  if (rc) {
+    pthread_mutex_unlock(&w->mu);
+    return rc;
+  }
+  uint8_t *r = w->buf[w->cur] + w->fill;
+  enc32(r + 4, (uint32_t)payload);
+  enc64(r + 8, lsn);
+  enc32(r + 16, w->region_id);
+  enc32(r + 20, w->gen);
+  enc32(r + 24, n);
+  enc32(r + 28, 0);
+  uint8_t *p = r + WAL_HDR;
+  for (uint32_t i = 0; i < n; i++) {
+    p[0] = ops[i].type;
+    enc16(p + 1, ops[i].key_len);
+    enc32(p + 3, ops[i].value_len);
+    memcpy(p + WAL_OP_HDR, ops[i].key, ops[i].key_len);
+    if (ops[i].value_len) memcpy(p + WAL_OP_HDR + ops[i].key_len, ops[i].value, ops[i].value_len);
+    p += wal_op_size(ops[i].key_len, ops[i].value_len);
+  }
+  enc32(r, crc32c(0, r + 4, size - 4));
+  if (!w->fill) w->first_unflushed_ns = now_ns();
+  w->fill += (uint32_t)size;
+  w->bytes += size;
+  w->fill_lsn = lsn + n - 1;
+  w->appended_lsn = w->fill_lsn;
+  if (w->fill == w->cap[w->cur] && !w->pending) seal(w);
+  pthread_mutex_unlock(&w->mu);
+  return PAR_OK;
+}
+
+int wal_sync(wal *w, uint64_t lsn) {
+  pthread_mutex_lock(&w->mu);
+  while (w->durable_lsn < lsn && !w->failed) {
+    w->sync_wanted = 1;
+    pthread_cond_signal(&w->work);
+    pthread_cond_wait(&w->cv, &w->mu);
+  }
+  int rc = w->durable_lsn >= lsn ? PAR_OK
+                                 : par_error(PAR_EFAILED, "write-ahead log write failed (%s)", par_strerror(w->failed));
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
+/* Parses the record at off; 1 when it is the expected next one. */
+static int parse(const uint8_t *b, uint32_t off, const region_desc *d, const wal_seg *ws,
+                 uint64_t expect, uint32_t *size, uint32_t *count) {
+  if (off + WAL_HDR > SEG) return 0;
+  const uint8_t *r = b + off;
+  uint32_t len = dec32(r + 4);
+  if (len > SEG - off - WAL_HDR || dec64(r + 8) != expect || dec32(r + 16) != d->id ||
+      dec32(r + 20) != ws->gen)
+    return 0;
+  if (crc32c(0, r + 4, WAL_HDR - 4 + len) != dec32(r)) return 0;
+  *size = WAL_HDR + len;
+  *count = dec32(r + 24);
+  return *count > 0;
+}
+
+int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, uint64_t *last_lsn) {
+  *last_lsn = d->covered_lsn;
+  uint32_t first = 0;
+  while (first + 1 < d->nwal && d->wal[first + 1].first_lsn <= d->covered_lsn + 1) first++;
+  if (first >= d->nwal) return PAR_OK;
+  uint8_t *b = file_buf_alloc(SEG);
+  if (!b) return par_error(PAR_ENOMEM, "WAL replay buffer");
+  uint64_t expect = d->wal[first].first_lsn;
+  int rc = PAR_OK;
+  for (uint32_t i = first; i < d->nwal && !rc; i++) {
+    const wal_seg *ws = &d->wal[i];
+    if (ws->first_lsn != expect) break; /* a gap: the log ends before it */
+    rc = file_read(f, b, SEG, seg_offset(ws->seg));
+    if (rc) break;
+    uint32_t off = 0, size, count;
+    for (;;) {
+      if (!parse(b, off, d, ws, expect, &size, &count)) {
+        uint32_t next = ALIGN_UP(off, PAR_BLOCK); /* skip a seal's padding */
+        if (next == off || !parse(b, next, d, ws, expect, &size, &count)) break;
+        off = next;
+      }
+      const uint8_t *p = b + off + WAL_HDR, *end = b + off + size;
+      for (uint32_t k = 0; k < count && !rc; k++) {
+        wal_op op;
+        if (end - p < (long)WAL_OP_HDR) { rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect); break; }
+        op.type = p[0];
+        op.key_len = dec16(p + 1);
+        op.value_len = dec32(p + 3);
+        op.key = p + WAL_OP_HDR;
+        op.value = p + WAL_OP_HDR + op.key_len;
+        if ((size_t)(end - p) < wal_op_size(op.key_len, op.value_len) ||
+            (op.type != WAL_PUT && op.type != WAL_DELETE)) {
+          rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect);
+          break;
+        }
+        if (expect + k > d->covered_lsn) rc = fn(arg, expect + k, &op);
+        p += wal_op_size(op.key_len, op.value_len);
+      }
+      if (rc) break;
+      expect += count;
+      off += size;
+    }
+  }
+  free(b);
+  if (expect - 1 > *last_lsn) *last_lsn = expect - 1;
+  return rc;
+}

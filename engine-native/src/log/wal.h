@@ -1,0 +1,90 @@
+/* The write-ahead log of one region.
+ *
+ * Writers append records (one per put, delete or batch) to an in-memory tail
+ * buffer; a background thread writes sealed buffers with one block-aligned
+ * (direct) write and an fdatasync each — every 256 KiB, every
+ * durability_interval_ms, or as soon as a sync writer asks (group commit).
+ *
+ * Invariants that make recovery a prefix of the log:
+ *  - flushed bytes are never rewritten: a partly filled buffer is padded to
+ *    the next 4 KiB block when sealed, and appending resumes after the pad;
+ *  - sealed buffers are written one at a time, in order, so a record is
+ *    durable only if every earlier record is;
+ *  - a record carries the region id, the segment's generation and its LSN,
+ *    and the reader accepts only the exact next LSN, so stale bytes from an
+ *    earlier use of a segment, or from before a crash, are never replayed. */
+#ifndef PAR_LOG_WAL_H
+#define PAR_LOG_WAL_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "io/file.h"
+#include "meta/catalog.h"
+
+#define WAL_CHUNK (256u * 1024)
+#define WAL_HDR 32u
+#define WAL_OP_HDR 7u
+
+enum { WAL_PUT = 1, WAL_DELETE = 2 };
+
+typedef struct wal_op {
+  uint8_t type;
+  uint16_t key_len;
+  uint32_t value_len;
+  const void *key;
+  const void *value;
+} wal_op;
+
+static inline size_t wal_record_size(size_t payload) { return WAL_HDR + payload; }
+static inline size_t wal_op_size(size_t klen, size_t vlen) { return WAL_OP_HDR + klen + vlen; }
+
+/* Allocates and durably records a new WAL segment whose first record will
+ * carry first_lsn; returns the segment. */
+typedef int (*wal_new_segment_fn)(void *ctx, uint64_t first_lsn, uint32_t *seg);
+
+typedef struct wal {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;   /* state changes: a write finished, a buffer freed */
+  pthread_cond_t work; /* wakes the writer thread                         */
+  pthread_t thread;
+  par_file *file;
+  wal_new_segment_fn new_segment;
+  void *ctx;
+  uint32_t region_id, gen, interval_ms;
+  uint8_t *buf[2];
+  uint32_t cap[2];
+  int cur;              /* buffer being filled                          */
+  uint32_t seg;         /* segment of buf[cur]; 0 until allocated       */
+  uint32_t base, fill;  /* buf[cur] holds [base, base + fill) of seg    */
+  uint64_t fill_lsn;    /* last LSN in buf[cur]                          */
+  uint64_t first_unflushed_ns;
+  /* the sealed buffer waiting for or under its write */
+  int pending;
+  int pending_buf;
+  uint32_t pending_seg, pending_off, pending_len;
+  uint64_t pending_lsn;
+  int sync_wanted, stop;
+  uint64_t appended_lsn, durable_lsn;
+  int failed; /* the first write error; the log accepts nothing after it */
+  uint64_t bytes, syncs;
+} wal;
+
+int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
+              uint64_t last_lsn, wal_new_segment_fn fn, void *ctx);
+/* Writes everything appended, then stops the thread. */
+int wal_stop(wal *w);
+
+/* Appends one record holding n ops with LSNs lsn .. lsn + n - 1. The caller
+ * serializes appends and assigns LSNs in order. */
+int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n);
+/* Waits until every record up to lsn is durable. */
+int wal_sync(wal *w, uint64_t lsn);
+
+/* Recovery: calls fn for every op with LSN > covered, in LSN order, stopping
+ * at the first record that is missing, torn or out of sequence. *last_lsn is
+ * the last LSN read (covered when none). */
+typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, const wal_op *op);
+int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, uint64_t *last_lsn);
+
+#endif

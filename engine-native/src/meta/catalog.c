@@ -1,0 +1,196 @@
+#include "meta/catalog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/coding.h"
+#include "util/status.h"
+
+int seg_list_push(seg_list *l, uint32_t seg) {
+  if (l->n == l->cap) {
+    uint32_t cap = l->cap ? l->cap * 2 : 8;
+    uint32_t *v = realloc(l->v, (size_t)cap * sizeof *v);
+    if (!v) return par_error(PAR_ENOMEM, "segment list of %u", cap);
+    l->v = v;
+    l->cap = cap;
+  }
+  l->v[l->n++] = seg;
+  return PAR_OK;
+}
+
+void seg_list_free(seg_list *l) {
+  free(l->v);
+  memset(l, 0, sizeof *l);
+}
+
+int seg_list_copy(seg_list *dst, const seg_list *src) {
+  memset(dst, 0, sizeof *dst);
+  if (!src->n) return PAR_OK;
+  dst->v = malloc((size_t)src->n * sizeof *dst->v);
+  if (!dst->v) return par_error(PAR_ENOMEM, "segment list copy");
+  memcpy(dst->v, src->v, (size_t)src->n * sizeof *dst->v);
+  dst->n = dst->cap = src->n;
+  return PAR_OK;
+}
+
+void tree_desc_free(tree_desc *t) {
+  seg_list_free(&t->segs);
+  memset(t, 0, sizeof *t);
+}
+
+int tree_desc_copy(tree_desc *dst, const tree_desc *src) {
+  *dst = *src;
+  return seg_list_copy(&dst->segs, &src->segs);
+}
+
+void region_desc_free(region_desc *d) {
+  free(d->wal);
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) tree_desc_free(&d->level[i][j]);
+  memset(d, 0, sizeof *d);
+}
+
+int region_desc_copy(region_desc *dst, const region_desc *src) {
+  *dst = *src;
+  dst->wal = NULL;
+  dst->wal_cap = dst->nwal;
+  memset(dst->level, 0, sizeof dst->level);
+  if (src->nwal) {
+    dst->wal = malloc(src->nwal * sizeof *dst->wal);
+    if (!dst->wal) goto oom;
+    memcpy(dst->wal, src->wal, src->nwal * sizeof *dst->wal);
+  }
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (tree_desc_copy(&dst->level[i][j], &src->level[i][j])) goto oom;
+  return PAR_OK;
+oom:
+  region_desc_free(dst);
+  return par_error(PAR_ENOMEM, "region description copy");
+}
+
+int region_desc_add_wal(region_desc *d, wal_seg w) {
+  if (d->nwal == d->wal_cap) {
+    uint32_t cap = d->wal_cap ? d->wal_cap * 2 : 4;
+    wal_seg *v = realloc(d->wal, cap * sizeof *v);
+    if (!v) return par_error(PAR_ENOMEM, "WAL segment list");
+    d->wal = v;
+    d->wal_cap = cap;
+  }
+  d->wal[d->nwal++] = w;
+  return PAR_OK;
+}
+
+int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t seg), void *arg) {
+  for (uint32_t i = 0; i < d->nwal; i++) {
+    int rc = fn(arg, d->wal[i].seg);
+    if (rc) return rc;
+  }
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      for (uint32_t k = 0; k < d->level[i][j].segs.n; k++) {
+        int rc = fn(arg, d->level[i][j].segs.v[k]);
+        if (rc) return rc;
+      }
+  return PAR_OK;
+}
+
+/* Layout: id u32 | name_len u16 | name | covered u64 | gen u32 | nwal u32 |
+ * nwal x (seg u32, gen u32, first_lsn u64) | ntrees u16 |
+ * ntrees x (level u8, slot u8, root u64, height u32, entries u64, bytes u64,
+ *           nsegs u32, nsegs x u32) */
+size_t region_desc_encode(const region_desc *d, uint8_t *out) {
+  size_t n = 0;
+  size_t name_len = strlen(d->name);
+#define PUT(bits, v) do { if (out) enc##bits(out + n, (v)); n += (bits) / 8; } while (0)
+  PUT(32, d->id);
+  PUT(16, (uint16_t)name_len);
+  if (out) memcpy(out + n, d->name, name_len);
+  n += name_len;
+  PUT(64, d->covered_lsn);
+  PUT(32, d->wal_gen);
+  PUT(32, d->nwal);
+  for (uint32_t i = 0; i < d->nwal; i++) {
+    PUT(32, d->wal[i].seg);
+    PUT(32, d->wal[i].gen);
+    PUT(64, d->wal[i].first_lsn);
+  }
+  uint16_t ntrees = 0;
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) ntrees += d->level[i][j].root != 0;
+  PUT(16, ntrees);
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      const tree_desc *t = &d->level[i][j];
+      if (!t->root) continue;
+      if (out) { out[n] = (uint8_t)i; out[n + 1] = (uint8_t)j; }
+      n += 2;
+      PUT(64, t->root);
+      PUT(32, t->height);
+      PUT(64, t->entries);
+      PUT(64, t->bytes);
+      PUT(32, t->segs.n);
+      for (uint32_t k = 0; k < t->segs.n; k++) PUT(32, t->segs.v[k]);
+    }
+#undef PUT
+  return n;
+}
+
+int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
+  memset(d, 0, sizeof *d);
+  size_t n = 0;
+#define NEED(k) do { if (len - n < (size_t)(k)) goto bad; } while (0)
+#define GET(bits, dst) do { NEED((bits) / 8); (dst) = dec##bits(in + n); n += (bits) / 8; } while (0)
+  uint16_t name_len;
+  GET(32, d->id);
+  GET(16, name_len);
+  if (name_len > PAR_MAX_REGION_NAME) goto bad;
+  NEED(name_len);
+  memcpy(d->name, in + n, name_len);
+  d->name[name_len] = 0;
+  n += name_len;
+  GET(64, d->covered_lsn);
+  GET(32, d->wal_gen);
+  uint32_t nwal;
+  GET(32, nwal);
+  if (nwal > len / 16) goto bad;
+  for (uint32_t i = 0; i < nwal; i++) {
+    wal_seg w;
+    GET(32, w.seg);
+    GET(32, w.gen);
+    GET(64, w.first_lsn);
+    if (region_desc_add_wal(d, w)) goto oom;
+  }
+  uint16_t ntrees;
+  GET(16, ntrees);
+  for (uint16_t t = 0; t < ntrees; t++) {
+    NEED(2);
+    uint8_t lvl = in[n], slot = in[n + 1];
+    n += 2;
+    if (lvl < 1 || lvl > PAR_MAX_LEVELS || slot >= LEVEL_TREES) goto bad;
+    tree_desc *td = &d->level[lvl][slot];
+    if (td->root) goto bad;
+    GET(64, td->root);
+    GET(32, td->height);
+    GET(64, td->entries);
+    GET(64, td->bytes);
+    uint32_t nsegs;
+    GET(32, nsegs);
+    if (!td->root || nsegs > len / 4) goto bad;
+    for (uint32_t k = 0; k < nsegs; k++) {
+      uint32_t s;
+      GET(32, s);
+      if (seg_list_push(&td->segs, s)) goto oom;
+    }
+  }
+  if (n != len) goto bad;
+  return PAR_OK;
+#undef GET
+#undef NEED
+bad:
+  region_desc_free(d);
+  return par_error(PAR_ECORRUPT, "malformed region description in the redo log");
+oom:
+  region_desc_free(d);
+  return PAR_ENOMEM;
+}

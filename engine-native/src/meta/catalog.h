@@ -1,0 +1,68 @@
+/* The catalog: the durable description of every region — its device levels
+ * (B+-tree roots and the segments each owns), its write-ahead log segments
+ * and the log position that the levels already cover.
+ *
+ * A region_desc is a plain value: the redo log stores it whole, so replaying
+ * a record is "overwrite this region's description", which is idempotent. */
+#ifndef PAR_META_CATALOG_H
+#define PAR_META_CATALOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "parallax/parallax.h"
+
+typedef struct seg_list {
+  uint32_t *v;
+  uint32_t n, cap;
+} seg_list;
+
+int seg_list_push(seg_list *l, uint32_t seg);
+void seg_list_free(seg_list *l);
+int seg_list_copy(seg_list *dst, const seg_list *src);
+
+/* One on-device B+-tree. root == 0 means the tree is empty. */
+typedef struct tree_desc {
+  uint64_t root;    /* byte offset of the root node in the volume */
+  uint32_t height;  /* 1 = the root is a leaf                     */
+  uint64_t entries; /* pairs, tombstones included                 */
+  uint64_t bytes;   /* bytes of all nodes                         */
+  seg_list segs;    /* in write order: leaves appear in key order */
+} tree_desc;
+
+/* A WAL segment: entries in it carry gen, and the first one has first_lsn. */
+typedef struct wal_seg {
+  uint32_t seg;
+  uint32_t gen;
+  uint64_t first_lsn;
+} wal_seg;
+
+/* Trees per level: [0] is the level's active tree, [1] the older tree being
+ * spilled into the next level (empty most of the time). */
+#define LEVEL_TREES 2
+
+typedef struct region_desc {
+  uint32_t id;
+  char name[PAR_MAX_REGION_NAME + 1];
+  uint64_t covered_lsn; /* WAL entries up to here are in the device levels */
+  uint32_t wal_gen;     /* generation of the newest WAL segment            */
+  uint32_t nwal, wal_cap;
+  wal_seg *wal;
+  tree_desc level[PAR_MAX_LEVELS + 1][LEVEL_TREES]; /* [0] unused */
+} region_desc;
+
+void region_desc_free(region_desc *d);
+int region_desc_copy(region_desc *dst, const region_desc *src);
+int region_desc_add_wal(region_desc *d, wal_seg w);
+/* Calls fn for every segment the region references. */
+int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t seg), void *arg);
+
+/* Encoding: returns the encoded size; writes only when out != NULL. */
+size_t region_desc_encode(const region_desc *d, uint8_t *out);
+/* PAR_ECORRUPT when the bytes do not form a description. */
+int region_desc_decode(region_desc *d, const uint8_t *in, size_t len);
+
+void tree_desc_free(tree_desc *t);
+int tree_desc_copy(tree_desc *dst, const tree_desc *src);
+
+#endif

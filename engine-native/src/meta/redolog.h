@@ -1,0 +1,60 @@
+/* The redo log: a stream of checksummed records in a chain of segments that
+ * records every change of the catalog — region created, dropped, or given a
+ * new description by a compaction or a new WAL segment. A record is written
+ * to fresh, block-aligned space and synced before the change it describes
+ * takes effect, so after a crash the log replays to the last durable change.
+ *
+ * A checkpoint writes the whole catalog as the start of a new stream and
+ * then flips the superblock to it; the old stream's segments are freed.
+ * Every open checkpoints, so writers never append after a torn tail. */
+#ifndef PAR_META_REDOLOG_H
+#define PAR_META_REDOLOG_H
+
+#include <stdint.h>
+
+#include "alloc/segalloc.h"
+#include "io/file.h"
+#include "meta/catalog.h"
+#include "meta/superblock.h"
+
+typedef struct catalog {
+  uint32_t next_region_id;
+  uint32_t n, cap;
+  region_desc **regions; /* in creation order */
+} catalog;
+
+region_desc *catalog_find(const catalog *c, const char *name);
+region_desc *catalog_find_id(const catalog *c, uint32_t id);
+/* Adds or replaces (by id) a description, taking over its memory. */
+int catalog_set(catalog *c, region_desc *d);
+void catalog_remove(catalog *c, uint32_t id);
+void catalog_free(catalog *c);
+
+typedef struct redolog {
+  par_file *file;
+  segalloc *alloc;
+  superblock sb;
+  seg_list segs;  /* segments of the current stream, in order */
+  uint32_t off;   /* write position in the last segment        */
+  uint64_t seq;   /* sequence number of the next record        */
+  uint64_t bytes; /* bytes appended since the checkpoint       */
+  uint8_t *buf;   /* block-aligned staging buffer               */
+  uint32_t buf_cap;
+} redolog;
+
+/* Creates the first stream of a new volume (an empty catalog). */
+int redolog_format(redolog *log, par_file *f, segalloc *a);
+/* Reads the superblock and replays the stream into c; marks the stream's
+ * segments in a. The caller marks the catalog's and then checkpoints. */
+int redolog_load(redolog *log, par_file *f, segalloc *a, catalog *c);
+/* Starts a new stream holding all of c, flips the superblock, frees the old one. */
+int redolog_checkpoint(redolog *log, const catalog *c);
+void redolog_close(redolog *log);
+
+/* Each returns once the record is durable; only then may the in-memory
+ * catalog change. freed lists segments the new description stops using. */
+int redolog_put_region(redolog *log, const region_desc *d, const uint32_t *freed, uint32_t nfreed);
+int redolog_drop_region(redolog *log, uint32_t id);
+int redolog_next_id(redolog *log, uint32_t next_id);
+
+#endif

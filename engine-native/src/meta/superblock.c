@@ -1,0 +1,68 @@
+#include "meta/superblock.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/coding.h"
+#include "util/crc32c.h"
+#include "util/status.h"
+
+#define SB_MAGIC 0x58414c4c41524150ull /* "PARALLAX" */
+#define SB_CRC_OFF (PAR_BLOCK - 4)
+
+/* Layout: magic u64 | version u32 | segment size u32 | epoch u64 |
+ * stream id u64 | stream head u32 | ... zero ... | crc32c u32 at 4092. */
+static void encode(uint8_t *b, const superblock *sb) {
+  memset(b, 0, PAR_BLOCK);
+  enc64(b, SB_MAGIC);
+  enc32(b + 8, PAR_FORMAT_VERSION);
+  enc32(b + 12, PAR_SEGMENT_SIZE);
+  enc64(b + 16, sb->epoch);
+  enc64(b + 24, sb->stream_id);
+  enc32(b + 32, sb->stream_head);
+  enc32(b + SB_CRC_OFF, crc32c(0, b, SB_CRC_OFF));
+}
+
+/* 1 = valid, 0 = not a superblock, -1 = magic but damaged or unsupported. */
+static int decode(const uint8_t *b, superblock *sb) {
+  if (dec64(b) != SB_MAGIC) return 0;
+  if (dec32(b + SB_CRC_OFF) != crc32c(0, b, SB_CRC_OFF)) return -1;
+  if (dec32(b + 8) != PAR_FORMAT_VERSION || dec32(b + 12) != PAR_SEGMENT_SIZE) return -2;
+  sb->epoch = dec64(b + 16);
+  sb->stream_id = dec64(b + 24);
+  sb->stream_head = dec32(b + 32);
+  return 1;
+}
+
+int superblock_read(par_file *f, superblock *sb) {
+  if (f->size < 2 * PAR_BLOCK)
+    return par_error(PAR_ENOTVOLUME, "file of %llu bytes is too small to be a volume",
+                     (unsigned long long)f->size);
+  uint8_t *b = file_buf_alloc(2 * PAR_BLOCK);
+  if (!b) return par_error(PAR_ENOMEM, "superblock buffer");
+  int rc = file_read(f, b, 2 * PAR_BLOCK, 0);
+  if (rc) {
+    free(b);
+    return rc;
+  }
+  superblock c[2];
+  int r0 = decode(b, &c[0]), r1 = decode(b + PAR_BLOCK, &c[1]);
+  free(b);
+  if (r0 == -2 || r1 == -2)
+    return par_error(PAR_ENOTVOLUME, "volume format or segment size not supported by this version (format %u)",
+                     PAR_FORMAT_VERSION);
+  if (r0 == 1 && (r1 != 1 || c[0].epoch > c[1].epoch)) *sb = c[0];
+  else if (r1 == 1) *sb = c[1];
+  else if (r0 == 0 && r1 == 0) return par_error(PAR_ENOTVOLUME, "no Parallax superblock found");
+  else return par_error(PAR_ECORRUPT, "both superblock copies fail their checksum");
+  return PAR_OK;
+}
+
+int superblock_write(par_file *f, const superblock *sb) {
+  uint8_t *b = file_buf_alloc(PAR_BLOCK);
+  if (!b) return par_error(PAR_ENOMEM, "superblock buffer");
+  encode(b, sb);
+  int rc = file_write(f, b, PAR_BLOCK, (sb->epoch % 2) * PAR_BLOCK);
+  free(b);
+  return rc ? rc : file_sync(f);
+}

@@ -1,0 +1,26 @@
+/* The superblock: two 4 KiB copies at the start of segment 0. Each names
+ * the head segment of the current redo-log stream; the valid copy with the
+ * highest epoch wins, and updates always overwrite the other copy, so a torn
+ * superblock write leaves the previous one intact. */
+#ifndef PAR_META_SUPERBLOCK_H
+#define PAR_META_SUPERBLOCK_H
+
+#include <stdint.h>
+
+#include "io/file.h"
+
+#define PAR_FORMAT_VERSION 1u
+
+typedef struct superblock {
+  uint64_t epoch;
+  uint64_t stream_id;   /* records of the current redo stream carry it */
+  uint32_t stream_head; /* first segment of the redo stream            */
+} superblock;
+
+/* PAR_ENOTVOLUME when neither copy carries the magic, PAR_ECORRUPT when
+ * none of those that do is intact. */
+int superblock_read(par_file *f, superblock *sb);
+/* Writes copy (epoch % 2) and syncs. */
+int superblock_write(par_file *f, const superblock *sb);
+
+#endif

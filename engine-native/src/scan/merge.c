@@ -1,0 +1,213 @@
+#include "scan/merge.h"
+
+#include <stdlib.h>
+
+#include "log/wal.h"
+#include "util/coding.h"
+#include "util/status.h"
+
+#define MT_BATCH 64
+
+/* ---- memtable source ---- */
+
+typedef struct mt_source {
+  kv_source base;
+  memtable *m;
+  uint64_t snap;
+  const mt_entry *batch[MT_BATCH];
+  uint32_t n, i;
+} mt_source;
+
+static void mt_load(mt_source *s) {
+  s->base.valid = s->i < s->n;
+  if (!s->base.valid) return;
+  const mt_entry *e = s->batch[s->i];
+  s->base.e.cat = e->type == WAL_DELETE ? CAT_TOMBSTONE : CAT_INLINE;
+  s->base.e.key = mt_key(e);
+  s->base.e.key_len = e->key_len;
+  s->base.e.value = mt_value(e);
+  s->base.e.value_len = e->value_len;
+}
+
+static int mt_seek(kv_source *b, const void *key, size_t key_len, int exclusive) {
+  mt_source *s = (mt_source *)b;
+  s->n = memtable_collect(s->m, key, key_len, exclusive, s->snap, s->batch, MT_BATCH);
+  s->i = 0;
+  mt_load(s);
+  return PAR_OK;
+}
+
+static int mt_next(kv_source *b) {
+  mt_source *s = (mt_source *)b;
+  if (!b->valid) return PAR_OK;
+  if (++s->i == s->n) {
+    const mt_entry *last = s->batch[s->n - 1]; /* arena memory: stays valid */
+    if (s->n < MT_BATCH) {
+      b->valid = 0;
+      return PAR_OK;
+    }
+    return mt_seek(b, mt_key(last), last->key_len, 1);
+  }
+  mt_load(s);
+  return PAR_OK;
+}
+
+static void mt_close(kv_source *b) {
+  mt_source *s = (mt_source *)b;
+  memtable_unref(s->m);
+  free(s);
+}
+
+kv_source *memtable_source(memtable *m, uint64_t snap) {
+  mt_source *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  memtable_ref(m);
+  s->m = m;
+  s->snap = snap;
+  s->base.next = mt_next;
+  s->base.seek = mt_seek;
+  s->base.close = mt_close;
+  return &s->base;
+}
+
+/* ---- tree cursor source ---- */
+
+typedef struct cursor_source {
+  kv_source base;
+  dtree *t;
+  tree_cursor c;
+} cursor_source;
+
+static int cur_sync(cursor_source *s, int rc) {
+  s->base.valid = !rc && tree_cursor_valid(&s->c);
+  if (s->base.valid) s->base.e = s->c.cur;
+  return rc;
+}
+
+static int cur_seek(kv_source *b, const void *key, size_t key_len, int exclusive) {
+  cursor_source *s = (cursor_source *)b;
+  return cur_sync(s, tree_cursor_seek(&s->c, key, key_len, exclusive));
+}
+
+static int cur_next(kv_source *b) {
+  cursor_source *s = (cursor_source *)b;
+  return cur_sync(s, tree_cursor_next(&s->c));
+}
+
+static void cur_close(kv_source *b) {
+  cursor_source *s = (cursor_source *)b;
+  dtree_unref(s->t);
+  free(s);
+}
+
+kv_source *tree_cursor_source(const par_file *f, dtree *t) {
+  cursor_source *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  dtree_ref(t);
+  s->t = t;
+  tree_cursor_init(&s->c, f, &t->d);
+  s->base.next = cur_next;
+  s->base.seek = cur_seek;
+  s->base.close = cur_close;
+  return &s->base;
+}
+
+/* ---- tree stream source ---- */
+
+typedef struct stream_source {
+  kv_source base;
+  tree_stream st;
+} stream_source;
+
+static int st_sync(stream_source *s, int rc) {
+  s->base.valid = !rc && s->st.valid;
+  s->base.bytes_read = s->st.bytes_read;
+  if (s->base.valid) s->base.e = s->st.cur;
+  return rc;
+}
+
+static int st_next(kv_source *b) {
+  stream_source *s = (stream_source *)b;
+  return st_sync(s, tree_stream_next(&s->st));
+}
+
+static void st_close(kv_source *b) {
+  stream_source *s = (stream_source *)b;
+  tree_stream_close(&s->st);
+  free(s);
+}
+
+kv_source *tree_stream_source(par_file *f, const tree_desc *t) {
+  stream_source *s = calloc(1, sizeof *s);
+  if (!s) return NULL;
+  s->base.next = st_next;
+  s->base.close = st_close;
+  if (st_sync(s, tree_stream_open(&s->st, f, t))) {
+    st_close(&s->base);
+    return NULL;
+  }
+  return &s->base;
+}
+
+/* ---- merge ---- */
+
+static int min_source(const merge_iter *m) {
+  int best = -1;
+  for (int i = 0; i < m->n; i++) {
+    const kv_source *s = m->src[i];
+    if (!s->valid) continue;
+    if (best < 0 || key_cmp(s->e.key, s->e.key_len, m->src[best]->e.key, m->src[best]->e.key_len) < 0)
+      best = i; /* ties keep the lower index: the newer source */
+  }
+  return best;
+}
+
+/* Advances every source positioned on the current key. */
+static int skip_current(merge_iter *m) {
+  const tree_entry *cur = &m->src[m->cur]->e;
+  const uint8_t *k = cur->key;
+  uint16_t kl = cur->key_len;
+  /* Advance the owner last: k points into its buffer. */
+  for (int i = 0; i < m->n; i++) {
+    kv_source *s = m->src[i];
+    if (i == m->cur || !s->valid) continue;
+    if (key_cmp(s->e.key, s->e.key_len, k, kl) == 0) {
+      int rc = s->next(s);
+      if (rc) return rc;
+    }
+  }
+  return m->src[m->cur]->next(m->src[m->cur]);
+}
+
+int merge_settle(merge_iter *m) {
+  for (;;) {
+    m->cur = min_source(m);
+    if (m->cur < 0 || !m->skip_tombstones || m->src[m->cur]->e.cat != CAT_TOMBSTONE) return PAR_OK;
+    int rc = skip_current(m);
+    if (rc) {
+      m->cur = -1;
+      return rc;
+    }
+  }
+}
+
+int merge_next(merge_iter *m) {
+  if (m->cur < 0) return PAR_OK;
+  int rc = skip_current(m);
+  if (rc) {
+    m->cur = -1;
+    return rc;
+  }
+  return merge_settle(m);
+}
+
+int merge_seek(merge_iter *m, const void *key, size_t key_len, int exclusive) {
+  for (int i = 0; i < m->n; i++) {
+    int rc = m->src[i]->seek(m->src[i], key, key_len, exclusive);
+    if (rc) {
+      m->cur = -1;
+      return rc;
+    }
+  }
+  return merge_settle(m);
+}

@@ -1,0 +1,43 @@
+/* K-way merge of sorted sources, newest first. For each key the newest
+ * source's entry wins and older entries of that key are skipped. Scans skip
+ * tombstones; compactions keep them unless they build the last level. */
+#ifndef PAR_SCAN_MERGE_H
+#define PAR_SCAN_MERGE_H
+
+#include <stdint.h>
+
+#include "index/memtable.h"
+#include "index/tree.h"
+
+typedef struct kv_source kv_source;
+struct kv_source {
+  int (*next)(kv_source *s);
+  int (*seek)(kv_source *s, const void *key, size_t key_len, int exclusive);
+  void (*close)(kv_source *s);
+  int valid;
+  tree_entry e; /* cat is CAT_INLINE or CAT_TOMBSTONE */
+  uint64_t bytes_read; /* device bytes read so far */
+};
+
+/* An L0 memtable at snapshot snap, refilled in small batches under its
+ * read lock so writers are never blocked for long. Holds a reference. */
+kv_source *memtable_source(memtable *m, uint64_t snap);
+/* A device tree walked through the memory map (scans). */
+kv_source *tree_cursor_source(const par_file *f, dtree *t);
+/* A device tree streamed with direct reads (compaction). */
+kv_source *tree_stream_source(par_file *f, const tree_desc *t);
+
+typedef struct merge_iter {
+  kv_source **src;
+  int n;
+  int cur; /* source holding the current entry, -1 at the end */
+  int skip_tombstones;
+} merge_iter;
+
+/* After the sources are positioned: finds the first entry. */
+int merge_settle(merge_iter *m);
+int merge_next(merge_iter *m);
+int merge_seek(merge_iter *m, const void *key, size_t key_len, int exclusive);
+static inline const tree_entry *merge_entry(const merge_iter *m) { return &m->src[m->cur]->e; }
+
+#endif

@@ -1,0 +1,356 @@
+/*
+ * test_crash.c — "after a crash the region holds every synced write and a
+ * prefix, in log order, of the others — never a torn or reordered state".
+ *
+ * Each cycle forks a child that opens the (cumulative) volume and runs two
+ * writer threads until the parent SIGKILLs it at a random moment (10-500 ms
+ * after the child signalled it was ready; the small L0 makes compactions
+ * likely to be in flight). Thread t writes its sequence s = 1, 2, 3, ... to
+ * key (t, s mod K): a put of value (t, s) or, for some s, a delete; some
+ * writes carry PAR_SYNC and the thread calls par_sync now and then. After a
+ * synced write (or par_sync) returns the child appends "t s" to a side file.
+ *
+ * The parent then reopens the volume and checks, per thread:
+ *  (a) the recovered state is the state after some prefix 1..P of the
+ *      thread's writes, with P >= every acknowledged synced s;
+ *  (b) every value parses and belongs to its key (no torn values);
+ *  (c) the prefix property: P >= the largest s found, and every key holds
+ *      exactly the last write s' <= P to it;
+ *  (d) a full scan returns exactly what the gets returned.
+ * The next cycle continues writing at P + 1 on the recovered volume.
+ *
+ * Environment: PAR_SEED, PAR_CRASH_CYCLES (default 20).
+ */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NT 2      /* writer threads in the child */
+#define KEYS 2000 /* keys per thread */
+#define HDR 20
+#define VBUF 32768
+
+static uint64_t tag_of(int t, uint64_t s) { return ((uint64_t)t << 60) ^ s; }
+static uint64_t h_of(int t, uint64_t s) { return tu_mix64(tag_of(t, s) * 0x9e37u + 1); }
+static int is_delete(int t, uint64_t s) { return h_of(t, s) % 5 == 0; }
+static int is_sync(int t, uint64_t s) { return (h_of(t, s) >> 8) % 16 == 0; }
+static uint32_t key_idx(uint64_t s) { return (uint32_t)(s % KEYS); }
+
+static size_t key_of(int t, uint32_t k, char *out) {
+  return (size_t)snprintf(out, 32, "c%d-%05u", t, k);
+}
+
+static size_t value_of(int t, uint64_t s, uint8_t *out) {
+  uint64_t h = h_of(t, s) >> 16;
+  size_t len = HDR + (h % 200 == 0 ? 20000 : h % 40 == 0 ? 1000 + h % 3000 : h % 200);
+  uint32_t t32 = (uint32_t)t, l32 = (uint32_t)len;
+  memcpy(out, &t32, 4);
+  memcpy(out + 4, &s, 8);
+  memcpy(out + 12, &l32, 4);
+  memset(out + 16, 0, 4);
+  tu_fill_pattern(out + HDR, len - HDR, tag_of(t, s));
+  return len;
+}
+
+/* The s a value of key (t, k) encodes, or 0 when it is torn or misplaced. */
+static uint64_t parse_value(int t, uint32_t k, const uint8_t *p, size_t len) {
+  if (len < HDR) return 0;
+  uint32_t t32, l32;
+  uint64_t s;
+  memcpy(&t32, p, 4);
+  memcpy(&s, p + 4, 8);
+  memcpy(&l32, p + 12, 4);
+  if (t32 != (uint32_t)t || l32 != len || s == 0 || key_idx(s) != k || is_delete(t, s)) return 0;
+  uint8_t *want = malloc(len);
+  if (want == NULL) abort();
+  int ok = value_of(t, s, want) == len && memcmp(want, p, len) == 0;
+  free(want);
+  return ok ? s : 0;
+}
+
+/* ---- the child -------------------------------------------------------------- */
+
+typedef struct child_ctx {
+  par_region *reg;
+  int t;
+  uint64_t start;
+  int ack_fd;
+} child_ctx;
+
+static void child_die(const char *what, int rc) {
+  fprintf(stderr, "crash child: %s: %s (%s)\n", what, par_strerror(rc), par_last_error());
+  _exit(3);
+}
+
+static void log_ack(int fd, int t, uint64_t s) {
+  char line[64];
+  int n = snprintf(line, sizeof line, "%d %llu\n", t, (unsigned long long)s);
+  if (write(fd, line, (size_t)n) != n) _exit(4);
+}
+
+static void *child_writer(void *arg) {
+  child_ctx *c = arg;
+  uint8_t *val = malloc(VBUF);
+  char key[32];
+  for (uint64_t s = c->start;; s++) {
+    size_t kl = key_of(c->t, key_idx(s), key);
+    unsigned flags = is_sync(c->t, s) ? PAR_SYNC : 0;
+    int rc;
+    if (is_delete(c->t, s)) {
+      rc = par_delete(c->reg, key, kl, flags);
+    } else {
+      size_t vl = value_of(c->t, s, val);
+      rc = par_put(c->reg, key, kl, val, vl, flags);
+    }
+    if (rc != PAR_OK) child_die("write", rc);
+    if (flags) log_ack(c->ack_fd, c->t, s);
+    if (s % 300 == 0) {
+      rc = par_sync(c->reg);
+      if (rc != PAR_OK) child_die("par_sync", rc);
+      log_ack(c->ack_fd, c->t, s);
+    }
+  }
+  return NULL;
+}
+
+static void child_main(const char *path, const char *ack_path, const uint64_t *start,
+                       int ready_fd) {
+  par_options o = tu_options(256u << 10, 4);
+  par_volume *vol = NULL;
+  par_region *reg = NULL;
+  int rc = par_open(path, &o, &vol);
+  if (rc != PAR_OK) child_die("par_open", rc);
+  rc = par_region_open(vol, "crash", 1, &reg);
+  if (rc != PAR_OK) child_die("par_region_open", rc);
+  int ack_fd = open(ack_path, O_WRONLY | O_APPEND | O_CREAT, 0644);
+  if (ack_fd < 0) _exit(5);
+  child_ctx c[NT];
+  pthread_t th[NT];
+  for (int t = 0; t < NT; t++) {
+    c[t] = (child_ctx){.reg = reg, .t = t, .start = start[t], .ack_fd = ack_fd};
+    if (pthread_create(&th[t], NULL, child_writer, &c[t]) != 0) _exit(6);
+  }
+  if (write(ready_fd, "R", 1) != 1) _exit(7);
+  for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
+  _exit(8); /* unreachable: writers loop until killed */
+}
+
+/* ---- the parent's checks ------------------------------------------------------ */
+
+static void read_acks(const char *ack_path, uint64_t *max_ack) {
+  for (int t = 0; t < NT; t++) max_ack[t] = 0;
+  FILE *fp = fopen(ack_path, "r");
+  if (fp == NULL) return;
+  int t;
+  unsigned long long s;
+  while (fscanf(fp, "%d %llu", &t, &s) == 2) {
+    if (t >= 0 && t < NT && s > max_ack[t]) max_ack[t] = s;
+  }
+  fclose(fp);
+}
+
+/* The write s' <= p that key k holds after prefix 1..p (0 if none / deleted). */
+static uint64_t expected_after(int t, uint32_t k, uint64_t p) {
+  if (p < k) return 0;
+  uint64_t s = p - ((p - k) % KEYS);
+  if (s == 0 || is_delete(t, s)) return 0;
+  return s;
+}
+
+typedef struct cycle_stats {
+  uint64_t recovered[NT];
+  uint64_t acked[NT];
+} cycle_stats;
+
+/* Verifies the recovered region; on success sets next[t] = P + 1. */
+static void verify_recovered(par_region *r, uint64_t seed, int cycle, uint64_t *next,
+                             const uint64_t *max_ack, cycle_stats *cs) {
+  static uint64_t got[NT][KEYS];
+  uint8_t *buf = malloc(VBUF);
+  char key[32];
+  for (int t = 0; t < NT; t++) {
+    uint64_t max_s = 0;
+    for (uint32_t k = 0; k < KEYS; k++) {
+      size_t kl = key_of(t, k, key), len = 0;
+      int rc = par_get(r, NULL, key, kl, buf, VBUF, &len);
+      got[t][k] = 0;
+      if (rc == PAR_NOT_FOUND) continue;
+      if (rc != PAR_OK)
+        fail_msg("seed %llu cycle %d: get %s: %s (%s)", (unsigned long long)seed, cycle, key,
+                 par_strerror(rc), par_last_error());
+      uint64_t s = len <= VBUF ? parse_value(t, k, buf, len) : 0;
+      if (s == 0)
+        fail_msg("seed %llu cycle %d: key %s holds a torn or foreign %zu-byte value",
+                 (unsigned long long)seed, cycle, key, len);
+      got[t][k] = s;
+      if (s > max_s) max_s = s;
+    }
+    /* Candidate prefixes: P >= max_s (that write was recovered), P >= every
+     * acknowledged sync, P >= next-1 (the previous cycle ended with a clean
+     * close). P < the first put after max_s, or that put would be visible
+     * (it is only overwritten KEYS writes later, and all puts in between
+     * would have to be deleted as well — impossible at this delete rate). */
+    uint64_t lo = max_s;
+    if (next[t] - 1 > lo) lo = next[t] - 1;
+    uint64_t first_put = max_s + 1;
+    while (is_delete(t, first_put)) first_put++;
+    uint64_t hi = first_put - 1;
+    if (max_ack[t] > hi || next[t] - 1 > hi)
+      fail_msg("seed %llu cycle %d thread %d: newest recovered write is s=%llu (prefix at most "
+               "%llu) but s=%llu was acknowledged as synced and s=%llu was durable before",
+               (unsigned long long)seed, cycle, t, (unsigned long long)max_s,
+               (unsigned long long)hi, (unsigned long long)max_ack[t],
+               (unsigned long long)(next[t] - 1));
+    if (max_ack[t] > lo) lo = max_ack[t];
+    uint64_t match = 0;
+    int found = 0;
+    for (uint64_t p = lo; p <= hi; p++) {
+      int ok = 1;
+      for (uint32_t k = 0; k < KEYS && ok; k++) ok = got[t][k] == expected_after(t, k, p);
+      if (ok) {
+        match = p;
+        found = 1;
+      }
+    }
+    if (!found) {
+      /* Describe the first key that contradicts the smallest candidate. */
+      for (uint32_t k = 0; k < KEYS; k++) {
+        uint64_t want = expected_after(t, k, lo);
+        if (got[t][k] != want)
+          fail_msg("seed %llu cycle %d thread %d: not a prefix state: key %s holds s=%llu, but "
+                   "after writes 1..%llu it should hold s=%llu (0 = absent)",
+                   (unsigned long long)seed, cycle, t, (key_of(t, k, key), key),
+                   (unsigned long long)got[t][k], (unsigned long long)lo,
+                   (unsigned long long)want);
+      }
+      fail_msg("seed %llu cycle %d thread %d: no prefix matches", (unsigned long long)seed,
+               cycle, t);
+    }
+    cs->recovered[t] = match - (next[t] - 1);
+    cs->acked[t] = max_ack[t];
+    next[t] = match + 1;
+  }
+
+  /* (d) a full scan returns exactly the gets' view. */
+  par_scanner *s = NULL;
+  assert_ok(par_scanner_open(r, NULL, &s));
+  assert_ok(par_scanner_seek(s, NULL, 0, PAR_SEEK_FIRST));
+  uint64_t seen = 0, present = 0;
+  for (int t = 0; t < NT; t++)
+    for (uint32_t k = 0; k < KEYS; k++) present += got[t][k] != 0;
+  while (par_scanner_valid(s)) {
+    const void *kp, *vp;
+    size_t kl, vl;
+    assert_ok(par_scanner_key(s, &kp, &kl));
+    assert_ok(par_scanner_value(s, &vp, &vl));
+    int t;
+    unsigned k;
+    char tmp[32];
+    if (kl >= sizeof tmp) fail_msg("scan: unexpected key %s", tu_key_str(kp, kl));
+    memcpy(tmp, kp, kl);
+    tmp[kl] = 0;
+    if (sscanf(tmp, "c%d-%5u", &t, &k) != 2 || t < 0 || t >= NT || k >= KEYS)
+      fail_msg("scan: unexpected key %s", tu_key_str(kp, kl));
+    uint64_t sv = parse_value(t, k, vp, vl);
+    if (sv != got[t][k])
+      fail_msg("seed %llu cycle %d: scan shows %s at s=%llu, get showed s=%llu",
+               (unsigned long long)seed, cycle, tmp, (unsigned long long)sv,
+               (unsigned long long)got[t][k]);
+    seen++;
+    assert_ok(par_scanner_next(s));
+  }
+  par_scanner_close(s);
+  if (seen != present)
+    fail_msg("seed %llu cycle %d: scan returned %llu keys, gets found %llu",
+             (unsigned long long)seed, cycle, (unsigned long long)seen,
+             (unsigned long long)present);
+  free(buf);
+}
+
+static void sleep_ms(uint64_t ms) {
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static void test_crash_recovery(void **state) {
+  (void)state;
+  uint64_t seed = tu_seed("crash");
+  uint64_t rng = seed;
+  int cycles = (int)tu_env_u64("PAR_CRASH_CYCLES", 20);
+  char *dir = tu_make_dir("crash");
+  char *path = tu_path(dir, "crash.px");
+  char *ack_path = tu_path(dir, "acks.log");
+  uint64_t next[NT];
+  for (int t = 0; t < NT; t++) next[t] = 1;
+
+  for (int cycle = 0; cycle < cycles; cycle++) {
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      close(ready[0]);
+      child_main(path, ack_path, next, ready[1]);
+    }
+    close(ready[1]);
+    char c;
+    ssize_t n = read(ready[0], &c, 1);
+    close(ready[0]);
+    int status = 0;
+    if (n != 1) {
+      waitpid(pid, &status, 0);
+      fail_msg("seed %llu cycle %d: child failed before it was ready (status 0x%x)",
+               (unsigned long long)seed, cycle, status);
+    }
+    uint64_t delay = 10 + tu_rand_range(&rng, 491);
+    sleep_ms(delay);
+    if (waitpid(pid, &status, WNOHANG) == pid)
+      fail_msg("seed %llu cycle %d: child died by itself (status 0x%x)",
+               (unsigned long long)seed, cycle, status);
+    assert_int_equal(kill(pid, SIGKILL), 0);
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+
+    uint64_t max_ack[NT];
+    read_acks(ack_path, max_ack);
+    par_options o = tu_options(256u << 10, 4);
+    o.create_if_missing = 0;
+    par_volume *vol = NULL;
+    par_region *reg = NULL;
+    assert_ok(par_open(path, &o, &vol));
+    assert_ok(par_region_open(vol, "crash", 0, &reg));
+    cycle_stats cs;
+    verify_recovered(reg, seed, cycle, next, max_ack, &cs);
+    par_stats st;
+    assert_ok(par_region_stats(reg, &st));
+    fprintf(stderr,
+            "cycle %2d: killed after %3llu ms; recovered %llu + %llu new writes (synced up to "
+            "s=%llu/%llu); levels %u\n",
+            cycle, (unsigned long long)delay, (unsigned long long)cs.recovered[0],
+            (unsigned long long)cs.recovered[1], (unsigned long long)cs.acked[0],
+            (unsigned long long)cs.acked[1], st.levels);
+    assert_ok(par_region_close(reg));
+    assert_ok(par_close(vol));
+  }
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+  free(ack_path);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_crash_recovery),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

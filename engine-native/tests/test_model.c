@@ -1,0 +1,342 @@
+/*
+ * test_model.c — the engine behaves like a sorted map. A long seeded random
+ * sequence of puts, deletes, gets, exists, scans (seek GE/GT + nexts),
+ * batches and snapshot reads runs against the engine and an in-memory
+ * reference map; every result is compared as it happens. A small L0 and
+ * growth factor 4 force many compactions and several device levels (checked
+ * through par_region_stats), and the volume is closed and reopened
+ * periodically (with and without par_flush) followed by a full comparison.
+ *
+ * Environment: PAR_SEED (repeat a run), PAR_MODEL_OPS (default 200000),
+ * PAR_MODEL_KEYS (key space, default 20000).
+ */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+typedef struct model {
+  uint64_t seed;
+  uint64_t rng;
+  long op;
+  uint32_t keyspace;
+  char *dir;
+  char *path;
+  par_options opts;
+  par_volume *vol;
+  par_region *reg;
+  tu_map ref;
+  /* one long-lived snapshot and the reference state it must show */
+  par_snapshot *snap;
+  tu_map snap_ref;
+  long snap_until;
+  uint8_t *val;  /* scratch value buffer */
+  uint8_t *buf;  /* get buffer */
+  uint32_t max_levels;
+  uint64_t stalls, compactions;
+} model;
+
+#define BUF_CAP (PAR_MAX_VALUE_SIZE + 1)
+
+#define MFAIL(m, fmt, ...)                                                                   \
+  fail_msg("seed %llu op %ld: " fmt " (repeat with PAR_SEED=%llu)",                          \
+           (unsigned long long)(m)->seed, (m)->op, ##__VA_ARGS__, (unsigned long long)(m)->seed)
+
+#define MOK(m, expr)                                                                         \
+  do {                                                                                       \
+    int mrc_ = (expr);                                                                       \
+    if (mrc_ != PAR_OK) MFAIL(m, "%s: %s (%s)", #expr, par_strerror(mrc_), par_last_error()); \
+  } while (0)
+
+/* Key of id: "m" + 7 digits, sometimes extended with binary bytes, rarely
+ * to the full 1024 bytes. */
+static size_t model_key(uint32_t id, uint8_t *out) {
+  int n = snprintf((char *)out, 16, "m%07u", id);
+  size_t len = (size_t)n;
+  uint64_t h = tu_mix64(id);
+  if (id % 4999 == 17) {
+    len = PAR_MAX_KEY_SIZE;
+  } else if (h % 13 == 0) {
+    len += 1 + (h >> 8) % 90;
+  } else {
+    return len;
+  }
+  tu_fill_pattern(out + n, len - (size_t)n, id);
+  return len;
+}
+
+static size_t model_value_size(model *m, int in_batch) {
+  uint64_t c = tu_rand_range(&m->rng, 1000);
+  if (c < 970) return tu_rand_range(&m->rng, 301);
+  if (c < 995 || in_batch) return 301 + tu_rand_range(&m->rng, 8000);
+  return 8192 + tu_rand_range(&m->rng, 65536 - 8192 + 1);
+}
+
+static void model_open(model *m) {
+  MOK(m, par_open(m->path, &m->opts, &m->vol));
+  MOK(m, par_region_open(m->vol, "model", 1, &m->reg));
+}
+
+static void model_close(model *m) {
+  if (m->snap) {
+    par_snapshot_release(m->snap);
+    m->snap = NULL;
+    tu_map_free(&m->snap_ref);
+  }
+  MOK(m, par_region_close(m->reg));
+  m->reg = NULL;
+  MOK(m, par_close(m->vol));
+  m->vol = NULL;
+}
+
+/* Full comparison: scan + gets of present keys, and absent keys are absent. */
+static void model_verify_all(model *m, const char *when) {
+  char err[600];
+  if (tu_verify_region(m->reg, NULL, &m->ref, err, sizeof err) != 0)
+    MFAIL(m, "%s: %s", when, err);
+  uint8_t key[PAR_MAX_KEY_SIZE];
+  for (uint32_t id = 0; id < m->keyspace; id++) {
+    size_t kl = model_key(id, key);
+    int want = tu_map_get(&m->ref, key, kl) ? PAR_OK : PAR_NOT_FOUND;
+    int rc = par_exists(m->reg, NULL, key, kl);
+    if (rc != want)
+      MFAIL(m, "%s: exists(%s) = %s, expected %s", when, tu_key_str(key, kl), par_strerror(rc),
+            par_strerror(want));
+  }
+}
+
+static void model_check_get(model *m, const par_snapshot *snap, const tu_map *ref,
+                            const uint8_t *key, size_t kl) {
+  const tu_entry *e = tu_map_get(ref, key, kl);
+  size_t len = (size_t)-1;
+  /* Sometimes with a short buffer: the full length must come back. */
+  size_t cap = tu_rand_range(&m->rng, 8) == 0 ? tu_rand_range(&m->rng, 64) : BUF_CAP;
+  int rc = par_get(m->reg, snap, key, kl, m->buf, cap, &len);
+  if (e == NULL) {
+    if (rc != PAR_NOT_FOUND)
+      MFAIL(m, "get(%s%s) = %s (len %zu), expected NOT_FOUND", tu_key_str(key, kl),
+            snap ? " @snap" : "", par_strerror(rc), len);
+    return;
+  }
+  if (rc != PAR_OK)
+    MFAIL(m, "get(%s%s) = %s, expected a %zu-byte value", tu_key_str(key, kl),
+          snap ? " @snap" : "", par_strerror(rc), e->vlen);
+  if (len != e->vlen)
+    MFAIL(m, "get(%s%s): length %zu, expected %zu", tu_key_str(key, kl), snap ? " @snap" : "",
+          len, e->vlen);
+  size_t n = len < cap ? len : cap;
+  if (n && memcmp(m->buf, e->val, n) != 0)
+    MFAIL(m, "get(%s%s): value differs", tu_key_str(key, kl), snap ? " @snap" : "");
+}
+
+static void model_check_scan(model *m, const par_snapshot *snap, const tu_map *ref) {
+  uint8_t key[PAR_MAX_KEY_SIZE];
+  size_t kl = model_key((uint32_t)tu_rand_range(&m->rng, m->keyspace + 10), key);
+  if (tu_rand_range(&m->rng, 4) == 0) kl = 1 + tu_rand_range(&m->rng, kl); /* a prefix */
+  int mode = (int)tu_rand_range(&m->rng, 10);
+  par_seek_mode sm = mode == 0 ? PAR_SEEK_FIRST : mode < 6 ? PAR_SEEK_GE : PAR_SEEK_GT;
+  size_t pos = sm == PAR_SEEK_FIRST ? 0 : tu_map_lower_bound(ref, key, kl, sm == PAR_SEEK_GT);
+  int steps = (int)tu_rand_range(&m->rng, 12);
+  par_scanner *s = NULL;
+  MOK(m, par_scanner_open(m->reg, snap, &s));
+  MOK(m, par_scanner_seek(s, key, kl, sm));
+  for (int i = 0; i <= steps; i++, pos++) {
+    int valid = par_scanner_valid(s);
+    if (pos >= ref->n) {
+      if (valid) {
+        const void *k;
+        size_t skl;
+        par_scanner_key(s, &k, &skl);
+        MFAIL(m, "scan from %s mode %d: expected the end, got %s", tu_key_str(key, kl), sm,
+              tu_key_str(k, skl));
+      }
+      break;
+    }
+    const tu_entry *e = &ref->e[pos];
+    if (!valid)
+      MFAIL(m, "scan from %s mode %d step %d: ended, expected %s", tu_key_str(key, kl), sm, i,
+            tu_key_str(e->key, e->klen));
+    const void *k, *v;
+    size_t skl, svl;
+    MOK(m, par_scanner_key(s, &k, &skl));
+    MOK(m, par_scanner_value(s, &v, &svl));
+    if (tu_key_cmp(k, skl, e->key, e->klen) != 0) {
+      char got[200];
+      snprintf(got, sizeof got, "%s", tu_key_str(k, skl));
+      MFAIL(m, "scan step %d%s: key %s, expected %s", i, snap ? " @snap" : "", got,
+            tu_key_str(e->key, e->klen));
+    }
+    if (svl != e->vlen || (svl && memcmp(v, e->val, svl) != 0))
+      MFAIL(m, "scan step %d key %s: value (%zu bytes) differs from expected (%zu bytes)", i,
+            tu_key_str(e->key, e->klen), svl, e->vlen);
+    MOK(m, par_scanner_next(s));
+  }
+  par_scanner_close(s);
+}
+
+static void model_step(model *m) {
+  uint8_t key[PAR_MAX_KEY_SIZE];
+  uint32_t id = (uint32_t)tu_rand_range(&m->rng, m->keyspace);
+  size_t kl = model_key(id, key);
+  uint64_t c = tu_rand_range(&m->rng, 1000);
+
+  if (c < 400) { /* put */
+    size_t vl = model_value_size(m, 0);
+    tu_rand_bytes(&m->rng, m->val, vl);
+    unsigned flags = tu_rand_range(&m->rng, 100) == 0 ? PAR_SYNC : 0;
+    MOK(m, par_put(m->reg, key, kl, m->val, vl, flags));
+    tu_map_put(&m->ref, key, kl, m->val, vl);
+  } else if (c < 520) { /* delete */
+    int rc = par_delete(m->reg, key, kl, tu_rand_range(&m->rng, 100) == 0 ? PAR_SYNC : 0);
+    if (rc != PAR_OK && rc != PAR_NOT_FOUND) MFAIL(m, "delete: %s", par_strerror(rc));
+    tu_map_del(&m->ref, key, kl);
+  } else if (c < 720) { /* get */
+    model_check_get(m, NULL, &m->ref, key, kl);
+  } else if (c < 800) { /* exists */
+    int want = tu_map_get(&m->ref, key, kl) ? PAR_OK : PAR_NOT_FOUND;
+    int rc = par_exists(m->reg, NULL, key, kl);
+    if (rc != want) MFAIL(m, "exists(%s) = %s", tu_key_str(key, kl), par_strerror(rc));
+  } else if (c < 880) { /* scan */
+    model_check_scan(m, NULL, &m->ref);
+  } else if (c < 930) { /* batch */
+    par_batch *b = NULL;
+    MOK(m, par_batch_create(&b));
+    int n = 1 + (int)tu_rand_range(&m->rng, 20);
+    /* The ops are recorded and applied to the reference after par_write. */
+    int del[20];
+    tu_entry saved[20];
+    for (int i = 0; i < n; i++) {
+      if (i > 0 && tu_rand_range(&m->rng, 3) != 0) /* else reuse the previous key */
+        kl = model_key((uint32_t)tu_rand_range(&m->rng, m->keyspace), key);
+      saved[i].key = malloc(kl);
+      if (saved[i].key == NULL) abort();
+      memcpy(saved[i].key, key, kl);
+      saved[i].klen = kl;
+      saved[i].val = NULL;
+      saved[i].vlen = 0;
+      del[i] = tu_rand_range(&m->rng, 4) == 0;
+      if (del[i]) {
+        MOK(m, par_batch_delete(b, key, kl));
+      } else {
+        size_t vl = model_value_size(m, 1);
+        tu_rand_bytes(&m->rng, m->val, vl);
+        saved[i].val = malloc(vl ? vl : 1);
+        memcpy(saved[i].val, m->val, vl);
+        saved[i].vlen = vl;
+        MOK(m, par_batch_put(b, key, kl, m->val, vl));
+      }
+    }
+    if (par_batch_count(b) != (size_t)n) MFAIL(m, "batch count %zu != %d", par_batch_count(b), n);
+    MOK(m, par_write(m->reg, b, tu_rand_range(&m->rng, 20) == 0 ? PAR_SYNC : 0));
+    par_batch_destroy(b);
+    for (int i = 0; i < n; i++) {
+      tu_entry *e = &saved[i];
+      if (del[i])
+        tu_map_del(&m->ref, e->key, e->klen);
+      else
+        tu_map_put(&m->ref, e->key, e->klen, e->val, e->vlen);
+      free(e->key);
+      free(e->val);
+    }
+  } else if (c < 960) { /* snapshot reads */
+    if (m->snap) {
+      if (tu_rand_range(&m->rng, 2))
+        model_check_get(m, m->snap, &m->snap_ref, key, kl);
+      else
+        model_check_scan(m, m->snap, &m->snap_ref);
+    }
+  } else if (c < 965) { /* take or drop the long-lived snapshot */
+    if (m->snap == NULL) {
+      MOK(m, par_snapshot_create(m->reg, &m->snap));
+      tu_map_copy(&m->snap_ref, &m->ref);
+      m->snap_until = m->op + 2000 + (long)tu_rand_range(&m->rng, 20000);
+    }
+  } else if (c < 966) {
+    if (tu_rand_range(&m->rng, 4) == 0) MOK(m, par_flush(m->reg));
+  } else if (c < 968) {
+    if (tu_rand_range(&m->rng, 4) == 0) MOK(m, par_sync(m->reg));
+  } else { /* mostly puts of hot keys: overwrites in L0 */
+    uint32_t hot = (uint32_t)tu_rand_range(&m->rng, 64);
+    kl = model_key(hot, key);
+    size_t vl = tu_rand_range(&m->rng, 120);
+    tu_rand_bytes(&m->rng, m->val, vl);
+    MOK(m, par_put(m->reg, key, kl, m->val, vl, 0));
+    tu_map_put(&m->ref, key, kl, m->val, vl);
+  }
+
+  if (m->snap && m->op >= m->snap_until) {
+    char err[600];
+    if (tu_verify_region(m->reg, m->snap, &m->snap_ref, err, sizeof err) != 0)
+      MFAIL(m, "snapshot taken %ld ops ago: %s", (long)(m->op - m->snap_until), err);
+    par_snapshot_release(m->snap);
+    m->snap = NULL;
+    tu_map_free(&m->snap_ref);
+  }
+}
+
+static void test_model(void **state) {
+  (void)state;
+  model mm, *m = &mm;
+  memset(m, 0, sizeof *m);
+  m->seed = tu_seed("model");
+  m->rng = m->seed;
+  long ops = (long)tu_env_u64("PAR_MODEL_OPS", 200000);
+  m->keyspace = (uint32_t)tu_env_u64("PAR_MODEL_KEYS", 20000);
+  long reopen_every = ops / 8 > 1000 ? ops / 8 : 1000;
+  m->dir = tu_make_dir("model");
+  m->path = tu_path(m->dir, "model.px");
+  m->opts = tu_options(256u << 10, 4);
+  m->val = malloc(BUF_CAP);
+  m->buf = malloc(BUF_CAP);
+  assert_non_null(m->val);
+  assert_non_null(m->buf);
+  tu_map_init(&m->ref);
+  model_open(m);
+
+  for (m->op = 0; m->op < ops; m->op++) {
+    model_step(m);
+    if (m->op % 1000 == 999) {
+      par_stats st;
+      MOK(m, par_region_stats(m->reg, &st));
+      if (st.levels > m->max_levels) m->max_levels = st.levels;
+      m->stalls = st.write_stalls;
+      m->compactions = st.compactions;
+    }
+    if (m->op % reopen_every == reopen_every - 1) {
+      int flush = (int)tu_rand_range(&m->rng, 2);
+      if (flush) MOK(m, par_flush(m->reg));
+      model_close(m);
+      model_open(m);
+      model_verify_all(m, flush ? "after flush+reopen" : "after reopen");
+      fprintf(stderr, "op %ld: reopened (%s), %zu keys, levels so far %u, %llu compactions\n",
+              m->op + 1, flush ? "flushed" : "not flushed", m->ref.n, m->max_levels,
+              (unsigned long long)m->compactions);
+    }
+  }
+  MOK(m, par_flush(m->reg));
+  model_verify_all(m, "after the final flush");
+  par_stats st;
+  MOK(m, par_region_stats(m->reg, &st));
+  if (st.levels > m->max_levels) m->max_levels = st.levels;
+  fprintf(stderr, "model: %ld ops, %zu live keys, max levels %u, %llu compactions, %llu stalls\n",
+          ops, m->ref.n, m->max_levels, (unsigned long long)st.compactions,
+          (unsigned long long)st.write_stalls);
+  if (ops >= 100000 && m->max_levels < 2)
+    MFAIL(m, "never more than %u device level(s): compactions did not cascade", m->max_levels);
+  model_close(m);
+  model_open(m);
+  model_verify_all(m, "after the final reopen");
+  model_close(m);
+
+  tu_map_free(&m->ref);
+  free(m->val);
+  free(m->buf);
+  tu_rm_rf(m->dir);
+  free(m->dir);
+  free(m->path);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_model),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,143 @@
+/*
+ * testutil.h — small helpers shared by the C tests of the Parallax engine:
+ * scratch directories, a seeded PRNG, a sorted reference map, assertion
+ * macros that print the engine's error message, and a failure counter that
+ * threads and forked children can use (cmocka asserts only work on the test's
+ * main thread).
+ */
+#ifndef PARALLAX_TESTUTIL_H
+#define PARALLAX_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include <parallax/parallax.h>
+
+/* ---- assertions (main thread only) ------------------------------------- */
+
+/* Fails the current cmocka test unless expr evaluates to the status expected. */
+#define assert_par(expr, expected)                                                          \
+  do {                                                                                      \
+    int tu_rc_ = (int)(expr);                                                               \
+    int tu_exp_ = (int)(expected);                                                          \
+    if (tu_rc_ != tu_exp_) {                                                                \
+      fail_msg("%s:%d: %s returned %d (%s), expected %d (%s); last error: %s", __FILE__,    \
+               __LINE__, #expr, tu_rc_, par_strerror(tu_rc_), tu_exp_,                      \
+               par_strerror(tu_exp_), par_last_error());                                    \
+    }                                                                                       \
+  } while (0)
+
+#define assert_ok(expr) assert_par(expr, PAR_OK)
+
+/* Fails unless expr returns one of two statuses. */
+#define assert_par2(expr, exp1, exp2)                                                       \
+  do {                                                                                      \
+    int tu_rc_ = (int)(expr);                                                               \
+    if (tu_rc_ != (int)(exp1) && tu_rc_ != (int)(exp2)) {                                   \
+      fail_msg("%s:%d: %s returned %d (%s), expected %s or %s; last error: %s", __FILE__,   \
+               __LINE__, #expr, tu_rc_, par_strerror(tu_rc_), par_strerror(exp1),           \
+               par_strerror(exp2), par_last_error());                                       \
+    }                                                                                       \
+  } while (0)
+
+/* ---- checks usable from any thread or a forked child -------------------- */
+
+/* Number of TU_CHECK failures so far in this process. */
+int tu_failures(void);
+void tu_failf(const char *file, int line, const char *cond, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* Records (and prints) a failure without aborting the thread. */
+#define TU_CHECK(cond, fmt, ...)                                                            \
+  do {                                                                                      \
+    if (!(cond)) tu_failf(__FILE__, __LINE__, #cond, fmt, ##__VA_ARGS__);                  \
+  } while (0)
+
+/* ---- scratch directories ------------------------------------------------ */
+
+/* Creates a fresh directory <base>/<name>.XXXXXX where base is $PAR_TEST_DIR
+ * (or /tmp when unset). Returns a malloc'ed path; aborts on failure. */
+char *tu_make_dir(const char *name);
+/* Removes a directory tree (best effort). */
+void tu_rm_rf(const char *path);
+/* Returns a malloc'ed "<dir>/<file>". */
+char *tu_path(const char *dir, const char *file);
+/* Unsigned integer from the environment, or dflt when unset/invalid. */
+uint64_t tu_env_u64(const char *name, uint64_t dflt);
+
+/* ---- random numbers ----------------------------------------------------- */
+
+/* A seed from $PAR_SEED, or from the clock; printed to stderr with the test
+ * name so a failing run can be repeated. */
+uint64_t tu_seed(const char *test_name);
+/* splitmix64: fine statistical quality, trivially reproducible. */
+uint64_t tu_rand(uint64_t *state);
+/* Uniform in [0, n) (n > 0). */
+uint64_t tu_rand_range(uint64_t *state, uint64_t n);
+void tu_rand_bytes(uint64_t *state, void *buf, size_t n);
+/* A stateless 64-bit hash mix of x. */
+uint64_t tu_mix64(uint64_t x);
+
+/* Fills buf[0..n) with bytes that are a pure function of (tag, n), so that a
+ * value read back can be recomputed and compared. */
+void tu_fill_pattern(void *buf, size_t n, uint64_t tag);
+/* 1 when buf[0..n) equals tu_fill_pattern(_, n, tag). */
+int tu_check_pattern(const void *buf, size_t n, uint64_t tag);
+
+/* ---- reference map ------------------------------------------------------ */
+
+/* Keys ordered as the engine orders them: bytewise unsigned, a proper prefix
+ * before its extensions. */
+int tu_key_cmp(const void *a, size_t alen, const void *b, size_t blen);
+
+typedef struct tu_entry {
+  uint8_t *key;
+  size_t klen;
+  uint8_t *val;
+  size_t vlen;
+} tu_entry;
+
+/* A sorted array of entries: O(log n) lookups, O(n) inserts (plenty fast
+ * for the key spaces of these tests). */
+typedef struct tu_map {
+  tu_entry *e;
+  size_t n;
+  size_t cap;
+} tu_map;
+
+void tu_map_init(tu_map *m);
+void tu_map_free(tu_map *m);
+void tu_map_clear(tu_map *m);
+/* Deep copy of src into dst (dst is (re)initialised). */
+void tu_map_copy(tu_map *dst, const tu_map *src);
+void tu_map_put(tu_map *m, const void *k, size_t klen, const void *v, size_t vlen);
+/* 1 when the key was present. */
+int tu_map_del(tu_map *m, const void *k, size_t klen);
+const tu_entry *tu_map_get(const tu_map *m, const void *k, size_t klen);
+/* Index of the first entry with key >= k (or > k when strict). */
+size_t tu_map_lower_bound(const tu_map *m, const void *k, size_t klen, int strict);
+
+/* ---- verification against the engine ----------------------------------- */
+
+/* Compares the region (through snap, or the latest state when NULL) with m:
+ * a full scan must return exactly m's entries in order, and par_get and
+ * par_exists must agree with m for every key in m. On a mismatch writes a
+ * description into err and returns -1; returns 0 when they agree. */
+int tu_verify_region(par_region *r, const par_snapshot *snap, const tu_map *m, char *err,
+                     size_t errlen);
+
+/* Returns a printable (escaped, truncated) rendering of a key for messages;
+ * uses a static buffer per thread. */
+const char *tu_key_str(const void *k, size_t klen);
+
+/* par_options with the defaults, then l0_size/growth_factor overridden. */
+par_options tu_options(uint64_t l0_size, uint32_t growth_factor);
+
+#endif
