@@ -1,0 +1,302 @@
+/*
+ * par_bench — load (and optionally read back) N key-value pairs with T
+ * threads through the public C API, and report what it cost:
+ *
+ *   ops/s, I/O amplification = device bytes (read + written, /proc/self/io)
+ *   over application bytes (keys + values put), CPU time per op and cycles
+ *   per op (process CPU time x nominal clock), and the process's anonymous
+ *   memory (RssAnon) as the dataset grows.
+ *
+ * Keys are 24 bytes ("user" + 20 digits of a hash of the sequence number,
+ * so inserts arrive in random order, as in YCSB's hashed inserts). Values
+ * are 9, 104 or 1004 bytes, picked per pair by the size mix (the Parallax
+ * paper's S, M, L, SD, MD, LD).
+ *
+ * Usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD]
+ *                  [--dir DIR] [--l0-size BYTES] [--growth F]
+ *                  [--report-every N] [--verify] [--keep]
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "parallax/parallax.h"
+
+typedef struct mix {
+  const char *name;
+  int small, medium, large; /* percent */
+} mix;
+
+static const mix MIXES[] = {
+    {"S", 100, 0, 0},  {"M", 0, 100, 0},  {"L", 0, 0, 100},
+    {"SD", 60, 20, 20}, {"MD", 20, 60, 20}, {"LD", 20, 20, 60},
+};
+static const uint32_t VALUE_SIZE[3] = {9, 104, 1004};
+
+typedef struct config {
+  uint64_t keys;
+  int threads;
+  const mix *mix;
+  const char *dir;
+  uint64_t l0_size;
+  uint32_t growth;
+  uint64_t report_every;
+  int verify, keep;
+} config;
+
+static config cfg = {.keys = 1000000, .threads = 2, .mix = &MIXES[0], .dir = NULL,
+                     .l0_size = 64ull << 20, .growth = 8, .report_every = 0};
+
+static par_region *region;
+static atomic_uint_fast64_t done_ops, app_bytes;
+
+static uint64_t mix64(uint64_t x) { /* splitmix64 finalizer */
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  return x ^ (x >> 31);
+}
+
+static int make_key(uint64_t i, char *buf) {
+  return snprintf(buf, 32, "user%020" PRIu64, (uint64_t)(mix64(i) % 10000000000000000000ull));
+}
+
+/* The size class of pair i, drawn from the mix by a hash of i. */
+static uint32_t value_size(uint64_t i) {
+  uint64_t p = mix64(i ^ 0x5bd1e995) % 100;
+  int c = p < (uint64_t)cfg.mix->small ? 0 : p < (uint64_t)(cfg.mix->small + cfg.mix->medium) ? 1 : 2;
+  return VALUE_SIZE[c];
+}
+
+static void fill_value(uint64_t i, uint8_t *v, uint32_t len) {
+  uint64_t x = mix64(i + 1);
+  for (uint32_t k = 0; k < len; k++) {
+    v[k] = (uint8_t)('a' + (x % 26));
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+  }
+}
+
+static void die(const char *what, int rc) {
+  fprintf(stderr, "par_bench: %s: %s (%s)\n", what, par_strerror(rc), par_last_error());
+  exit(1);
+}
+
+typedef struct io_counters {
+  uint64_t read_bytes, write_bytes;
+} io_counters;
+
+static io_counters read_io(void) {
+  io_counters c = {0, 0};
+  FILE *f = fopen("/proc/self/io", "r");
+  if (!f) return c;
+  char line[128];
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long v;
+    if (sscanf(line, "read_bytes: %llu", &v) == 1) c.read_bytes = v;
+    if (sscanf(line, "write_bytes: %llu", &v) == 1) c.write_bytes = v;
+  }
+  fclose(f);
+  return c;
+}
+
+static uint64_t rss_anon_kb(void) {
+  FILE *f = fopen("/proc/self/status", "r");
+  if (!f) return 0;
+  char line[128];
+  unsigned long long v = 0;
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "RssAnon: %llu", &v) == 1) break;
+  fclose(f);
+  return v;
+}
+
+static double cpu_seconds(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return (double)ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + (double)ru.ru_stime.tv_sec +
+         ru.ru_stime.tv_usec / 1e6;
+}
+
+static double now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static double cpu_mhz(void) {
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  double mhz = 0;
+  if (!f) return 0;
+  char line[256];
+  while (fgets(line, sizeof line, f))
+    if (sscanf(line, "cpu MHz : %lf", &mhz) == 1) break;
+  fclose(f);
+  return mhz;
+}
+
+static void *load_thread(void *arg) {
+  int t = (int)(intptr_t)arg;
+  char key[32];
+  uint8_t value[1024];
+  for (uint64_t i = (uint64_t)t; i < cfg.keys; i += (uint64_t)cfg.threads) {
+    int kl = make_key(i, key);
+    uint32_t vl = value_size(i);
+    fill_value(i, value, vl);
+    int rc = par_put(region, key, (size_t)kl, value, vl, 0);
+    if (rc) die("put", rc);
+    atomic_fetch_add(&app_bytes, (uint64_t)kl + vl);
+    atomic_fetch_add(&done_ops, 1);
+  }
+  return NULL;
+}
+
+static void *verify_thread(void *arg) {
+  int t = (int)(intptr_t)arg;
+  char key[32];
+  uint8_t value[1024], expect[1024];
+  for (uint64_t i = (uint64_t)t; i < cfg.keys; i += (uint64_t)cfg.threads) {
+    int kl = make_key(i, key);
+    size_t len;
+    int rc = par_get(region, NULL, key, (size_t)kl, value, sizeof value, &len);
+    uint32_t vl = value_size(i);
+    fill_value(i, expect, vl);
+    if (rc != PAR_OK || len != vl || memcmp(value, expect, vl) != 0) {
+      /* Two sequence numbers may hash to one key: the later write wins. */
+      if (rc == PAR_OK) continue;
+      fprintf(stderr, "par_bench: verify: key %s: %s\n", key, par_strerror(rc));
+      exit(1);
+    }
+    atomic_fetch_add(&done_ops, 1);
+  }
+  return NULL;
+}
+
+/* Runs fn on cfg.threads threads, printing progress lines. */
+static void run_phase(const char *name, void *(*fn)(void *)) {
+  io_counters io0 = read_io();
+  double t0 = now(), c0 = cpu_seconds();
+  atomic_store(&done_ops, 0);
+  atomic_store(&app_bytes, 0);
+  pthread_t th[64];
+  for (int t = 0; t < cfg.threads; t++) pthread_create(&th[t], NULL, fn, (void *)(intptr_t)t);
+  uint64_t next_report = cfg.report_every;
+  for (;;) {
+    uint64_t d = atomic_load(&done_ops);
+    if (next_report && d >= next_report) {
+      printf("  %-6s %12" PRIu64 " ops  %10.0f ops/s  RssAnon %7.1f MiB\n", name, d, d / (now() - t0),
+             rss_anon_kb() / 1024.0);
+      fflush(stdout);
+      next_report += cfg.report_every;
+      continue;
+    }
+    if (d >= cfg.keys) break;
+    usleep(20000);
+  }
+  for (int t = 0; t < cfg.threads; t++) pthread_join(th[t], NULL);
+  double secs = now() - t0, cpu = cpu_seconds() - c0;
+  io_counters io1 = read_io();
+  uint64_t ops = atomic_load(&done_ops), bytes = atomic_load(&app_bytes);
+  uint64_t dev = (io1.read_bytes - io0.read_bytes) + (io1.write_bytes - io0.write_bytes);
+  double mhz = cpu_mhz();
+  printf("%s: %" PRIu64 " ops in %.2f s = %.0f ops/s; CPU %.2f s = %.2f us/op", name, ops, secs, ops / secs,
+         cpu, cpu * 1e6 / (double)ops);
+  if (mhz > 0) printf(" (~%.0f cycles/op at %.0f MHz)", cpu * mhz * 1e6 / (double)ops, mhz);
+  printf("\n");
+  if (bytes)
+    printf("%s: device read %.1f MiB + written %.1f MiB over %.1f MiB of keys+values: I/O amplification %.2f\n",
+           name, (io1.read_bytes - io0.read_bytes) / 1048576.0, (io1.write_bytes - io0.write_bytes) / 1048576.0,
+           bytes / 1048576.0, (double)dev / (double)bytes);
+  printf("%s: RssAnon %.1f MiB\n", name, rss_anon_kb() / 1024.0);
+}
+
+static void usage(void) {
+  fprintf(stderr,
+          "usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD] [--dir DIR]\n"
+          "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--keep]\n");
+  exit(2);
+}
+
+int main(int argc, char **argv) {
+  static const struct option opts[] = {
+      {"keys", required_argument, 0, 'n'},    {"threads", required_argument, 0, 't'},
+      {"mix", required_argument, 0, 'm'},     {"dir", required_argument, 0, 'd'},
+      {"l0-size", required_argument, 0, 'l'}, {"growth", required_argument, 0, 'g'},
+      {"report-every", required_argument, 0, 'r'}, {"verify", no_argument, 0, 'v'},
+      {"keep", no_argument, 0, 'k'},          {"help", no_argument, 0, 'h'},
+      {0, 0, 0, 0}};
+  int c;
+  while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+    switch (c) {
+    case 'n': cfg.keys = strtoull(optarg, NULL, 10); break;
+    case 't': cfg.threads = atoi(optarg); break;
+    case 'm':
+      cfg.mix = NULL;
+      for (size_t i = 0; i < sizeof MIXES / sizeof *MIXES; i++)
+        if (strcasecmp(optarg, MIXES[i].name) == 0) cfg.mix = &MIXES[i];
+      if (!cfg.mix) usage();
+      break;
+    case 'd': cfg.dir = optarg; break;
+    case 'l': cfg.l0_size = strtoull(optarg, NULL, 10); break;
+    case 'g': cfg.growth = (uint32_t)atoi(optarg); break;
+    case 'r': cfg.report_every = strtoull(optarg, NULL, 10); break;
+    case 'v': cfg.verify = 1; break;
+    case 'k': cfg.keep = 1; break;
+    default: usage();
+    }
+  }
+  if (!cfg.keys || cfg.threads < 1 || cfg.threads > 64) usage();
+  if (!cfg.report_every) cfg.report_every = cfg.keys >= 10 ? cfg.keys / 10 : 1;
+
+  char dir[4096], path[4200];
+  if (cfg.dir) snprintf(dir, sizeof dir, "%s", cfg.dir);
+  else snprintf(dir, sizeof dir, "par_bench.data");
+  if (mkdir(dir, 0755) != 0 && errno != EEXIST) {
+    perror(dir);
+    return 1;
+  }
+  snprintf(path, sizeof path, "%s/bench.vol", dir);
+  unlink(path);
+
+  par_options o;
+  par_options_init(&o);
+  o.l0_size = cfg.l0_size;
+  o.growth_factor = cfg.growth;
+  par_volume *vol;
+  int rc = par_open(path, &o, &vol);
+  if (rc) die("open", rc);
+  rc = par_region_open(vol, "bench", 1, &region);
+  if (rc) die("region", rc);
+  printf("par_bench: %" PRIu64 " pairs, mix %s, %d threads, L0 %" PRIu64 " MiB, growth %u, volume %s\n",
+         cfg.keys, cfg.mix->name, cfg.threads, cfg.l0_size >> 20, cfg.growth, path);
+  run_phase("load", load_thread);
+  rc = par_sync(region);
+  if (rc) die("sync", rc);
+
+  par_stats st;
+  par_region_stats(region, &st);
+  printf("levels:");
+  for (uint32_t i = 1; i <= st.levels; i++)
+    printf(" L%u=%.1fMiB/%" PRIu64, i, st.level[i].live_bytes / 1048576.0, st.level[i].entries);
+  printf("; compactions %" PRIu64 ", write stalls %" PRIu64 ", WAL %.1f MiB\n", st.compactions, st.write_stalls,
+         st.wal_bytes_appended / 1048576.0);
+  if (cfg.verify) run_phase("verify", verify_thread);
+
+  rc = par_region_close(region);
+  if (!rc) rc = par_close(vol);
+  if (rc) die("close", rc);
+  if (!cfg.keep) {
+    unlink(path);
+    rmdir(dir);
+  }
+  return 0;
+}
