@@ -12,9 +12,39 @@
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
 
-/* Record: crc u32 | len u32 | lsn u64 | region u32 | gen u32 | count u32 |
- * reserved u32 | count x (type u8 | key_len u16 | value_len u32 | key | value).
- * crc covers everything after itself. */
+/* Record: crc u32 | len u32 | lsn u64 | count u32 | count x op (see
+ * wal_op_size); len counts the ops' bytes. crc covers everything after
+ * itself and is seeded with the region id and the generation. */
+
+static uint32_t crc_seed(uint32_t region_id, uint32_t gen) {
+  uint8_t b[8];
+  enc32(b, region_id);
+  enc32(b + 4, gen);
+  return crc32c(0, b, 8);
+}
+
+static uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+/* Decodes a varint of at most 5 bytes; NULL when it runs past end. */
+static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint32_t *v) {
+  uint32_t r = 0;
+  for (int shift = 0; shift <= 28 && p < end; shift += 7) {
+    uint8_t b = *p++;
+    r |= (uint32_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = r;
+      return p;
+    }
+  }
+  return NULL;
+}
 
 static uint64_t now_ns(void) {
   struct timespec ts;
@@ -95,6 +125,7 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
   w->file = f;
   w->region_id = region_id;
   w->gen = gen;
+  w->seed = crc_seed(region_id, gen);
   w->interval_ms = interval_ms ? interval_ms : 1;
   w->new_segment = fn;
   w->ctx = ctx;
@@ -187,20 +218,18 @@ int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
   uint8_t *r = w->buf[w->cur] + w->fill;
   enc32(r + 4, (uint32_t)payload);
   enc64(r + 8, lsn);
-  enc32(r + 16, w->region_id);
-  enc32(r + 20, w->gen);
-  enc32(r + 24, n);
-  enc32(r + 28, 0);
+  enc32(r + 16, n);
   uint8_t *p = r + WAL_HDR;
   for (uint32_t i = 0; i < n; i++) {
-    p[0] = ops[i].type;
-    enc16(p + 1, ops[i].key_len);
-    enc32(p + 3, ops[i].value_len);
-    memcpy(p + WAL_OP_HDR, ops[i].key, ops[i].key_len);
-    if (ops[i].value_len) memcpy(p + WAL_OP_HDR + ops[i].key_len, ops[i].value, ops[i].value_len);
-    p += wal_op_size(ops[i].key_len, ops[i].value_len);
+    *p++ = ops[i].type;
+    p = put_varint(p, ops[i].key_len);
+    p = put_varint(p, ops[i].value_len);
+    memcpy(p, ops[i].key, ops[i].key_len);
+    p += ops[i].key_len;
+    if (ops[i].value_len) memcpy(p, ops[i].value, ops[i].value_len);
+    p += ops[i].value_len;
   }
-  enc32(r, crc32c(0, r + 4, size - 4));
+  enc32(r, crc32c(w->seed, r + 4, size - 4));
   if (!w->fill) w->first_unflushed_ns = now_ns();
   w->fill += (uint32_t)size;
   w->bytes += size;
@@ -225,17 +254,15 @@ int wal_sync(wal *w, uint64_t lsn) {
 }
 
 /* Parses the record at off; 1 when it is the expected next one. */
-static int parse(const uint8_t *b, uint32_t off, const region_desc *d, const wal_seg *ws,
-                 uint64_t expect, uint32_t *size, uint32_t *count) {
+static int parse(const uint8_t *b, uint32_t off, uint32_t seed, uint64_t expect, uint32_t *size,
+                 uint32_t *count) {
   if (off + WAL_HDR > SEG) return 0;
   const uint8_t *r = b + off;
   uint32_t len = dec32(r + 4);
-  if (len > SEG - off - WAL_HDR || dec64(r + 8) != expect || dec32(r + 16) != d->id ||
-      dec32(r + 20) != ws->gen)
-    return 0;
-  if (crc32c(0, r + 4, WAL_HDR - 4 + len) != dec32(r)) return 0;
+  if (len > SEG - off - WAL_HDR || dec64(r + 8) != expect) return 0;
+  if (crc32c(seed, r + 4, WAL_HDR - 4 + len) != dec32(r)) return 0;
   *size = WAL_HDR + len;
-  *count = dec32(r + 24);
+  *count = dec32(r + 16);
   return *count > 0;
 }
 
@@ -251,31 +278,35 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
   for (uint32_t i = first; i < d->nwal && !rc; i++) {
     const wal_seg *ws = &d->wal[i];
     if (ws->first_lsn != expect) break; /* a gap: the log ends before it */
+    uint32_t seed = crc_seed(d->id, ws->gen);
     rc = file_read(f, b, SEG, seg_offset(ws->seg));
     if (rc) break;
     uint32_t off = 0, size, count;
     for (;;) {
-      if (!parse(b, off, d, ws, expect, &size, &count)) {
+      if (!parse(b, off, seed, expect, &size, &count)) {
         uint32_t next = ALIGN_UP(off, PAR_BLOCK); /* skip a seal's padding */
-        if (next == off || !parse(b, next, d, ws, expect, &size, &count)) break;
+        if (next == off || !parse(b, next, seed, expect, &size, &count)) break;
         off = next;
       }
       const uint8_t *p = b + off + WAL_HDR, *end = b + off + size;
       for (uint32_t k = 0; k < count && !rc; k++) {
         wal_op op;
-        if (end - p < (long)WAL_OP_HDR) { rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect); break; }
-        op.type = p[0];
-        op.key_len = dec16(p + 1);
-        op.value_len = dec32(p + 3);
-        op.key = p + WAL_OP_HDR;
-        op.value = p + WAL_OP_HDR + op.key_len;
-        if ((size_t)(end - p) < wal_op_size(op.key_len, op.value_len) ||
-            (op.type != WAL_PUT && op.type != WAL_DELETE)) {
+        uint32_t kl = 0, vl = 0;
+        const uint8_t *q = p < end ? p + 1 : NULL;
+        if (q) q = get_varint(q, end, &kl);
+        if (q) q = get_varint(q, end, &vl);
+        if (!q || kl > PAR_MAX_KEY_SIZE || (size_t)(end - q) < (size_t)kl + vl ||
+            (p[0] != WAL_PUT && p[0] != WAL_DELETE)) {
           rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect);
           break;
         }
+        op.type = p[0];
+        op.key_len = (uint16_t)kl;
+        op.value_len = vl;
+        op.key = q;
+        op.value = q + kl;
         if (expect + k > d->covered_lsn) rc = fn(arg, expect + k, &op);
-        p += wal_op_size(op.key_len, op.value_len);
+        p = q + kl + vl;
       }
       if (rc) break;
       expect += count;

@@ -10,9 +10,10 @@
  *    the next 4 KiB block when sealed, and appending resumes after the pad;
  *  - sealed buffers are written one at a time, in order, so a record is
  *    durable only if every earlier record is;
- *  - a record carries the region id, the segment's generation and its LSN,
- *    and the reader accepts only the exact next LSN, so stale bytes from an
- *    earlier use of a segment, or from before a crash, are never replayed. */
+ *  - a record carries its LSN and a checksum seeded with the region id and
+ *    the segment's generation, and the reader accepts only the exact next
+ *    LSN, so stale bytes from an earlier use of a segment, another region,
+ *    or from before a crash, are never replayed. */
 #ifndef PAR_LOG_WAL_H
 #define PAR_LOG_WAL_H
 
@@ -23,8 +24,7 @@
 #include "meta/catalog.h"
 
 #define WAL_CHUNK (256u * 1024)
-#define WAL_HDR 32u
-#define WAL_OP_HDR 7u
+#define WAL_HDR 20u
 
 enum { WAL_PUT = 1, WAL_DELETE = 2 };
 
@@ -36,8 +36,19 @@ typedef struct wal_op {
   const void *value;
 } wal_op;
 
+static inline size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
 static inline size_t wal_record_size(size_t payload) { return WAL_HDR + payload; }
-static inline size_t wal_op_size(size_t klen, size_t vlen) { return WAL_OP_HDR + klen + vlen; }
+/* An op: type u8 | key_len varint | value_len varint | key | value. */
+static inline size_t wal_op_size(size_t klen, size_t vlen) {
+  return 1 + varint_size(klen) + varint_size(vlen) + klen + vlen;
+}
 
 /* Allocates and durably records a new WAL segment whose first record will
  * carry first_lsn; returns the segment. */
@@ -52,6 +63,7 @@ typedef struct wal {
   wal_new_segment_fn new_segment;
   void *ctx;
   uint32_t region_id, gen, interval_ms;
+  uint32_t seed; /* checksum seed: region id and generation */
   uint8_t *buf[2];
   uint32_t cap[2];
   int cur;              /* buffer being filled                          */
