@@ -38,6 +38,9 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   if (!rc) {
     region_desc_free(cur);
     *cur = d;
+    /* Bound the redo log. A failed checkpoint leaves the current stream in
+     * place, which stays correct; the next commit tries again. */
+    if (v->log.bytes > REDO_CHECKPOINT_BYTES) redolog_checkpoint(&v->log, &v->cat);
   } else {
     region_desc_free(&d);
   }
@@ -167,7 +170,6 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
 
   /* Recover: the levels from the catalog, L0 from the WAL. */
   rc = build_view(r, &d);
-  r->wal.gen = d.wal_gen + 1; /* replay's flushes may not add WAL segments */
   uint64_t last = d.covered_lsn;
   replay_ctx ctx = {r};
   if (!rc) rc = wal_replay(&v->file, &d, replay_op, &ctx, &last);

@@ -120,7 +120,7 @@ int file_grow(par_file *f, uint64_t new_size) {
     return par_error_errno(par_status_from_errno(e), e, "cannot grow volume to %llu bytes",
                            (unsigned long long)new_size);
   }
-  f->size = new_size;
+  __atomic_store_n(&f->size, new_size, __ATOMIC_RELEASE); /* readers check node offsets against it */
   return PAR_OK;
 }
 

@@ -17,6 +17,9 @@
 #include "meta/catalog.h"
 #include "meta/superblock.h"
 
+/* Commits checkpoint the redo log once it holds this many bytes. */
+#define REDO_CHECKPOINT_BYTES (4u * PAR_SEGMENT_SIZE)
+
 typedef struct catalog {
   uint32_t next_region_id;
   uint32_t n, cap;
