@@ -73,9 +73,10 @@ typedef struct par_options {
   uint32_t compaction_threads;    /* background compaction workers; default 1    */
   uint32_t use_direct_io;         /* O_DIRECT for log/level writes; default 1
                                      (falls back when the file system refuses) */
-  uint64_t max_volume_size;       /* bytes the volume file may grow to;
-                                     0 = bounded only by the file system       */
-  uint32_t create_if_missing;     /* create the volume file; default 1          */
+  uint64_t max_volume_size;       /* bytes the volume file may grow to; 0 = the
+                                     largest this version maps (512 GiB)       */
+  uint32_t create_if_missing;     /* create the file, or format a blank (all-zero)
+                                     pre-sized file or device; default 1          */
   uint32_t reserved;
 } par_options;
 

@@ -29,7 +29,8 @@ int segalloc_init(segalloc *a, par_file *file) {
   memset(a, 0, sizeof *a);
   pthread_mutex_init(&a->mu, NULL);
   a->file = file;
-  a->nsegs = (uint32_t)(file->size / SEG);
+  /* A pre-sized file or device larger than the map uses only what is mapped. */
+  a->nsegs = (uint32_t)((file->size < file->limit ? file->size : file->limit) / SEG);
   int rc = ensure_cap(a, a->nsegs + 1);
   if (rc) return rc;
   set_bit(a, 0);

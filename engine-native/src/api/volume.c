@@ -34,6 +34,21 @@ static int check_options(const par_options *o) {
 
 static int mark_seg(void *arg, uint32_t seg) { return segalloc_mark(arg, seg); }
 
+/* A blank volume: an empty file, or a pre-sized file or device whose first
+ * segment is all zeros. Anything else must carry a superblock. */
+static int is_blank(par_file *f, int *blank) {
+  *blank = f->size == 0;
+  if (*blank || f->size < PAR_SEGMENT_SIZE) return PAR_OK;
+  uint8_t *b = file_buf_alloc(PAR_SEGMENT_SIZE);
+  if (!b) return par_error(PAR_ENOMEM, "volume probe");
+  int rc = file_read(f, b, PAR_SEGMENT_SIZE, 0);
+  size_t i = 0;
+  while (!rc && i < PAR_SEGMENT_SIZE && !b[i]) i++;
+  *blank = !rc && i == PAR_SEGMENT_SIZE;
+  free(b);
+  return rc;
+}
+
 PAR_API int par_open(const char *path, const par_options *opts, par_volume **out) {
   if (!path || !out) return par_error(PAR_EINVAL, "par_open: path and out must not be NULL");
   *out = NULL;
@@ -50,8 +65,11 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     free(v);
     return rc;
   }
-  int fresh = v->file.size == 0;
-  if (fresh) rc = file_grow(&v->file, PAR_SEGMENT_SIZE);
+  int fresh;
+  rc = is_blank(&v->file, &fresh);
+  if (!rc && fresh && !o.create_if_missing)
+    rc = par_error(PAR_ENOTVOLUME, "%s is blank and create_if_missing is off", path);
+  if (!rc && fresh) rc = file_grow(&v->file, PAR_SEGMENT_SIZE);
   if (!rc) rc = segalloc_init(&v->alloc, &v->file);
   if (!rc && fresh) {
     rc = redolog_format(&v->log, &v->file, &v->alloc);

@@ -49,7 +49,7 @@ int tree_get(const par_file *f, const tree_desc *t, const void *key, size_t key_
   if (!t->root) return PAR_NOT_FOUND;
   uint64_t off = t->root;
   for (int height = (int)t->height - 1; height >= 0; height--) {
-    const uint8_t *n;
+    const uint8_t *n = NULL;
     node_hdr h;
     int rc = load_node(f, off, height, &n, &h);
     if (rc) return rc;
