@@ -90,16 +90,16 @@ static int emit(tree_builder *b, int h, uint8_t *node, uint32_t size, uint32_t n
   b->fill += size;
   b->out.bytes += size;
   /* The node's first key goes up as its pivot. */
-  const uint8_t *k;
-  uint16_t kl;
-  uint32_t slot0 = SLOT_OFF(dec32(node + NODE_HDR));
-  if (h == 0) {
-    kl = dec16(node + slot0);
-    k = node + slot0 + LEAF_ENTRY_HDR;
-  } else {
-    kl = dec16(node + slot0 + 8);
-    k = node + slot0 + INDEX_ENTRY_HDR;
-  }
+  const uint8_t *k = NULL, *v;
+  uint16_t kl = 0;
+  uint32_t vl;
+  uint64_t child;
+  int cat;
+  node_hdr nh = {.type = h ? NODE_INDEX : NODE_LEAF, .height = (uint16_t)h, .pages = pages,
+                 .nslots = nslots, .data_start = data_start};
+  int rc = h ? index_entry(node, &nh, 0, &child, &k, &kl)
+             : leaf_entry(node, &nh, 0, &cat, &k, &kl, &v, &vl);
+  if (rc) return rc;
   if (h + 1 >= NODE_MAX_HEIGHT) return par_error(PAR_ELIMIT, "B+-tree too tall");
   if (h + 1 == b->levels) {
     build_level *p = &b->lvl[h + 1];
@@ -133,10 +133,7 @@ static int add_to_level(tree_builder *b, int h, int cat, const void *key, uint16
       enc16(b->jumbo + 4, NODE_LEAF);
       uint32_t off = size - (uint32_t)(need - 4);
       enc32(b->jumbo + NODE_HDR, ((uint32_t)cat << 29) | off);
-      enc16(b->jumbo + off, key_len);
-      enc32(b->jumbo + off + 2, value_len);
-      memcpy(b->jumbo + off + LEAF_ENTRY_HDR, key, key_len);
-      if (value_len) memcpy(b->jumbo + off + LEAF_ENTRY_HDR + key_len, value, value_len);
+      leaf_entry_encode(b->jumbo + off, key, key_len, value, value_len);
       b->out.entries++;
       return emit(b, 0, b->jumbo, size, 1, off);
     }
@@ -150,10 +147,7 @@ static int add_to_level(tree_builder *b, int h, int cat, const void *key, uint16
     memcpy(e + INDEX_ENTRY_HDR, key, key_len);
     enc32(l->buf + NODE_HDR + 4 * l->nslots, l->data_start);
   } else {
-    enc16(e, key_len);
-    enc32(e + 2, value_len);
-    memcpy(e + LEAF_ENTRY_HDR, key, key_len);
-    if (value_len) memcpy(e + LEAF_ENTRY_HDR + key_len, value, value_len);
+    leaf_entry_encode(e, key, key_len, value, value_len);
     enc32(l->buf + NODE_HDR + 4 * l->nslots, ((uint32_t)cat << 29) | l->data_start);
     b->out.entries++;
   }

@@ -1,5 +1,7 @@
 #include "index/node.h"
 
+#include <string.h>
+
 #include "alloc/segalloc.h"
 #include "io/file.h"
 #include "util/coding.h"
@@ -33,14 +35,16 @@ int leaf_entry(const uint8_t *node, const node_hdr *h, uint32_t i, int *cat, con
                uint16_t *key_len, const uint8_t **value, uint32_t *value_len) {
   uint32_t slot = dec32(node + NODE_HDR + 4 * i);
   uint32_t off = SLOT_OFF(slot), size = h->pages * PAR_BLOCK;
-  if (off < h->data_start || off + LEAF_ENTRY_HDR > size) return bad_entry(node, i);
-  uint16_t kl = dec16(node + off);
-  uint32_t vl = dec32(node + off + 2);
-  if ((uint64_t)off + LEAF_ENTRY_HDR + kl + vl > size) return bad_entry(node, i);
+  if (off < h->data_start || off >= size) return bad_entry(node, i);
+  const uint8_t *end = node + size, *p = node + off;
+  uint32_t kl = 0, vl = 0;
+  p = get_varint32(p, end, &kl);
+  if (p) p = get_varint32(p, end, &vl);
+  if (!p || kl > PAR_MAX_KEY_SIZE || (size_t)(end - p) < (size_t)kl + vl) return bad_entry(node, i);
   *cat = (int)SLOT_CAT(slot);
-  *key = node + off + LEAF_ENTRY_HDR;
-  *key_len = kl;
-  *value = *key + kl;
+  *key = p;
+  *key_len = (uint16_t)kl;
+  *value = p + kl;
   *value_len = vl;
   return PAR_OK;
 }
@@ -62,6 +66,15 @@ int leaf_lower_bound(const uint8_t *node, const node_hdr *h, const void *key, si
   }
   *idx = lo;
   return PAR_OK;
+}
+
+size_t leaf_entry_encode(uint8_t *dst, const void *key, uint16_t key_len, const void *value,
+                         uint32_t value_len) {
+  uint8_t *p = put_varint(dst, key_len);
+  p = put_varint(p, value_len);
+  memcpy(p, key, key_len);
+  if (value_len) memcpy(p + key_len, value, value_len);
+  return (size_t)(p - dst) + key_len + value_len;
 }
 
 int index_entry(const uint8_t *node, const node_hdr *h, uint32_t i, uint64_t *child,

@@ -9,7 +9,7 @@
  *         pages u32 | nslots u32 | data_start u32 | reserved (12 B)
  *
  * Leaf slot:  category (top 3 bits) | offset of the entry (low 29 bits)
- * Leaf entry: key_len u16 | value_len u32 | key | value
+ * Leaf entry: key_len varint | value_len varint | key | value
  *   category INLINE: the value itself; TOMBSTONE: no value; the pointer
  *   categories (medium/large log) hold <key prefix, log pointer> instead.
  * Index slot:  offset of the entry
@@ -25,10 +25,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "util/coding.h"
+
 #define NODE_HDR 32u
 #define LEAF_SIZE 8192u
 #define INDEX_SIZE 12288u
-#define LEAF_ENTRY_HDR 6u
 #define INDEX_ENTRY_HDR 10u
 #define NODE_MAX_HEIGHT 16
 
@@ -60,7 +61,13 @@ int index_entry(const uint8_t *node, const node_hdr *h, uint32_t i, uint64_t *ch
 int index_child_for(const uint8_t *node, const node_hdr *h, const void *key, size_t key_len,
                     uint32_t *idx);
 
-static inline size_t leaf_entry_size(size_t klen, size_t vlen) { return LEAF_ENTRY_HDR + klen + vlen + 4; }
+/* Bytes a pair takes in a leaf, slot included. */
+static inline size_t leaf_entry_size(size_t klen, size_t vlen) {
+  return varint_size(klen) + varint_size(vlen) + klen + vlen + 4;
+}
+/* Writes a leaf entry at dst; returns its size (without the slot). */
+size_t leaf_entry_encode(uint8_t *dst, const void *key, uint16_t key_len, const void *value,
+                         uint32_t value_len);
 static inline size_t index_entry_size(size_t klen) { return INDEX_ENTRY_HDR + klen + 4; }
 
 #endif

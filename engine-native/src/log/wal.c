@@ -23,29 +23,6 @@ static uint32_t crc_seed(uint32_t region_id, uint32_t gen) {
   return crc32c(0, b, 8);
 }
 
-static uint8_t *put_varint(uint8_t *p, uint64_t v) {
-  while (v >= 0x80) {
-    *p++ = (uint8_t)(v | 0x80);
-    v >>= 7;
-  }
-  *p++ = (uint8_t)v;
-  return p;
-}
-
-/* Decodes a varint of at most 5 bytes; NULL when it runs past end. */
-static const uint8_t *get_varint(const uint8_t *p, const uint8_t *end, uint32_t *v) {
-  uint32_t r = 0;
-  for (int shift = 0; shift <= 28 && p < end; shift += 7) {
-    uint8_t b = *p++;
-    r |= (uint32_t)(b & 0x7f) << shift;
-    if (!(b & 0x80)) {
-      *v = r;
-      return p;
-    }
-  }
-  return NULL;
-}
-
 static uint64_t now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -293,8 +270,8 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
         wal_op op;
         uint32_t kl = 0, vl = 0;
         const uint8_t *q = p < end ? p + 1 : NULL;
-        if (q) q = get_varint(q, end, &kl);
-        if (q) q = get_varint(q, end, &vl);
+        if (q) q = get_varint32(q, end, &kl);
+        if (q) q = get_varint32(q, end, &vl);
         if (!q || kl > PAR_MAX_KEY_SIZE || (size_t)(end - q) < (size_t)kl + vl ||
             (p[0] != WAL_PUT && p[0] != WAL_DELETE)) {
           rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect);

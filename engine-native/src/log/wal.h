@@ -22,6 +22,7 @@
 
 #include "io/file.h"
 #include "meta/catalog.h"
+#include "util/coding.h"
 
 #define WAL_CHUNK (256u * 1024)
 #define WAL_HDR 20u
@@ -36,14 +37,6 @@ typedef struct wal_op {
   const void *value;
 } wal_op;
 
-static inline size_t varint_size(uint64_t v) {
-  size_t n = 1;
-  while (v >= 0x80) {
-    v >>= 7;
-    n++;
-  }
-  return n;
-}
 static inline size_t wal_record_size(size_t payload) { return WAL_HDR + payload; }
 /* An op: type u8 | key_len varint | value_len varint | key | value. */
 static inline size_t wal_op_size(size_t klen, size_t vlen) {

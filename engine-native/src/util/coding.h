@@ -26,4 +26,37 @@ static inline int key_cmp(const void *a, size_t alen, const void *b, size_t blen
 
 #define ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
+/* LEB128 varints, for lengths in log records and leaves. */
+static inline size_t varint_size(uint64_t v) {
+  size_t n = 1;
+  while (v >= 0x80) {
+    v >>= 7;
+    n++;
+  }
+  return n;
+}
+
+static inline uint8_t *put_varint(uint8_t *p, uint64_t v) {
+  while (v >= 0x80) {
+    *p++ = (uint8_t)(v | 0x80);
+    v >>= 7;
+  }
+  *p++ = (uint8_t)v;
+  return p;
+}
+
+/* Decodes a 32-bit varint; NULL when it is malformed or runs past end. */
+static inline const uint8_t *get_varint32(const uint8_t *p, const uint8_t *end, uint32_t *v) {
+  uint32_t r = 0;
+  for (int shift = 0; shift <= 28 && p < end; shift += 7) {
+    uint8_t b = *p++;
+    r |= (uint32_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *v = r;
+      return p;
+    }
+  }
+  return NULL;
+}
+
 #endif
