@@ -47,6 +47,7 @@ void segalloc_destroy(segalloc *a) {
 
 int segalloc_alloc(segalloc *a, uint32_t *seg) {
   pthread_mutex_lock(&a->mu);
+retry:
   for (uint32_t s = a->hint; s < a->nsegs; s++) {
     if (!test_bit(a, s)) {
       set_bit(a, s);
@@ -71,14 +72,8 @@ int segalloc_alloc(segalloc *a, uint32_t *seg) {
       return par_error(PAR_ENOSPC, "volume is full: all %u segments are in use", a->nsegs);
     return rc;
   }
-  uint32_t s = a->nsegs;
   a->nsegs += grow;
-  set_bit(a, s);
-  a->used++;
-  a->hint = s + 1;
-  *seg = s;
-  pthread_mutex_unlock(&a->mu);
-  return PAR_OK;
+  goto retry; /* the new segments are free, but for segment 0 of an empty file */
 }
 
 void segalloc_free(segalloc *a, uint32_t seg) {

@@ -158,34 +158,36 @@ int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
   if (size > SEG) return par_error(PAR_ETOOBIG, "log record of %zu bytes exceeds a segment", size);
   pthread_mutex_lock(&w->mu);
   int rc = w->failed ? wait_pending(w) : PAR_OK;
-  if (!rc && w->seg && w->base + w->fill + size > SEG && w->fill) {
-    rc = wait_pending(w);
-    if (!rc) seal(w);
-  }
-  if (!rc && (!w->seg || w->base + w->fill + size > SEG)) {
-    /* Rotate: the rest of this segment stays unused. */
-    w->seg = 0;
-    w->base = 0;
-    uint32_t seg;
-    pthread_mutex_unlock(&w->mu);
-    rc = w->new_segment(w->ctx, lsn, &seg);
-    pthread_mutex_lock(&w->mu);
-    if (!rc) w->seg = seg;
-  }
-  if (!rc && w->fill + size > w->cap[w->cur]) {
-    if (w->fill) {
-      rc = wait_pending(w);
-      if (!rc) seal(w);
-    }
-    if (!rc && size > w->cap[w->cur]) {
-      uint32_t cap = ALIGN_UP((uint32_t)size, PAR_BLOCK);
-      uint8_t *b = file_buf_alloc(cap);
-      if (!b) rc = par_error(PAR_ENOMEM, "WAL buffer of %u bytes", cap);
-      else {
-        free(w->buf[w->cur]);
-        w->buf[w->cur] = b;
-        w->cap[w->cur] = cap;
+  /* Make room: the record must fit both the buffer and the segment. A seal
+   * pads to the next block, so every step re-checks both. */
+  while (!rc) {
+    if (!w->seg) {
+      uint32_t seg;
+      pthread_mutex_unlock(&w->mu);
+      rc = w->new_segment(w->ctx, lsn, &seg);
+      pthread_mutex_lock(&w->mu);
+      if (!rc) {
+        w->seg = seg;
+        w->base = 0;
       }
+    } else if (w->base + w->fill + size > SEG || w->fill + size > w->cap[w->cur]) {
+      if (w->fill) {
+        rc = wait_pending(w);
+        if (!rc) seal(w);
+      } else if (w->base + size > SEG) {
+        w->seg = 0; /* rotate: the rest of this segment stays unused */
+      } else {
+        uint32_t cap = ALIGN_UP((uint32_t)size, PAR_BLOCK); /* one record larger than a chunk */
+        uint8_t *b = file_buf_alloc(cap);
+        if (!b) rc = par_error(PAR_ENOMEM, "WAL buffer of %u bytes", cap);
+        else {
+          free(w->buf[w->cur]);
+          w->buf[w->cur] = b;
+          w->cap[w->cur] = cap;
+        }
+      }
+    } else {
+      break;
     }
   }
   if (rc) {
