@@ -12,6 +12,9 @@
 struct mt_node {
   uint16_t n;    /* entries in a leaf, separators in an inner node */
   uint8_t leaf;
+  /* pfx[i] is the first 8 bytes of e[i]'s key, big-endian and zero-padded:
+   * unequal prefixes order keys without touching the entries (cache misses). */
+  uint64_t pfx[FANOUT];
   const mt_entry *e[FANOUT];     /* leaf: entries; inner: e[i] = first entry of c[i+1] */
   mt_node *c[FANOUT + 1];        /* inner only */
   mt_node *next;                 /* leaf only: right sibling */
@@ -82,31 +85,49 @@ static void *arena_alloc(memtable *m, size_t len) {
   return p;
 }
 
-/* Order of (key, lsn): key ascending, then LSN descending. */
-static int cmp(const mt_entry *e, const void *key, size_t key_len, uint64_t lsn) {
-  int c = key_cmp(mt_key(e), e->key_len, key, key_len);
-  if (c) return c;
-  return e->lsn > lsn ? -1 : e->lsn < lsn;
+static uint64_t prefix_of(const void *key, size_t key_len) {
+  uint8_t b[8] = {0};
+  memcpy(b, key, key_len < 8 ? key_len : 8);
+  uint64_t v;
+  memcpy(&v, b, 8);
+  return __builtin_bswap64(v);
 }
 
-/* First index i in node with e[i] >= (key, lsn). */
-static int lower_bound(const mt_node *n, const void *key, size_t key_len, uint64_t lsn) {
+/* A search target: (key, lsn) and the key's prefix. */
+typedef struct target {
+  const void *key;
+  size_t key_len;
+  uint64_t lsn;
+  uint64_t pfx;
+} target;
+
+/* Order of (key, lsn): key ascending, then LSN descending. */
+static int cmp(const mt_node *n, int i, const target *t) {
+  if (n->pfx[i] != t->pfx) return n->pfx[i] < t->pfx ? -1 : 1;
+  const mt_entry *e = n->e[i];
+  int c = key_cmp(mt_key(e), e->key_len, t->key, t->key_len);
+  if (c) return c;
+  return e->lsn > t->lsn ? -1 : e->lsn < t->lsn;
+}
+
+/* First index i in node with e[i] >= target. */
+static int lower_bound(const mt_node *n, const target *t) {
   int lo = 0, hi = n->n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (cmp(n->e[mid], key, key_len, lsn) < 0) lo = mid + 1;
+    if (cmp(n, mid, t) < 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
 }
 
-/* Child of an inner node that holds the first entry >= (key, lsn): the
- * number of separators <= (key, lsn). */
-static int child_for(const mt_node *n, const void *key, size_t key_len, uint64_t lsn) {
+/* Child of an inner node that holds the first entry >= target: the number
+ * of separators <= target. */
+static int child_for(const mt_node *n, const target *t) {
   int lo = 0, hi = n->n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
-    if (cmp(n->e[mid], key, key_len, lsn) <= 0) lo = mid + 1;
+    if (cmp(n, mid, t) <= 0) lo = mid + 1;
     else hi = mid;
   }
   return lo;
@@ -120,25 +141,32 @@ static int split_child(memtable *m, mt_node *p, int i) {
   atomic_fetch_add(&m->bytes, sizeof *r);
   r->leaf = l->leaf;
   const mt_entry *sep;
+  uint64_t sep_pfx;
   if (l->leaf) {
     int half = l->n / 2;
     r->n = (uint16_t)(l->n - half);
     memcpy(r->e, l->e + half, r->n * sizeof *r->e);
+    memcpy(r->pfx, l->pfx + half, r->n * sizeof *r->pfx);
     l->n = (uint16_t)half;
     r->next = l->next;
     l->next = r;
     sep = r->e[0];
+    sep_pfx = r->pfx[0];
   } else {
     int half = l->n / 2; /* l keeps e[0..half), e[half] moves up */
     sep = l->e[half];
+    sep_pfx = l->pfx[half];
     r->n = (uint16_t)(l->n - half - 1);
     memcpy(r->e, l->e + half + 1, r->n * sizeof *r->e);
+    memcpy(r->pfx, l->pfx + half + 1, r->n * sizeof *r->pfx);
     memcpy(r->c, l->c + half + 1, (r->n + 1u) * sizeof *r->c);
     l->n = (uint16_t)half;
   }
   memmove(p->e + i + 1, p->e + i, (p->n - i) * sizeof *p->e);
+  memmove(p->pfx + i + 1, p->pfx + i, (p->n - i) * sizeof *p->pfx);
   memmove(p->c + i + 2, p->c + i + 1, (p->n - i) * sizeof *p->c);
   p->e[i] = sep;
+  p->pfx[i] = sep_pfx;
   p->c[i + 1] = r;
   p->n++;
   return PAR_OK;
@@ -168,18 +196,21 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
     }
     m->root = r;
   }
+  target t = {key, key_len, lsn, prefix_of(key, key_len)};
   mt_node *n = m->root;
   while (!n->leaf) {
-    int i = child_for(n, key, key_len, lsn);
+    int i = child_for(n, &t);
     if (n->c[i]->n == FANOUT) {
       if (split_child(m, n, i)) goto oom;
-      if (cmp(n->e[i], key, key_len, lsn) <= 0) i++;
+      if (cmp(n, i, &t) <= 0) i++;
     }
     n = n->c[i];
   }
-  int i = lower_bound(n, key, key_len, lsn);
+  int i = lower_bound(n, &t);
   memmove(n->e + i + 1, n->e + i, (n->n - i) * sizeof *n->e);
+  memmove(n->pfx + i + 1, n->pfx + i, (n->n - i) * sizeof *n->pfx);
   n->e[i] = e;
+  n->pfx[i] = t.pfx;
   n->n++;
   m->entries++;
   if (lsn > m->max_lsn) m->max_lsn = lsn;
@@ -192,9 +223,10 @@ oom:
 
 /* Leaf and index of the first entry >= (key, lsn); n == NULL past the end. */
 static const mt_node *seek(const memtable *m, const void *key, size_t key_len, uint64_t lsn, int *idx) {
+  target t = {key, key_len, lsn, prefix_of(key, key_len)};
   const mt_node *n = m->root;
-  while (!n->leaf) n = n->c[child_for(n, key, key_len, lsn)];
-  int i = lower_bound(n, key, key_len, lsn);
+  while (!n->leaf) n = n->c[child_for(n, &t)];
+  int i = lower_bound(n, &t);
   while (n && i == n->n) {
     n = n->next;
     i = 0;
