@@ -241,6 +241,7 @@ static int freeze(par_region *r) {
 /* Returns the L0 to insert into, freezing a full one or stalling while the
  * previous frozen L0 is still being compacted (write_mu held). */
 static memtable *make_room(par_region *r, int *rc) {
+  int retried = 0;
   pthread_mutex_lock(&r->view_mu);
   for (;;) {
     view *w = r->view;
@@ -255,9 +256,18 @@ static memtable *make_room(par_region *r, int *rc) {
       if (m) compaction_schedule(r);
       return m;
     }
+    if (r->failed == PAR_ENOSPC && !retried) {
+      /* Space may have been freed since (a region dropped): try once more. */
+      retried = 1;
+      r->failed = 0;
+      pthread_mutex_unlock(&r->view_mu);
+      compaction_schedule(r);
+      pthread_mutex_lock(&r->view_mu);
+      continue;
+    }
     if (r->failed) {
       pthread_mutex_unlock(&r->view_mu);
-      *rc = par_error(r->failed, "L0 is full and compaction failed earlier: %s", par_strerror(r->failed));
+      *rc = par_error(r->failed, "L0 is full and compaction failed: %s", par_strerror(r->failed));
       return NULL;
     }
     atomic_fetch_add(&r->stats.stalls, 1);
@@ -502,6 +512,12 @@ PAR_API int par_flush(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_flush: NULL region");
   pthread_mutex_lock(&r->write_mu);
   pthread_mutex_lock(&r->view_mu);
+  if (r->failed == PAR_ENOSPC) r->failed = 0; /* space may have been freed since: retry */
+  if (r->view->frozen) {
+    pthread_mutex_unlock(&r->view_mu);
+    compaction_schedule(r);
+    pthread_mutex_lock(&r->view_mu);
+  }
   while (r->view->frozen && !r->failed) pthread_cond_wait(&r->view_cv, &r->view_mu);
   int rc = r->failed;
   if (!rc && r->view->active->entries) rc = freeze(r);
