@@ -352,6 +352,12 @@ static void make_desc(region_desc *d, uint32_t id, const char *name, uint32_t va
     t->entries = 1000003ull * (i + 1) + variant;
     t->bytes = (uint64_t)nsegs * SEGSZ - 4096 * i;
   }
+  uint32_t nvlog = variant % 3;
+  for (uint32_t i = 0; i < nvlog; i++) {
+    vlog_seg v = {take_seg(src), 7 + i, 12345ull * (i + variant)};
+    assert_ok(region_desc_add_vlog(d, v));
+  }
+  d->next_inc = 7 + nvlog;
 }
 
 static void assert_tree_desc_equal(const tree_desc *a, const tree_desc *b) {
@@ -376,6 +382,13 @@ static void assert_desc_equal(const region_desc *a, const region_desc *b) {
   }
   for (int l = 1; l <= PAR_MAX_LEVELS; l++)
     for (int j = 0; j < LEVEL_TREES; j++) assert_tree_desc_equal(&a->level[l][j], &b->level[l][j]);
+  assert_int_equal(a->next_inc, b->next_inc);
+  assert_int_equal(a->nvlog, b->nvlog);
+  for (uint32_t i = 0; i < a->nvlog; i++) {
+    assert_int_equal(a->vlog[i].seg, b->vlog[i].seg);
+    assert_int_equal(a->vlog[i].inc, b->vlog[i].inc);
+    assert_int_equal(a->vlog[i].garbage, b->vlog[i].garbage);
+  }
 }
 
 static uint8_t *encode_desc(const region_desc *d, size_t *len) {
@@ -418,7 +431,8 @@ static void test_catalog_roundtrip(void **state) {
     uint8_t *buf2 = encode_desc(&back, &len2);
     assert_bytes(buf2, len2, buf, len);
 
-    /* A copy is deep and equal; for_each_seg visits the WAL, then the trees. */
+    /* A copy is deep and equal; for_each_seg visits the WAL, the large log,
+     * then the trees. */
     assert_ok(region_desc_copy(&copy, &d));
     assert_desc_equal(&d, &copy);
     assert_true(copy.nwal == 0 || copy.wal != d.wal);
@@ -426,7 +440,8 @@ static void test_catalog_roundtrip(void **state) {
     assert_ok(region_desc_for_each_seg(&copy, collect_seg, &got));
     assert_int_equal(got.n, src.next - 10);
     for (uint32_t i = 0; i < d.nwal; i++) assert_int_equal(got.v[i], d.wal[i].seg);
-    uint32_t i = d.nwal;
+    for (uint32_t i = 0; i < d.nvlog; i++) assert_int_equal(got.v[d.nwal + i], d.vlog[i].seg);
+    uint32_t i = d.nwal + d.nvlog;
     for (int l = 1; l <= PAR_MAX_LEVELS; l++)
       for (int j = 0; j < LEVEL_TREES; j++)
         for (uint32_t k = 0; k < d.level[l][j].segs.n; k++) assert_int_equal(got.v[i++], d.level[l][j].segs.v[k]);
@@ -455,7 +470,7 @@ static void test_catalog_roundtrip(void **state) {
   snprintf(e.name, sizeof e.name, "e");
   size_t len;
   uint8_t *buf = encode_desc(&e, &len);
-  assert_int_equal(len, 4 + 2 + 1 + 8 + 4 + 4 + 2);
+  assert_int_equal(len, 4 + 2 + 1 + 8 + 4 + 4 + 2 + 4 + 4);
   assert_ok(region_desc_decode(&e2, buf, len));
   assert_desc_equal(&e, &e2);
   region_desc_free(&e2);
@@ -519,7 +534,7 @@ static void test_catalog_garbled(void **state) {
   size_t tlen;
   uint8_t *tbuf = encode_desc(&two, &tlen);
   const size_t tree0 = 4 + 2 + 1 + 8 + 4 + 4 + 2, tree_size = 2 + 8 + 4 + 8 + 8 + 4 + 4;
-  assert_int_equal(tlen, tree0 + 2 * tree_size);
+  assert_int_equal(tlen, tree0 + 2 * tree_size + 4 + 4);
   assert_int_equal(tbuf[tree0 + tree_size + 1], 1); /* the second tree's slot */
   region_desc out;
   assert_ok(region_desc_decode(&out, tbuf, tlen));
@@ -1266,7 +1281,7 @@ static void test_wal_append_replay(void **state) {
   d.id = 7;
   wal_ctx ctx = {&s.alloc, &d, 3, 0, 0};
   wal w;
-  assert_ok(wal_start(&w, &s.file, d.id, ctx.gen, 5, 0, wal_new_seg, &ctx));
+  assert_ok(wal_start(&w, &s.file, d.id, ctx.gen, 5, 0, wal_new_seg, NULL, &ctx));
   exp_log x = {0};
 
   /* Single ops with values of 0 B .. 300 KB (some over the 256 KiB buffer),
@@ -1373,7 +1388,7 @@ static void wal_fill_fixed(scratch *s, exp_log *x, const char *tag, uint32_t reg
   d.id = region_id;
   wal_ctx ctx = {&s->alloc, &d, gen, seg, 0};
   wal w;
-  assert_ok(wal_start(&w, &s->file, region_id, gen, 5, 0, wal_new_seg, &ctx));
+  assert_ok(wal_start(&w, &s->file, region_id, gen, 5, 0, wal_new_seg, NULL, &ctx));
   uint32_t vlen = record_vlen(PAR_BLOCK);
   uint8_t type = WAL_PUT;
   assert_int_equal(strlen(tag), 1);
@@ -1449,7 +1464,7 @@ static void regression_wal_record_crosses_segment_end(void **state) {
   d.id = 3;
   wal_ctx ctx = {&s.alloc, &d, 1, 0, 0};
   wal w;
-  assert_ok(wal_start(&w, &s.file, d.id, 1, 60000, 0, wal_new_seg, &ctx));
+  assert_ok(wal_start(&w, &s.file, d.id, 1, 60000, 0, wal_new_seg, NULL, &ctx));
   exp_log x = {0};
   uint8_t type = WAL_PUT;
   uint32_t vlen;

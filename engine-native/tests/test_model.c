@@ -7,8 +7,12 @@
  * through par_region_stats), and the volume is closed and reopened
  * periodically (with and without par_flush) followed by a full comparison.
  *
- * Environment: PAR_SEED (repeat a run), PAR_MODEL_OPS (default 200000),
- * PAR_MODEL_KEYS (key space, default 20000).
+ * Values range over all three size classes (small < 120 B, medium, large
+ * >= 1 KiB, up to 64 KiB), so overwrites move keys between classes; the
+ * whole run repeats under each placement policy (HYBRID, IN_PLACE, IN_LOG).
+ *
+ * Environment: PAR_SEED (repeat a run), PAR_MODEL_OPS (per policy, default
+ * 120000), PAR_MODEL_KEYS (key space, default 20000).
  */
 #define _GNU_SOURCE
 #include "testutil.h"
@@ -273,17 +277,18 @@ static void model_step(model *m) {
 }
 
 static void test_model(void **state) {
-  (void)state;
+  par_placement placement = *(const par_placement *)*state;
   model mm, *m = &mm;
   memset(m, 0, sizeof *m);
   m->seed = tu_seed("model");
   m->rng = m->seed;
-  long ops = (long)tu_env_u64("PAR_MODEL_OPS", 200000);
+  long ops = (long)tu_env_u64("PAR_MODEL_OPS", 120000);
   m->keyspace = (uint32_t)tu_env_u64("PAR_MODEL_KEYS", 20000);
   long reopen_every = ops / 8 > 1000 ? ops / 8 : 1000;
   m->dir = tu_make_dir("model");
   m->path = tu_path(m->dir, "model.px");
   m->opts = tu_options(256u << 10, 4);
+  m->opts.placement = placement;
   m->val = malloc(BUF_CAP);
   m->buf = malloc(BUF_CAP);
   assert_non_null(m->val);
@@ -316,10 +321,20 @@ static void test_model(void **state) {
   par_stats st;
   MOK(m, par_region_stats(m->reg, &st));
   if (st.levels > m->max_levels) m->max_levels = st.levels;
-  fprintf(stderr, "model: %ld ops, %zu live keys, max levels %u, %llu compactions, %llu stalls\n",
-          ops, m->ref.n, m->max_levels, (unsigned long long)st.compactions,
-          (unsigned long long)st.write_stalls);
-  if (ops >= 100000 && m->max_levels < 2)
+  fprintf(stderr,
+          "model (placement %d): %ld ops, %zu live keys, max levels %u, %llu compactions, %llu stalls, "
+          "puts small/medium/large %llu/%llu/%llu, large log %llu bytes in %llu segments\n",
+          (int)placement, ops, m->ref.n, m->max_levels, (unsigned long long)st.compactions,
+          (unsigned long long)st.write_stalls, (unsigned long long)st.small_puts,
+          (unsigned long long)st.medium_puts, (unsigned long long)st.large_puts,
+          (unsigned long long)st.large_log_bytes_appended, (unsigned long long)st.large_log_segments);
+  /* (The put counters restart at every open; the large log's segments do not.) */
+  if (placement == PAR_PLACEMENT_IN_PLACE && st.large_log_segments)
+    MFAIL(m, "IN_PLACE put values in %llu large-log segments", (unsigned long long)st.large_log_segments);
+  if (placement != PAR_PLACEMENT_IN_PLACE && !st.large_log_segments)
+    MFAIL(m, "placement %d left the large log empty", (int)placement);
+  /* IN_LOG leaves only 12-byte pointers in the levels: they stay small. */
+  if (ops >= 100000 && placement != PAR_PLACEMENT_IN_LOG && m->max_levels < 2)
     MFAIL(m, "never more than %u device level(s): compactions did not cascade", m->max_levels);
   model_close(m);
   model_open(m);
@@ -334,9 +349,14 @@ static void test_model(void **state) {
   free(m->path);
 }
 
+static par_placement hybrid = PAR_PLACEMENT_HYBRID, in_place = PAR_PLACEMENT_IN_PLACE,
+                     in_log = PAR_PLACEMENT_IN_LOG;
+
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_model),
+      cmocka_unit_test_prestate(test_model, &hybrid),
+      cmocka_unit_test_prestate(test_model, &in_place),
+      cmocka_unit_test_prestate(test_model, &in_log),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

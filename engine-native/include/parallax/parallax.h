@@ -66,6 +66,17 @@ PAR_API const char *par_last_error(void);
 
 /* ---- options ----------------------------------------------------------- */
 
+/* Where values live (Parallax §2-3):
+ *  HYBRID   small pairs in the leaves, large pairs' values in the large log
+ *           (garbage collected), medium pairs in the leaves for now;
+ *  IN_PLACE every pair in the leaves (RocksDB-like);
+ *  IN_LOG   every value in the large log (BlobDB-like). */
+typedef enum par_placement {
+  PAR_PLACEMENT_HYBRID = 0,
+  PAR_PLACEMENT_IN_PLACE = 1,
+  PAR_PLACEMENT_IN_LOG = 2
+} par_placement;
+
 typedef struct par_options {
   uint64_t l0_size;               /* bytes of one in-memory L0; default 64 MiB   */
   uint32_t growth_factor;         /* size ratio of adjacent levels; default 8    */
@@ -78,6 +89,12 @@ typedef struct par_options {
   uint32_t create_if_missing;     /* create the file, or format a blank (all-zero)
                                      pre-sized file or device; default 1          */
   uint32_t reserved;
+  uint32_t placement;             /* a par_placement; default HYBRID             */
+  uint32_t small_threshold;       /* a pair (key + value bytes) is small below
+                                     this; default 120                           */
+  uint32_t large_threshold;       /* ... and large from this on; default 1024    */
+  uint32_t gc_threshold_pct;      /* collect a large-log segment once this share
+                                     of it is garbage; default 10                */
 } par_options;
 
 /* Fills *opts with the defaults above. */
@@ -161,7 +178,7 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
 PAR_API int par_scanner_valid(const par_scanner *s);
 /* The current entry. The memory stays valid until the scanner moves or closes. */
 PAR_API int par_scanner_key(const par_scanner *s, const void **key, size_t *key_len);
-PAR_API int par_scanner_value(const par_scanner *s, const void **value, size_t *value_len);
+PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_len);
 PAR_API int par_scanner_next(par_scanner *s);
 PAR_API void par_scanner_close(par_scanner *s);
 
@@ -195,6 +212,16 @@ typedef struct par_stats {
   uint32_t levels;               /* deepest non-empty device level           */
   uint32_t reserved;
   par_level_stats level[PAR_MAX_LEVELS + 1]; /* [1..PAR_MAX_LEVELS]; [0] unused */
+  /* hybrid placement, by the class of each put */
+  uint64_t small_puts, medium_puts, large_puts;
+  uint64_t small_bytes, medium_bytes, large_bytes; /* key + value bytes */
+  uint64_t large_log_bytes_appended; /* record bytes, user writes and GC   */
+  uint64_t large_log_segments;       /* segments the large log holds now   */
+  uint64_t large_log_garbage_bytes;  /* bytes known dead, awaiting GC      */
+  uint64_t gc_runs;                  /* segments collected                 */
+  uint64_t gc_bytes_scanned;         /* record bytes read by GC            */
+  uint64_t gc_bytes_relocated;       /* live record bytes GC re-appended   */
+  uint64_t gc_segments_freed;
 } par_stats;
 
 PAR_API int par_region_stats(par_region *r, par_stats *out);

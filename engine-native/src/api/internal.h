@@ -22,6 +22,7 @@
 #include "index/memtable.h"
 #include "index/tree.h"
 #include "io/file.h"
+#include "log/vlog.h"
 #include "log/wal.h"
 #include "meta/redolog.h"
 #include "parallax/parallax.h"
@@ -52,6 +53,8 @@ struct par_region {
   uint64_t next_lsn;                 /* under write_mu */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
   wal wal;
+  vlog hot;                          /* large log: user writes          */
+  vlog cold;                         /* large log: values GC relocates  */
 
   pthread_mutex_t view_mu;
   pthread_cond_t view_cv;            /* a view change or a finished compaction */
@@ -67,6 +70,8 @@ struct par_region {
 
   struct {
     atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
+    atomic_uint_fast64_t class_puts[3], class_bytes[3]; /* small, medium, large */
+    atomic_uint_fast64_t gc_runs, gc_scanned, gc_relocated, gc_freed;
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
@@ -96,6 +101,12 @@ struct par_snapshot {
   view *v;
   uint64_t lsn;
 };
+
+/* The value of a large entry (e->cat == CAT_LARGE, e->value a vptr): a
+ * pointer into the memory map, or a malloc'd copy in *owned (to free) when
+ * the record is still in a tail buffer. */
+int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
+                      uint8_t **owned);
 
 /* Reference to the current view and the LSN it is consistent at. */
 view *region_acquire_view(par_region *r, uint64_t *lsn);

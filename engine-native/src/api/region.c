@@ -72,6 +72,61 @@ static int new_wal_segment(void *ctx, uint64_t first_lsn, uint32_t *seg) {
   return rc;
 }
 
+/* ---- large-log segments ---- */
+
+typedef struct vlog_add {
+  uint32_t seg, inc;
+} vlog_add;
+
+static int edit_add_vlog(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  vlog_add *a = arg;
+  a->inc = ++d->next_inc;
+  return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0});
+}
+
+static int new_vlog_segment(void *ctx, uint32_t *seg, uint32_t *inc) {
+  par_region *r = ctx;
+  int rc = segalloc_alloc(&r->vol->alloc, seg);
+  if (rc) return rc;
+  vlog_add a = {*seg, 0};
+  rc = region_persist(r, edit_add_vlog, &a);
+  if (rc) segalloc_free(&r->vol->alloc, *seg);
+  *inc = a.inc;
+  return rc;
+}
+
+/* The WAL's pointer records reach the disk after the values they point to. */
+static int flush_large_logs(void *ctx) {
+  par_region *r = ctx;
+  int rc = vlog_flush(&r->hot);
+  return rc ? rc : vlog_flush(&r->cold);
+}
+
+int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
+                      uint8_t **owned) {
+  *owned = NULL;
+  if (e->value_len != VPTR_SIZE) return par_error(PAR_ECORRUPT, "malformed large-log pointer");
+  vptr p = vptr_decode(e->value);
+  vlog *heads[2] = {&r->hot, &r->cold};
+  for (int i = 0; i < 2; i++) {
+    int rc = vlog_read_buffered(heads[i], p, owned, value_len);
+    if (rc < 0) return rc;
+    if (rc == 1) {
+      *value = *owned;
+      return PAR_OK;
+    }
+  }
+  vlog_record rec;
+  int rc = vlog_read_mapped(&r->vol->file, r->id, p, &rec);
+  if (rc) return rc;
+  if (rec.key_len != e->key_len || memcmp(rec.key, e->key, e->key_len) != 0)
+    return par_error(PAR_ECORRUPT, "large-log record at %u:%u belongs to another key", p.seg, p.off);
+  *value = rec.value;
+  *value_len = rec.value_len;
+  return PAR_OK;
+}
+
 /* ---- open / close ---- */
 
 static memtable *make_room(par_region *r, int *rc);
@@ -178,8 +233,10 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   if (!rc) {
     r->next_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
-    rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
-                   new_wal_segment, r);
+    rc = vlog_init(&r->hot, &v->file, r->id, new_vlog_segment, r);
+    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_vlog_segment, r);
+    if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
+                            new_wal_segment, flush_large_logs, r);
   }
   if (rc) {
     char msg[512];
@@ -189,6 +246,8 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
     pthread_mutex_unlock(&r->view_mu);
     compaction_drain(r);
     unlink_open(v, r);
+    if (r->hot.buf) vlog_destroy(&r->hot);
+    if (r->cold.buf) vlog_destroy(&r->cold);
     region_free(r);
     return par_error(rc, "cannot open region '%s': %s", name, msg);
   }
@@ -206,7 +265,9 @@ PAR_API int par_region_close(par_region *r) {
   pthread_mutex_unlock(&r->view_mu);
   pthread_mutex_unlock(&v->sched_mu);
   compaction_drain(r);
-  int rc = wal_stop(&r->wal);
+  int rc = wal_stop(&r->wal); /* also writes the large logs' buffers */
+  vlog_destroy(&r->hot);
+  vlog_destroy(&r->cold);
   unlink_open(v, r);
   region_free(r);
   return rc;
@@ -290,15 +351,64 @@ static int check_value(const void *value, size_t value_len) {
   return PAR_OK;
 }
 
-/* Logs and applies ops atomically: one WAL record, LSNs in order. */
+enum { CLASS_SMALL, CLASS_MEDIUM, CLASS_LARGE };
+
+static int size_class(const par_options *o, size_t pair) {
+  return pair < o->small_threshold ? CLASS_SMALL : pair < o->large_threshold ? CLASS_MEDIUM : CLASS_LARGE;
+}
+
+/* Whether a put's value goes to the large log under the placement policy. */
+static int goes_to_large_log(const par_options *o, int cls) {
+  switch (o->placement) {
+  case PAR_PLACEMENT_IN_LOG: return 1;
+  case PAR_PLACEMENT_IN_PLACE: return 0;
+  default: return cls == CLASS_LARGE;
+  }
+}
+
+/* Logs and applies ops atomically: one WAL record, LSNs in order. Values
+ * bound for the large log are appended there first, and the WAL record
+ * carries their pointers (write_mu held). */
+static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n) {
+  const par_options *o = &r->vol->opts;
+  wal_op *logged = NULL;
+  uint8_t *ptrs = NULL;
+  int rc = PAR_OK;
+  for (uint32_t i = 0; i < n && !rc; i++) {
+    if (ops[i].type != WAL_PUT || !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len)))
+      continue;
+    if (!logged) {
+      logged = malloc(n * sizeof *logged);
+      ptrs = malloc((size_t)n * VPTR_SIZE);
+      if (!logged || !ptrs) {
+        rc = par_error(PAR_ENOMEM, "large-log pointers");
+        break;
+      }
+      memcpy(logged, ops, n * sizeof *logged);
+    }
+    vptr p;
+    rc = vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    if (rc) break;
+    vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
+    logged[i].type = WAL_PUT_LARGE;
+    logged[i].value = ptrs + (size_t)i * VPTR_SIZE;
+    logged[i].value_len = VPTR_SIZE;
+  }
+  const wal_op *w = logged ? logged : ops;
+  if (!rc) rc = wal_append(&r->wal, lsn, w, n);
+  for (uint32_t i = 0; !rc && i < n; i++)
+    rc = memtable_insert(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len);
+  free(logged);
+  free(ptrs);
+  return rc;
+}
+
 static int apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   pthread_mutex_lock(&r->write_mu);
   int rc = PAR_OK;
   memtable *m = make_room(r, &rc);
   uint64_t lsn = r->next_lsn;
-  if (m) rc = wal_append(&r->wal, lsn, ops, n);
-  for (uint32_t i = 0; m && !rc && i < n; i++)
-    rc = memtable_insert(m, lsn + i, ops[i].type, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len);
+  if (m) rc = log_and_insert(r, m, lsn, ops, n);
   if (m && !rc) {
     r->next_lsn = lsn + n;
     atomic_store(&r->last_lsn, lsn + n - 1);
@@ -307,7 +417,13 @@ static int apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   if (!rc) {
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++) {
-      bytes += ops[i].key_len + ops[i].value_len;
+      size_t pair = ops[i].key_len + ops[i].value_len;
+      bytes += pair;
+      if (ops[i].type == WAL_PUT) {
+        int cls = size_class(&r->vol->opts, pair);
+        atomic_fetch_add(&r->stats.class_puts[cls], 1);
+        atomic_fetch_add(&r->stats.class_bytes[cls], pair);
+      }
       atomic_fetch_add(ops[i].type == WAL_PUT ? &r->stats.puts : &r->stats.deletes, 1);
     }
     atomic_fetch_add(&r->stats.user_bytes, bytes);
@@ -458,7 +574,9 @@ static int lookup(par_region *r, const view *w, uint64_t lsn, const void *key, s
     if (!mts[i]) continue;
     const mt_entry *m = memtable_get(mts[i], key, key_len, lsn);
     if (m) {
-      e->cat = m->type == WAL_DELETE ? CAT_TOMBSTONE : CAT_INLINE;
+      e->cat = mt_category(m);
+      e->key = mt_key(m);
+      e->key_len = m->key_len;
       e->value = mt_value(m);
       e->value_len = m->value_len;
       return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
@@ -486,8 +604,15 @@ static int read_common(par_region *r, const par_snapshot *snap, const void *key,
   tree_entry e;
   rc = lookup(r, w, lsn, key, key_len, &e);
   if (rc == PAR_OK && value_len) {
-    *value_len = e.value_len;
-    if (buf) memcpy(buf, e.value, e.value_len < cap ? e.value_len : cap);
+    const uint8_t *v = e.value;
+    uint32_t vl = e.value_len;
+    uint8_t *owned = NULL;
+    if (e.cat == CAT_LARGE) rc = region_read_large(r, &e, &v, &vl, &owned);
+    if (rc == PAR_OK) {
+      *value_len = vl;
+      if (buf) memcpy(buf, v, vl < cap ? vl : cap);
+    }
+    free(owned);
   }
   if (!snap) view_unref(w);
   atomic_fetch_add(&r->stats.gets, 1);
@@ -548,6 +673,22 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->compactions = atomic_load(&r->stats.compactions);
   out->write_stalls = atomic_load(&r->stats.stalls);
   out->last_lsn = atomic_load(&r->last_lsn);
+  out->small_puts = atomic_load(&r->stats.class_puts[CLASS_SMALL]);
+  out->medium_puts = atomic_load(&r->stats.class_puts[CLASS_MEDIUM]);
+  out->large_puts = atomic_load(&r->stats.class_puts[CLASS_LARGE]);
+  out->small_bytes = atomic_load(&r->stats.class_bytes[CLASS_SMALL]);
+  out->medium_bytes = atomic_load(&r->stats.class_bytes[CLASS_MEDIUM]);
+  out->large_bytes = atomic_load(&r->stats.class_bytes[CLASS_LARGE]);
+  out->gc_runs = atomic_load(&r->stats.gc_runs);
+  out->gc_bytes_scanned = atomic_load(&r->stats.gc_scanned);
+  out->gc_bytes_relocated = atomic_load(&r->stats.gc_relocated);
+  out->gc_segments_freed = atomic_load(&r->stats.gc_freed);
+  pthread_mutex_lock(&r->hot.mu);
+  out->large_log_bytes_appended = r->hot.bytes;
+  pthread_mutex_unlock(&r->hot.mu);
+  pthread_mutex_lock(&r->cold.mu);
+  out->large_log_bytes_appended += r->cold.bytes;
+  pthread_mutex_unlock(&r->cold.mu);
   pthread_mutex_lock(&r->wal.mu);
   out->wal_bytes_appended = r->wal.bytes;
   out->wal_syncs = r->wal.syncs;
@@ -555,6 +696,8 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   out->wal_segments = d ? d->nwal : 0;
+  for (uint32_t i = 0; d && i < d->nvlog; i++) out->large_log_garbage_bytes += d->vlog[i].garbage;
+  out->large_log_segments = d ? d->nvlog : 0;
   pthread_mutex_unlock(&r->vol->meta_mu);
   uint64_t lsn;
   view *w = region_acquire_view(r, &lsn);

@@ -18,6 +18,10 @@ PAR_API void par_options_init(par_options *o) {
   o->use_direct_io = 1;
   o->max_volume_size = 0;
   o->create_if_missing = 1;
+  o->placement = PAR_PLACEMENT_HYBRID;
+  o->small_threshold = 120;
+  o->large_threshold = 1024;
+  o->gc_threshold_pct = 10;
 }
 
 static int check_options(const par_options *o) {
@@ -27,6 +31,12 @@ static int check_options(const par_options *o) {
     return par_error(PAR_EINVAL, "growth_factor %u is outside 2..64", o->growth_factor);
   if (o->compaction_threads > 64)
     return par_error(PAR_EINVAL, "compaction_threads %u is over 64", o->compaction_threads);
+  if (o->placement > PAR_PLACEMENT_IN_LOG) return par_error(PAR_EINVAL, "unknown placement %u", o->placement);
+  if (o->small_threshold > o->large_threshold)
+    return par_error(PAR_EINVAL, "small_threshold %u is above large_threshold %u", o->small_threshold,
+                     o->large_threshold);
+  if (o->gc_threshold_pct < 1 || o->gc_threshold_pct > 100)
+    return par_error(PAR_EINVAL, "gc_threshold_pct %u is outside 1..100", o->gc_threshold_pct);
   if (o->max_volume_size && o->max_volume_size < 8ull * PAR_SEGMENT_SIZE)
     return par_error(PAR_EINVAL, "max_volume_size must be 0 or at least 16 MiB");
   return PAR_OK;

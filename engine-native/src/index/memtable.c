@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "index/node.h"
+#include "log/wal.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -25,6 +27,10 @@ struct mt_arena_chunk {
   size_t used, cap;
   uint8_t mem[];
 };
+
+int mt_category(const mt_entry *e) {
+  return e->type == WAL_DELETE ? CAT_TOMBSTONE : e->type == WAL_PUT_LARGE ? CAT_LARGE : CAT_INLINE;
+}
 
 memtable *memtable_create(void) {
   memtable *m = calloc(1, sizeof *m);

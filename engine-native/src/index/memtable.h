@@ -19,13 +19,15 @@ typedef struct mt_entry {
   uint64_t lsn;
   uint32_t value_len;
   uint16_t key_len;
-  uint8_t type; /* WAL_PUT or WAL_DELETE */
+  uint8_t type; /* WAL_PUT, WAL_DELETE or WAL_PUT_LARGE */
   uint8_t reserved;
   uint8_t data[]; /* key, then value */
 } mt_entry;
 
 static inline const uint8_t *mt_key(const mt_entry *e) { return e->data; }
 static inline const uint8_t *mt_value(const mt_entry *e) { return e->data + e->key_len; }
+/* The leaf category an entry becomes (CAT_* of index/node.h). */
+int mt_category(const mt_entry *e);
 
 typedef struct mt_node mt_node;
 typedef struct mt_arena_chunk mt_arena_chunk;

@@ -10,8 +10,8 @@
  *
  * Leaf slot:  category (top 3 bits) | offset of the entry (low 29 bits)
  * Leaf entry: key_len varint | value_len varint | key | value
- *   category INLINE: the value itself; TOMBSTONE: no value; the pointer
- *   categories (medium/large log) hold <key prefix, log pointer> instead.
+ *   category INLINE: the value itself; TOMBSTONE: no value; LARGE: a
+ *   pointer into the large log (segment, offset, incarnation) as the value.
  * Index slot:  offset of the entry
  * Index entry: child offset u64 | key_len u16 | key  — the first key of the
  *   child's subtree; slot 0's key is a lower bound only.
@@ -34,7 +34,9 @@
 #define NODE_MAX_HEIGHT 16
 
 enum { NODE_LEAF = 1, NODE_INDEX = 2 };
-enum { CAT_INLINE = 0, CAT_TOMBSTONE = 1 };
+/* Leaf categories. CAT_LARGE's value is the vptr (12 bytes) of a value in
+ * the region's large log. */
+enum { CAT_INLINE = 0, CAT_TOMBSTONE = 1, CAT_MEDIUM = 2, CAT_LARGE = 3 };
 
 #define SLOT_CAT(s) ((s) >> 29)
 #define SLOT_OFF(s) ((s) & 0x1fffffffu)

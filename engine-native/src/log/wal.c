@@ -6,6 +6,7 @@
 #include <time.h>
 
 #include "alloc/segalloc.h"
+#include "log/vlog.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/status.h"
@@ -62,7 +63,8 @@ static void *writer_main(void *arg) {
       uint32_t seg = w->pending_seg, off = w->pending_off, len = w->pending_len;
       uint64_t lsn = w->pending_lsn;
       pthread_mutex_unlock(&w->mu);
-      int rc = file_write(w->file, w->buf[b], len, seg_offset(seg) + off);
+      int rc = w->before_write ? w->before_write(w->ctx) : PAR_OK;
+      if (!rc) rc = file_write(w->file, w->buf[b], len, seg_offset(seg) + off);
       if (!rc) rc = file_sync(w->file);
       pthread_mutex_lock(&w->mu);
       w->pending = 0;
@@ -97,7 +99,7 @@ static void *writer_main(void *arg) {
 }
 
 int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
-              uint64_t last_lsn, wal_new_segment_fn fn, void *ctx) {
+              uint64_t last_lsn, wal_new_segment_fn fn, wal_before_write_fn before, void *ctx) {
   memset(w, 0, sizeof *w);
   w->file = f;
   w->region_id = region_id;
@@ -105,6 +107,7 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
   w->seed = crc_seed(region_id, gen);
   w->interval_ms = interval_ms ? interval_ms : 1;
   w->new_segment = fn;
+  w->before_write = before;
   w->ctx = ctx;
   w->appended_lsn = w->durable_lsn = last_lsn;
   for (int i = 0; i < 2; i++) {
@@ -275,7 +278,8 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
         if (q) q = get_varint32(q, end, &kl);
         if (q) q = get_varint32(q, end, &vl);
         if (!q || kl > PAR_MAX_KEY_SIZE || (size_t)(end - q) < (size_t)kl + vl ||
-            (p[0] != WAL_PUT && p[0] != WAL_DELETE)) {
+            (p[0] != WAL_PUT && p[0] != WAL_DELETE && p[0] != WAL_PUT_LARGE) ||
+            (p[0] == WAL_PUT_LARGE && vl != VPTR_SIZE)) {
           rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect);
           break;
         }

@@ -27,7 +27,8 @@
 #define WAL_CHUNK (256u * 1024)
 #define WAL_HDR 20u
 
-enum { WAL_PUT = 1, WAL_DELETE = 2 };
+/* WAL_PUT_LARGE's value is the vptr of a value in the large log. */
+enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_PUT_LARGE = 3 };
 
 typedef struct wal_op {
   uint8_t type;
@@ -46,6 +47,9 @@ static inline size_t wal_op_size(size_t klen, size_t vlen) {
 /* Allocates and durably records a new WAL segment whose first record will
  * carry first_lsn; returns the segment. */
 typedef int (*wal_new_segment_fn)(void *ctx, uint64_t first_lsn, uint32_t *seg);
+/* Called by the writer thread before each write of WAL records, so that the
+ * data they point to (large-log records) is written first. */
+typedef int (*wal_before_write_fn)(void *ctx);
 
 typedef struct wal {
   pthread_mutex_t mu;
@@ -54,6 +58,7 @@ typedef struct wal {
   pthread_t thread;
   par_file *file;
   wal_new_segment_fn new_segment;
+  wal_before_write_fn before_write;
   void *ctx;
   uint32_t region_id, gen, interval_ms;
   uint32_t seed; /* checksum seed: region id and generation */
@@ -76,7 +81,7 @@ typedef struct wal {
 } wal;
 
 int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
-              uint64_t last_lsn, wal_new_segment_fn fn, void *ctx);
+              uint64_t last_lsn, wal_new_segment_fn fn, wal_before_write_fn before, void *ctx);
 /* Writes everything appended, then stops the thread. */
 int wal_stop(wal *w);
 

@@ -45,6 +45,7 @@ int tree_desc_copy(tree_desc *dst, const tree_desc *src) {
 
 void region_desc_free(region_desc *d) {
   free(d->wal);
+  free(d->vlog);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) tree_desc_free(&d->level[i][j]);
   memset(d, 0, sizeof *d);
@@ -54,11 +55,18 @@ int region_desc_copy(region_desc *dst, const region_desc *src) {
   *dst = *src;
   dst->wal = NULL;
   dst->wal_cap = dst->nwal;
+  dst->vlog = NULL;
+  dst->vlog_cap = dst->nvlog;
   memset(dst->level, 0, sizeof dst->level);
   if (src->nwal) {
     dst->wal = malloc(src->nwal * sizeof *dst->wal);
     if (!dst->wal) goto oom;
     memcpy(dst->wal, src->wal, src->nwal * sizeof *dst->wal);
+  }
+  if (src->nvlog) {
+    dst->vlog = malloc(src->nvlog * sizeof *dst->vlog);
+    if (!dst->vlog) goto oom;
+    memcpy(dst->vlog, src->vlog, src->nvlog * sizeof *dst->vlog);
   }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
@@ -81,9 +89,31 @@ int region_desc_add_wal(region_desc *d, wal_seg w) {
   return PAR_OK;
 }
 
+int region_desc_add_vlog(region_desc *d, vlog_seg v) {
+  if (d->nvlog == d->vlog_cap) {
+    uint32_t cap = d->vlog_cap ? d->vlog_cap * 2 : 4;
+    vlog_seg *n = realloc(d->vlog, cap * sizeof *n);
+    if (!n) return par_error(PAR_ENOMEM, "large-log segment list");
+    d->vlog = n;
+    d->vlog_cap = cap;
+  }
+  d->vlog[d->nvlog++] = v;
+  return PAR_OK;
+}
+
+vlog_seg *region_desc_find_vlog(region_desc *d, uint32_t inc) {
+  for (uint32_t i = 0; i < d->nvlog; i++)
+    if (d->vlog[i].inc == inc) return &d->vlog[i];
+  return NULL;
+}
+
 int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t seg), void *arg) {
   for (uint32_t i = 0; i < d->nwal; i++) {
     int rc = fn(arg, d->wal[i].seg);
+    if (rc) return rc;
+  }
+  for (uint32_t i = 0; i < d->nvlog; i++) {
+    int rc = fn(arg, d->vlog[i].seg);
     if (rc) return rc;
   }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
@@ -98,7 +128,8 @@ int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t
 /* Layout: id u32 | name_len u16 | name | covered u64 | gen u32 | nwal u32 |
  * nwal x (seg u32, gen u32, first_lsn u64) | ntrees u16 |
  * ntrees x (level u8, slot u8, root u64, height u32, entries u64, bytes u64,
- *           nsegs u32, nsegs x u32) */
+ *           nsegs u32, nsegs x u32) | next_inc u32 | nvlog u32 |
+ * nvlog x (seg u32, inc u32, garbage u64) */
 size_t region_desc_encode(const region_desc *d, uint8_t *out) {
   size_t n = 0;
   size_t name_len = strlen(d->name);
@@ -132,6 +163,13 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
       PUT(32, t->segs.n);
       for (uint32_t k = 0; k < t->segs.n; k++) PUT(32, t->segs.v[k]);
     }
+  PUT(32, d->next_inc);
+  PUT(32, d->nvlog);
+  for (uint32_t i = 0; i < d->nvlog; i++) {
+    PUT(32, d->vlog[i].seg);
+    PUT(32, d->vlog[i].inc);
+    PUT(64, d->vlog[i].garbage);
+  }
 #undef PUT
   return n;
 }
@@ -182,6 +220,17 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
       GET(32, s);
       if (seg_list_push(&td->segs, s)) goto oom;
     }
+  }
+  GET(32, d->next_inc);
+  uint32_t nvlog;
+  GET(32, nvlog);
+  if (nvlog > len / 16) goto bad;
+  for (uint32_t i = 0; i < nvlog; i++) {
+    vlog_seg v;
+    GET(32, v.seg);
+    GET(32, v.inc);
+    GET(64, v.garbage);
+    if (region_desc_add_vlog(d, v)) goto oom;
   }
   if (n != len) goto bad;
   return PAR_OK;

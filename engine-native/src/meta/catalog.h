@@ -37,6 +37,15 @@ typedef struct wal_seg {
   uint64_t first_lsn;
 } wal_seg;
 
+/* A segment of the large (value) log. inc is unique within the region and
+ * is part of every pointer into the segment, so a pointer left behind in
+ * an old level never matches a later use of the same segment. */
+typedef struct vlog_seg {
+  uint32_t seg;
+  uint32_t inc;
+  uint64_t garbage; /* record bytes known to be dead */
+} vlog_seg;
+
 /* Trees per level: [0] is the level's active tree, [1] the older tree being
  * spilled into the next level (empty most of the time). */
 #define LEVEL_TREES 2
@@ -49,11 +58,17 @@ typedef struct region_desc {
   uint32_t nwal, wal_cap;
   wal_seg *wal;
   tree_desc level[PAR_MAX_LEVELS + 1][LEVEL_TREES]; /* [0] unused */
+  uint32_t next_inc;    /* next large-log segment incarnation */
+  uint32_t nvlog, vlog_cap;
+  vlog_seg *vlog;       /* in allocation order */
 } region_desc;
 
 void region_desc_free(region_desc *d);
 int region_desc_copy(region_desc *dst, const region_desc *src);
 int region_desc_add_wal(region_desc *d, wal_seg w);
+int region_desc_add_vlog(region_desc *d, vlog_seg v);
+/* The large-log segment with incarnation inc, or NULL. */
+vlog_seg *region_desc_find_vlog(region_desc *d, uint32_t inc);
 /* Calls fn for every segment the region references. */
 int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t seg), void *arg);
 

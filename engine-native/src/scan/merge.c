@@ -22,7 +22,7 @@ static void mt_load(mt_source *s) {
   s->base.valid = s->i < s->n;
   if (!s->base.valid) return;
   const mt_entry *e = s->batch[s->i];
-  s->base.e.cat = e->type == WAL_DELETE ? CAT_TOMBSTONE : CAT_INLINE;
+  s->base.e.cat = mt_category(e);
   s->base.e.key = mt_key(e);
   s->base.e.key_len = e->key_len;
   s->base.e.value = mt_value(e);

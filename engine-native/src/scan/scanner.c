@@ -14,7 +14,8 @@ struct par_scanner {
   view *v;
   kv_source *src[MAX_SOURCES];
   merge_iter m;
-  int error; /* a corrupt node ends the scan with this status */
+  int error;      /* a corrupt node ends the scan with this status */
+  uint8_t *owned; /* a large value copied out of a tail buffer */
 };
 
 PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanner **out) {
@@ -61,6 +62,8 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
   }
   if (mode != PAR_SEEK_FIRST && mode != PAR_SEEK_GE && mode != PAR_SEEK_GT)
     return par_error(PAR_EINVAL, "unknown seek mode %d", (int)mode);
+  free(s->owned);
+  s->owned = NULL;
   s->error = merge_seek(&s->m, mode == PAR_SEEK_FIRST ? NULL : key, key_len, mode == PAR_SEEK_GT);
   return s->error;
 }
@@ -76,18 +79,30 @@ PAR_API int par_scanner_key(const par_scanner *s, const void **key, size_t *key_
   return PAR_OK;
 }
 
-PAR_API int par_scanner_value(const par_scanner *s, const void **value, size_t *value_len) {
+PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_len) {
   if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_scanner_value: NULL argument");
   if (s->m.cur < 0) return par_error(PAR_EINVAL, "scanner is not on an entry");
   const tree_entry *e = merge_entry(&s->m);
-  *value = e->value;
-  *value_len = e->value_len;
+  if (e->cat != CAT_LARGE) {
+    *value = e->value;
+    *value_len = e->value_len;
+    return PAR_OK;
+  }
+  free(s->owned);
+  const uint8_t *v;
+  uint32_t vl;
+  int rc = region_read_large(s->region, e, &v, &vl, &s->owned);
+  if (rc) return rc;
+  *value = v;
+  *value_len = vl;
   return PAR_OK;
 }
 
 PAR_API int par_scanner_next(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_next: NULL scanner");
   if (s->m.cur < 0) return s->error;
+  free(s->owned);
+  s->owned = NULL;
   s->error = merge_next(&s->m);
   return s->error;
 }
@@ -97,5 +112,6 @@ PAR_API void par_scanner_close(par_scanner *s) {
   for (int i = 0; i < MAX_SOURCES; i++)
     if (s->src[i]) s->src[i]->close(s->src[i]);
   view_unref(s->v);
+  free(s->owned);
   free(s);
 }

@@ -1,0 +1,171 @@
+#include "log/vlog.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc/segalloc.h"
+#include "util/crc32c.h"
+#include "util/status.h"
+
+#define SEG ((uint32_t)PAR_SEGMENT_SIZE)
+#define VLOG_CHUNK (256u * 1024)
+
+void vptr_encode(uint8_t *p, vptr v) {
+  enc32(p, v.seg);
+  enc32(p + 4, v.off);
+  enc32(p + 8, v.inc);
+}
+
+vptr vptr_decode(const uint8_t *p) { return (vptr){dec32(p), dec32(p + 4), dec32(p + 8)}; }
+
+uint32_t vlog_seed(uint32_t region_id, uint32_t inc) {
+  uint8_t b[8];
+  enc32(b, region_id);
+  enc32(b + 4, inc);
+  return crc32c(0x766c6f67u, b, 8);
+}
+
+int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_new_segment_fn fn, void *ctx) {
+  memset(l, 0, sizeof *l);
+  l->file = f;
+  l->region_id = region_id;
+  l->new_segment = fn;
+  l->ctx = ctx;
+  l->cap = VLOG_CHUNK;
+  l->buf = file_buf_alloc(l->cap);
+  if (!l->buf) return par_error(PAR_ENOMEM, "large-log buffer");
+  pthread_mutex_init(&l->mu, NULL);
+  return PAR_OK;
+}
+
+void vlog_destroy(vlog *l) {
+  free(l->buf);
+  pthread_mutex_destroy(&l->mu);
+  memset(l, 0, sizeof *l);
+}
+
+/* Writes the buffer, padded to a block, and moves past it (mu held). */
+static int write_buffer(vlog *l) {
+  if (!l->fill) return PAR_OK;
+  uint32_t len = ALIGN_UP(l->fill, PAR_BLOCK);
+  memset(l->buf + l->fill, 0, len - l->fill);
+  int rc = file_write(l->file, l->buf, len, seg_offset(l->seg) + l->base);
+  if (rc) {
+    l->failed = rc;
+    return rc;
+  }
+  l->base += len;
+  l->fill = 0;
+  if (l->base >= SEG) l->seg = 0;
+  return PAR_OK;
+}
+
+int vlog_flush(vlog *l) {
+  pthread_mutex_lock(&l->mu);
+  int rc = l->failed ? l->failed : write_buffer(l);
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
+                uint32_t value_len, vptr *out) {
+  size_t size = vlog_record_size(key_len, value_len);
+  if (size > SEG) return par_error(PAR_ETOOBIG, "large-log record of %zu bytes exceeds a segment", size);
+  pthread_mutex_lock(&l->mu);
+  int rc = l->failed ? par_error(PAR_EFAILED, "the large log failed earlier (%s)", par_strerror(l->failed)) : PAR_OK;
+  while (!rc) {
+    if (!l->seg) {
+      uint32_t seg, inc;
+      rc = l->new_segment(l->ctx, &seg, &inc);
+      if (!rc) {
+        l->seg = seg;
+        l->inc = inc;
+        l->base = l->fill = 0;
+        l->seed = vlog_seed(l->region_id, inc);
+      }
+    } else if (l->base + l->fill + size > SEG || l->fill + size > l->cap) {
+      if (l->fill) rc = write_buffer(l);
+      else if (l->base + size > SEG) l->seg = 0; /* the rest of the segment stays unused */
+      else {
+        uint32_t cap = ALIGN_UP((uint32_t)size, PAR_BLOCK);
+        uint8_t *b = file_buf_alloc(cap);
+        if (!b) rc = par_error(PAR_ENOMEM, "large-log buffer of %u bytes", cap);
+        else {
+          free(l->buf);
+          l->buf = b;
+          l->cap = cap;
+        }
+      }
+    } else {
+      break;
+    }
+  }
+  if (rc) {
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+  }
+  uint8_t *r = l->buf + l->fill;
+  enc32(r + 4, (uint32_t)(size - VLOG_HDR));
+  enc64(r + 8, lsn);
+  uint8_t *p = put_varint(r + VLOG_HDR, key_len);
+  p = put_varint(p, value_len);
+  memcpy(p, key, key_len);
+  if (value_len) memcpy(p + key_len, value, value_len);
+  enc32(r, crc32c(l->seed, r + 4, size - 4));
+  *out = (vptr){l->seg, l->base + l->fill, l->inc};
+  l->fill += (uint32_t)size;
+  l->bytes += size;
+  pthread_mutex_unlock(&l->mu);
+  return PAR_OK;
+}
+
+int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out) {
+  if (avail < VLOG_HDR) return PAR_ECORRUPT;
+  uint32_t len = dec32(rec + 4);
+  if (len > avail - VLOG_HDR || crc32c(seed, rec + 4, VLOG_HDR - 4 + len) != dec32(rec)) return PAR_ECORRUPT;
+  const uint8_t *end = rec + VLOG_HDR + len;
+  uint32_t kl = 0, vl = 0;
+  const uint8_t *p = get_varint32(rec + VLOG_HDR, end, &kl);
+  if (p) p = get_varint32(p, end, &vl);
+  if (!p || (size_t)(end - p) != (size_t)kl + vl || kl > 0xffff) return PAR_ECORRUPT;
+  out->lsn = dec64(rec + 8);
+  out->key = p;
+  out->key_len = (uint16_t)kl;
+  out->value = p + kl;
+  out->value_len = vl;
+  out->size = VLOG_HDR + len;
+  return PAR_OK;
+}
+
+int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len) {
+  pthread_mutex_lock(&l->mu);
+  int in_buffer = l->seg && p.seg == l->seg && p.inc == l->inc && p.off >= l->base &&
+                  p.off < l->base + l->fill;
+  int rc = 0;
+  if (in_buffer) {
+    vlog_record r;
+    if (vlog_parse(l->buf + (p.off - l->base), l->fill - (p.off - l->base), l->seed, &r) != PAR_OK) {
+      rc = par_error(PAR_ECORRUPT, "large-log record at %u:%u is damaged", p.seg, p.off);
+    } else {
+      *copy = malloc(r.value_len ? r.value_len : 1);
+      if (!*copy) rc = par_error(PAR_ENOMEM, "value copy");
+      else {
+        memcpy(*copy, r.value, r.value_len);
+        *value_len = r.value_len;
+        rc = 1;
+      }
+    }
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out) {
+  uint64_t size = __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
+  uint64_t off = seg_offset(p.seg) + p.off;
+  if (p.off >= SEG || off + VLOG_HDR > size)
+    return par_error(PAR_ECORRUPT, "large-log pointer %u:%u is outside the volume", p.seg, p.off);
+  if (vlog_parse(f->map + off, SEG - p.off, vlog_seed(region_id, p.inc), out) != PAR_OK)
+    return par_error(PAR_ECORRUPT, "large-log record at %u:%u fails its checksum", p.seg, p.off);
+  return PAR_OK;
+}

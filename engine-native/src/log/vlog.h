@@ -1,0 +1,86 @@
+/* The large (value) log of a region (Parallax §3.2): values of large pairs
+ * are appended here once, and leaves keep a pointer to them. A region has
+ * two heads — user writes append to the hot one, garbage collection
+ * re-appends live values to the cold one (DiffKV §4.2) — over one list of
+ * segments in the region's description.
+ *
+ * Record: crc32c u32 | len u32 | lsn u64 | key_len varint | value_len
+ * varint | key | value; len counts the bytes after the 16-byte header and
+ * the checksum, over everything after itself, is seeded with the region id
+ * and the segment's incarnation, so records of an earlier use of a segment
+ * never validate.
+ *
+ * Appends go to a 256 KiB tail buffer written with direct I/O when it fills
+ * or when the WAL is about to write (vlog_flush): the WAL only holds a
+ * pointer record, and one fdatasync after both writes makes the value
+ * durable no later than its pointer. Flushed bytes are never rewritten: a
+ * partial flush pads to the next block and appending resumes after it. */
+#ifndef PAR_LOG_VLOG_H
+#define PAR_LOG_VLOG_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "io/file.h"
+
+#define VLOG_HDR 16u
+#define VPTR_SIZE 12u
+
+typedef struct vptr {
+  uint32_t seg, off, inc;
+} vptr;
+
+void vptr_encode(uint8_t *p, vptr v);
+vptr vptr_decode(const uint8_t *p);
+static inline int vptr_equal(vptr a, vptr b) { return a.seg == b.seg && a.off == b.off && a.inc == b.inc; }
+
+/* Allocates and durably records a new segment of this log. */
+typedef int (*vlog_new_segment_fn)(void *ctx, uint32_t *seg, uint32_t *inc);
+
+typedef struct vlog {
+  pthread_mutex_t mu;
+  par_file *file;
+  uint32_t region_id;
+  vlog_new_segment_fn new_segment;
+  void *ctx;
+  uint32_t seg, inc;   /* current segment; seg == 0 until one is needed */
+  uint32_t base, fill; /* buf holds [base, base + fill) of seg */
+  uint32_t seed;
+  uint8_t *buf;
+  uint32_t cap;
+  int failed;
+  uint64_t bytes;      /* record bytes appended */
+} vlog;
+
+static inline size_t vlog_record_size(size_t klen, size_t vlen);
+
+int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_new_segment_fn fn, void *ctx);
+void vlog_destroy(vlog *l);
+int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
+                uint32_t value_len, vptr *out);
+/* Writes what the buffer holds (no sync). */
+int vlog_flush(vlog *l);
+/* Copies the value at p out of the tail buffer into a malloc'd *copy when
+ * it is still there; returns 1 if it was, 0 if it is on disk. */
+int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len);
+
+/* A record in memory: PAR_OK and its parts, or PAR_ECORRUPT. */
+typedef struct vlog_record {
+  uint64_t lsn;
+  const uint8_t *key, *value;
+  uint16_t key_len;
+  uint32_t value_len;
+  uint32_t size; /* header included */
+} vlog_record;
+
+uint32_t vlog_seed(uint32_t region_id, uint32_t inc);
+int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out);
+/* Reads the record at p through the memory map. */
+int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out);
+
+#include "util/coding.h"
+static inline size_t vlog_record_size(size_t klen, size_t vlen) {
+  return VLOG_HDR + varint_size(klen) + varint_size(vlen) + klen + vlen;
+}
+
+#endif
