@@ -12,7 +12,7 @@
  *    time for one reader;
  *  - at the end the region holds exactly each key's last version, also after
  *    close/reopen.
- * Environment: PAR_SEED, PAR_CONC_OPS (writes per writer, default 40000).
+ * Environment: PAR_SEED, PAR_CONC_OPS (writes per writer, default 200000).
  */
 #define _GNU_SOURCE
 #include "testutil.h"
@@ -122,6 +122,10 @@ static void *writer(void *arg) {
     }
     TU_CHECK(rc == PAR_OK, "writer %d: %s", c->w, par_strerror(rc));
     atomic_store(&sh->acked[c->w][k], v);
+    if (c->w == 0 && i % 10000 == 9999) {
+      fprintf(stderr, "writer 0: %ld writes; %ld snapshot rounds, %ld scan rounds\n", i + 1,
+              (long)atomic_load(&sh->snap_rounds), (long)atomic_load(&sh->scan_rounds));
+    }
   }
   for (uint32_t k = 0; k < NK; k++) sh->final[c->w][k] = ver[k];
   free(ver);
@@ -337,7 +341,7 @@ static void test_concurrent_readers_and_writers(void **state) {
   shared *sh = calloc(1, sizeof *sh);
   assert_non_null(sh);
   sh->seed = tu_seed("concurrency");
-  sh->ops = (long)tu_env_u64("PAR_CONC_OPS", 40000);
+  sh->ops = (long)tu_env_u64("PAR_CONC_OPS", 200000);
   char *dir = tu_make_dir("concurrency");
   char *path = tu_path(dir, "conc.px");
   par_options o = tu_options(256u << 10, 4);

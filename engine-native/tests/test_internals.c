@@ -962,8 +962,8 @@ static void test_memtable_versions(void **state) {
   assert_non_null(m);
   assert_null(memtable_get(m, "k", 1, UINT64_MAX));
   const mt_entry *out[16];
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 16), 0);
-  assert_int_equal(memtable_collect(m, "k", 1, 0, UINT64_MAX, out, 16), 0);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 16, NULL, NULL), 0);
+  assert_int_equal(memtable_collect(m, "k", 1, 0, UINT64_MAX, out, 16, NULL, NULL), 0);
 
   mt_put(m, 1, WAL_PUT, "k", "v1");
   mt_put(m, 2, WAL_PUT, "k", "v2");
@@ -989,34 +989,34 @@ static void test_memtable_versions(void **state) {
   assert_int_equal(m->max_lsn, 6);
 
   /* collect: the newest version <= snap of each key, in key order. */
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 16), 3);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 16, NULL, NULL), 3);
   assert_mt(out[0], 4, WAL_PUT, "j", "before");
   assert_mt(out[1], 5, WAL_PUT, "k", "");
   assert_mt(out[2], 6, WAL_PUT, "kk", "after");
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, 3, out, 16), 1);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, 3, out, 16, NULL, NULL), 1);
   assert_mt(out[0], 3, WAL_DELETE, "k", "");
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, 2, out, 16), 1);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, 2, out, 16, NULL, NULL), 1);
   assert_mt(out[0], 2, WAL_PUT, "k", "v2");
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, 0, out, 16), 0);
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, 4, out, 16), 2);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, 0, out, 16, NULL, NULL), 0);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, 4, out, 16, NULL, NULL), 2);
   assert_mt(out[0], 4, WAL_PUT, "j", "before");
   assert_mt(out[1], 3, WAL_DELETE, "k", "");
   /* Start key: inclusive / exclusive, present / absent. */
-  assert_int_equal(memtable_collect(m, "k", 1, 0, UINT64_MAX, out, 16), 2);
+  assert_int_equal(memtable_collect(m, "k", 1, 0, UINT64_MAX, out, 16, NULL, NULL), 2);
   assert_mt(out[0], 5, WAL_PUT, "k", "");
-  assert_int_equal(memtable_collect(m, "k", 1, 1, UINT64_MAX, out, 16), 1);
+  assert_int_equal(memtable_collect(m, "k", 1, 1, UINT64_MAX, out, 16, NULL, NULL), 1);
   assert_mt(out[0], 6, WAL_PUT, "kk", "after");
-  assert_int_equal(memtable_collect(m, "k", 1, 1, 3, out, 16), 0);
-  assert_int_equal(memtable_collect(m, "ka", 2, 0, UINT64_MAX, out, 16), 1);
+  assert_int_equal(memtable_collect(m, "k", 1, 1, 3, out, 16, NULL, NULL), 0);
+  assert_int_equal(memtable_collect(m, "ka", 2, 0, UINT64_MAX, out, 16, NULL, NULL), 1);
   assert_mt(out[0], 6, WAL_PUT, "kk", "after");
-  assert_int_equal(memtable_collect(m, "ka", 2, 1, UINT64_MAX, out, 16), 1);
-  assert_int_equal(memtable_collect(m, "a", 1, 1, UINT64_MAX, out, 16), 3);
-  assert_int_equal(memtable_collect(m, "kk", 2, 1, UINT64_MAX, out, 16), 0);
-  assert_int_equal(memtable_collect(m, "zz", 2, 0, UINT64_MAX, out, 16), 0);
+  assert_int_equal(memtable_collect(m, "ka", 2, 1, UINT64_MAX, out, 16, NULL, NULL), 1);
+  assert_int_equal(memtable_collect(m, "a", 1, 1, UINT64_MAX, out, 16, NULL, NULL), 3);
+  assert_int_equal(memtable_collect(m, "kk", 2, 1, UINT64_MAX, out, 16, NULL, NULL), 0);
+  assert_int_equal(memtable_collect(m, "zz", 2, 0, UINT64_MAX, out, 16, NULL, NULL), 0);
   /* max */
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 2), 2);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 2, NULL, NULL), 2);
   assert_mt(out[1], 5, WAL_PUT, "k", "");
-  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 0), 0);
+  assert_int_equal(memtable_collect(m, NULL, 0, 0, UINT64_MAX, out, 0, NULL, NULL), 0);
   memtable_unref(m);
 }
 
@@ -1091,14 +1091,14 @@ static void test_memtable_random(void **state) {
     uint64_t snap = snaps[s];
     size_t want = mt_expected(ref, n, snap, idx);
     /* In one call. */
-    assert_int_equal(memtable_collect(m, NULL, 0, 0, snap, out, (uint32_t)n), want);
+    assert_int_equal(memtable_collect(m, NULL, 0, 0, snap, out, (uint32_t)n, NULL, NULL), want);
     for (size_t i = 0; i < want; i++) assert_mt_ref(out[i], &ref[idx[i]]);
     /* In pages of 97, each resuming after the previous page's last key. */
     size_t got = 0;
     for (;;) {
       const mt_ref *last = got ? &ref[idx[got - 1]] : NULL;
       uint32_t k = memtable_collect(m, last ? last->key : NULL, last ? last->klen : 0, 1, snap,
-                                    out, 97);
+                                    out, 97, NULL, NULL);
       assert_true(got + k <= want);
       for (uint32_t i = 0; i < k; i++) assert_mt_ref(out[i], &ref[idx[got + i]]);
       got += k;
@@ -1108,7 +1108,7 @@ static void test_memtable_random(void **state) {
     /* Inclusive starts at present keys. */
     for (size_t i = 0; i < want; i += 211) {
       const mt_ref *r = &ref[idx[i]];
-      uint32_t k = memtable_collect(m, r->key, r->klen, 0, snap, out, 3);
+      uint32_t k = memtable_collect(m, r->key, r->klen, 0, snap, out, 3, NULL, NULL);
       assert_int_equal(k, want - i < 3 ? want - i : 3);
       for (uint32_t j = 0; j < k; j++) assert_mt_ref(out[j], &ref[idx[i + j]]);
     }

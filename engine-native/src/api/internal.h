@@ -19,6 +19,7 @@
 #include <stdatomic.h>
 
 #include "alloc/segalloc.h"
+#include "gc/gc.h"
 #include "index/memtable.h"
 #include "index/tree.h"
 #include "io/file.h"
@@ -33,12 +34,21 @@
  * memtables and its trees' segments alive. */
 typedef struct view {
   atomic_int refs;
+  par_region *owner;
+  uint64_t seq;                  /* creation order within the region   */
+  struct view *prev, *next;      /* the region's live views, by seq    */
   memtable *active;              /* takes writes                       */
   memtable *frozen;              /* being compacted into L1, or NULL   */
   dtree *tree[PAR_MAX_LEVELS + 1][LEVEL_TREES]; /* newest first: [i][0], [i][1], [i+1][0] ... */
 } view;
 
+/* An empty view (a fresh L0 is the caller's to add), or a copy holding
+ * references to everything src holds. Both are registered as live. */
+view *view_create(par_region *r);
+view *view_clone(const view *src);
 void view_unref(view *v);
+/* The seq of the oldest view still referenced (by the region or a reader). */
+uint64_t view_oldest_seq(par_region *r);
 
 typedef struct level_counters {
   atomic_uint_fast64_t read, written;
@@ -59,6 +69,9 @@ struct par_region {
   pthread_mutex_t view_mu;
   pthread_cond_t view_cv;            /* a view change or a finished compaction */
   view *view;
+  pthread_mutex_t live_mu;           /* leaf lock: the live-view registry */
+  view *live_head, *live_tail;
+  uint64_t view_seq;
   /* Compaction bookkeeping, under view_mu: a level's active tree is the
    * target of at most one merge, its spilling tree the source of one. */
   int dest_busy[PAR_MAX_LEVELS + 1];
@@ -67,6 +80,15 @@ struct par_region {
   int inflight;                      /* workers holding this region      */
   int closing;
   int failed;                        /* a compaction error stopped compactions */
+  /* Large-log GC, under view_mu: one collection at a time; collected
+   * segments wait in pending until no view older than need_seq is alive. */
+  int gc_running;
+  uint32_t gc_skip_inc;              /* a segment whose collection failed */
+  struct {
+    uint32_t seg, inc;
+    uint64_t need_seq;
+  } *pending;
+  uint32_t npending, pending_cap;
 
   struct {
     atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
@@ -108,6 +130,15 @@ struct par_snapshot {
 int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
                       uint8_t **owned);
 
+/* Looks key up in w at lsn: PAR_OK with *e (any category but a
+ * tombstone), or PAR_NOT_FOUND. */
+int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e);
+/* The L0 to insert into (write_mu held), freezing a full one; NULL with
+ * PAR_EBUSY when the previous frozen L0 is still being compacted: the
+ * caller then drops write_mu and waits in region_wait_room. */
+memtable *region_make_room(par_region *r, int *rc);
+int region_wait_room(par_region *r);
+
 /* Reference to the current view and the LSN it is consistent at. */
 view *region_acquire_view(par_region *r, uint64_t *lsn);
 
@@ -126,7 +157,7 @@ void compaction_stop(par_volume *v);
 void compaction_schedule(par_region *r);
 /* Waits until the region has no compaction queued or running. */
 void compaction_drain(par_region *r);
-/* Whether the region has merges to run (view_mu held). */
-int compaction_pending(const par_region *r);
+/* Whether the region has merges or collections to run (view_mu held). */
+int compaction_pending(par_region *r);
 
 #endif

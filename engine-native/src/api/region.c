@@ -6,15 +6,6 @@
 #include "api/internal.h"
 #include "util/status.h"
 
-void view_unref(view *w) {
-  if (!w || atomic_fetch_sub(&w->refs, 1) != 1) return;
-  memtable_unref(w->active);
-  memtable_unref(w->frozen);
-  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++) dtree_unref(w->tree[i][j]);
-  free(w);
-}
-
 view *region_acquire_view(par_region *r, uint64_t *lsn) {
   pthread_mutex_lock(&r->view_mu);
   view *w = r->view;
@@ -129,7 +120,6 @@ int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value,
 
 /* ---- open / close ---- */
 
-static memtable *make_room(par_region *r, int *rc);
 
 typedef struct replay_ctx {
   par_region *r;
@@ -137,8 +127,10 @@ typedef struct replay_ctx {
 
 static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
   par_region *r = ((replay_ctx *)arg)->r;
-  int rc;
-  memtable *m = make_room(r, &rc);
+  int rc = PAR_OK;
+  memtable *m;
+  while (!(m = region_make_room(r, &rc)) && rc == PAR_EBUSY)
+    if ((rc = region_wait_room(r))) return rc;
   if (!m) return rc;
   rc = memtable_insert(m, lsn, op->type, op->key, op->key_len, op->value, op->value_len);
   if (!rc) atomic_store(&r->last_lsn, lsn);
@@ -147,8 +139,10 @@ static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
 
 static void region_free(par_region *r) {
   view_unref(r->view);
+  free(r->pending);
   pthread_mutex_destroy(&r->write_mu);
   pthread_mutex_destroy(&r->view_mu);
+  pthread_mutex_destroy(&r->live_mu);
   pthread_cond_destroy(&r->view_cv);
   free(r);
 }
@@ -164,9 +158,8 @@ static void unlink_open(par_volume *v, par_region *r) {
 }
 
 static int build_view(par_region *r, const region_desc *d) {
-  view *w = calloc(1, sizeof *w);
+  view *w = view_create(r);
   if (!w) return par_error(PAR_ENOMEM, "view");
-  atomic_init(&w->refs, 1);
   r->view = w;
   w->active = memtable_create();
   if (!w->active) return par_error(PAR_ENOMEM, "L0");
@@ -194,6 +187,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   r->vol = v;
   pthread_mutex_init(&r->write_mu, NULL);
   pthread_mutex_init(&r->view_mu, NULL);
+  pthread_mutex_init(&r->live_mu, NULL);
   pthread_cond_init(&r->view_cv, NULL);
 
   /* Claim the region in the catalog and copy its description. */
@@ -278,21 +272,15 @@ PAR_API int par_region_close(par_region *r) {
 /* Freezes the active L0 and installs a fresh one (write_mu and view_mu
  * held, no frozen L0). */
 static int freeze(par_region *r) {
-  view *w = r->view, *n = malloc(sizeof *n);
+  view *w = r->view;
   memtable *m = memtable_create();
-  if (!n || !m) {
-    free(n);
+  view *n = m ? view_clone(w) : NULL;
+  if (!n) {
     memtable_unref(m);
     return par_error(PAR_ENOMEM, "new L0");
   }
-  *n = *w;
-  atomic_init(&n->refs, 1);
-  n->frozen = w->active;
+  n->frozen = n->active; /* the clone's reference moves over */
   n->active = m;
-  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++)
-      if (n->tree[i][j]) dtree_ref(n->tree[i][j]);
-  memtable_ref(n->frozen);
   r->view = n;
   view_unref(w);
   pthread_cond_broadcast(&r->view_cv);
@@ -301,22 +289,30 @@ static int freeze(par_region *r) {
 
 /* Returns the L0 to insert into, freezing a full one or stalling while the
  * previous frozen L0 is still being compacted (write_mu held). */
-static memtable *make_room(par_region *r, int *rc) {
-  int retried = 0;
+memtable *region_make_room(par_region *r, int *rc) {
   pthread_mutex_lock(&r->view_mu);
-  for (;;) {
-    view *w = r->view;
-    if (atomic_load(&w->active->bytes) < r->vol->opts.l0_size) {
-      pthread_mutex_unlock(&r->view_mu);
-      return w->active;
-    }
-    if (!w->frozen) {
-      *rc = freeze(r);
-      memtable *m = *rc ? NULL : r->view->active;
-      pthread_mutex_unlock(&r->view_mu);
-      if (m) compaction_schedule(r);
-      return m;
-    }
+  view *w = r->view;
+  memtable *m = NULL;
+  int froze = 0;
+  if (atomic_load(&w->active->bytes) < r->vol->opts.l0_size) {
+    m = w->active;
+  } else if (!w->frozen) {
+    *rc = freeze(r);
+    m = *rc ? NULL : r->view->active;
+    froze = !*rc;
+  } else {
+    *rc = PAR_EBUSY;
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  if (froze) compaction_schedule(r);
+  return m;
+}
+
+int region_wait_room(par_region *r) {
+  int retried = 0, rc = PAR_OK;
+  pthread_mutex_lock(&r->view_mu);
+  atomic_fetch_add(&r->stats.stalls, 1);
+  while (r->view->frozen && atomic_load(&r->view->active->bytes) >= r->vol->opts.l0_size) {
     if (r->failed == PAR_ENOSPC && !retried) {
       /* Space may have been freed since (a region dropped): try once more. */
       retried = 1;
@@ -327,13 +323,13 @@ static memtable *make_room(par_region *r, int *rc) {
       continue;
     }
     if (r->failed) {
-      pthread_mutex_unlock(&r->view_mu);
-      *rc = par_error(r->failed, "L0 is full and compaction failed: %s", par_strerror(r->failed));
-      return NULL;
+      rc = par_error(r->failed, "L0 is full and compaction failed: %s", par_strerror(r->failed));
+      break;
     }
-    atomic_fetch_add(&r->stats.stalls, 1);
     pthread_cond_wait(&r->view_cv, &r->view_mu);
   }
+  pthread_mutex_unlock(&r->view_mu);
+  return rc;
 }
 
 static int check_key(const void *key, size_t key_len) {
@@ -404,9 +400,16 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
 }
 
 static int apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
-  pthread_mutex_lock(&r->write_mu);
   int rc = PAR_OK;
-  memtable *m = make_room(r, &rc);
+  memtable *m;
+  /* Never wait for a compaction holding write_mu: GC needs it to finish. */
+  for (;;) {
+    pthread_mutex_lock(&r->write_mu);
+    m = region_make_room(r, &rc);
+    if (m || rc != PAR_EBUSY) break;
+    pthread_mutex_unlock(&r->write_mu);
+    if ((rc = region_wait_room(r))) return rc;
+  }
   uint64_t lsn = r->next_lsn;
   if (m) rc = log_and_insert(r, m, lsn, ops, n);
   if (m && !rc) {
@@ -567,8 +570,7 @@ PAR_API void par_snapshot_release(par_snapshot *s) {
   free(s);
 }
 
-/* Finds key in w at lsn: PAR_OK with *e, PAR_NOT_FOUND (absent or deleted). */
-static int lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e) {
+int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e) {
   memtable *mts[2] = {w->active, w->frozen};
   for (int i = 0; i < 2; i++) {
     if (!mts[i]) continue;
@@ -602,7 +604,7 @@ static int read_common(par_region *r, const par_snapshot *snap, const void *key,
   view *w = snap ? snap->v : region_acquire_view(r, &lsn);
   if (snap) lsn = snap->lsn;
   tree_entry e;
-  rc = lookup(r, w, lsn, key, key_len, &e);
+  rc = region_lookup(r, w, lsn, key, key_len, &e);
   if (rc == PAR_OK && value_len) {
     const uint8_t *v = e.value;
     uint32_t vl = e.value_len;
@@ -635,19 +637,27 @@ PAR_API int par_exists(par_region *r, const par_snapshot *snap, const void *key,
 
 PAR_API int par_flush(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_flush: NULL region");
-  pthread_mutex_lock(&r->write_mu);
-  pthread_mutex_lock(&r->view_mu);
-  if (r->failed == PAR_ENOSPC) r->failed = 0; /* space may have been freed since: retry */
-  if (r->view->frozen) {
-    pthread_mutex_unlock(&r->view_mu);
-    compaction_schedule(r);
+  int rc;
+  for (;;) {
+    /* Wait for an earlier frozen L0 without holding write_mu (GC needs it). */
     pthread_mutex_lock(&r->view_mu);
+    if (r->failed == PAR_ENOSPC) r->failed = 0; /* space may have been freed since: retry */
+    int frozen = r->view->frozen != NULL;
+    pthread_mutex_unlock(&r->view_mu);
+    if (frozen) compaction_schedule(r);
+    pthread_mutex_lock(&r->view_mu);
+    while (r->view->frozen && !r->failed) pthread_cond_wait(&r->view_cv, &r->view_mu);
+    rc = r->failed;
+    pthread_mutex_unlock(&r->view_mu);
+    if (rc) return par_error(rc, "compaction failed: %s", par_strerror(rc));
+    pthread_mutex_lock(&r->write_mu);
+    pthread_mutex_lock(&r->view_mu);
+    frozen = r->view->frozen != NULL; /* a writer may have frozen one since */
+    if (!frozen && r->view->active->entries) rc = freeze(r);
+    pthread_mutex_unlock(&r->view_mu);
+    pthread_mutex_unlock(&r->write_mu);
+    if (!frozen) break;
   }
-  while (r->view->frozen && !r->failed) pthread_cond_wait(&r->view_cv, &r->view_mu);
-  int rc = r->failed;
-  if (!rc && r->view->active->entries) rc = freeze(r);
-  pthread_mutex_unlock(&r->view_mu);
-  pthread_mutex_unlock(&r->write_mu);
   if (rc) return rc;
   compaction_schedule(r);
   pthread_mutex_lock(&r->view_mu);

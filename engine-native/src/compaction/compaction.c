@@ -18,7 +18,7 @@
 #include "scan/merge.h"
 #include "util/status.h"
 
-enum { TASK_NONE, TASK_FLUSH, TASK_SPILL };
+enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
 
 typedef struct task {
   int kind;
@@ -27,7 +27,16 @@ typedef struct task {
   dtree *src;           /* spill source       */
   dtree *dst_tree;      /* may be NULL        */
   int drop_tombstones;
+  garbage_list garbage; /* large-log records the merge found dead */
+  gc_task gc;
 } task;
+
+/* A merge drops an entry that a newer one shadows: a large value's record
+ * becomes garbage in its segment. */
+static void count_shadowed(void *arg, const tree_entry *e) {
+  task *t = arg;
+  if (e->cat == CAT_LARGE && e->value_len == VPTR_SIZE) garbage_add(&t->garbage, vptr_decode(e->value));
+}
 
 static uint64_t capacity(const par_volume *v, int level) {
   uint64_t c = v->opts.l0_size;
@@ -43,23 +52,11 @@ static int is_last(const view *w, int dst) {
   return 1;
 }
 
-static view *view_copy(const view *w) {
-  view *n = malloc(sizeof *n);
-  if (!n) return NULL;
-  *n = *w;
-  atomic_init(&n->refs, 1);
-  memtable_ref(n->active);
-  if (n->frozen) memtable_ref(n->frozen);
-  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++)
-      if (n->tree[i][j]) dtree_ref(n->tree[i][j]);
-  return n;
-}
-
 typedef struct layout_edit {
   const view *w;
   uint64_t covered; /* 0: unchanged */
   seg_list wal_freed;
+  const garbage_list *garbage; /* may be NULL */
 } layout_edit;
 
 /* Rewrites the description's levels from the view; trims covered WAL. */
@@ -85,6 +82,7 @@ static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
     memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
     d->nwal -= drop;
   }
+  if (e->garbage) garbage_apply(e->garbage, d);
   return PAR_OK;
 }
 
@@ -98,8 +96,8 @@ static int in_view(const view *w, const dtree *t) {
 /* Publishes w as the region's view after recording its layout (view_mu
  * held). Trees that w no longer holds are retired; covered WAL segments are
  * freed at once (only recovery reads them). */
-static int publish(par_region *r, view *w, uint64_t covered) {
-  layout_edit e = {w, covered, {0}};
+static int publish(par_region *r, view *w, uint64_t covered, const garbage_list *garbage) {
+  layout_edit e = {w, covered, {0}, garbage};
   int rc = region_persist(r, edit_layout, &e);
   if (rc) {
     seg_list_free(&e.wal_freed);
@@ -113,6 +111,7 @@ static int publish(par_region *r, view *w, uint64_t covered) {
     for (int j = 0; j < LEVEL_TREES; j++)
       if (old->tree[i][j] && !in_view(w, old->tree[i][j])) dtree_retire(old->tree[i][j]);
   r->view = w;
+  r->gc_skip_inc = 0;
   view_unref(old);
   pthread_cond_broadcast(&r->view_cv);
   return PAR_OK;
@@ -133,11 +132,11 @@ static int pick(par_region *r, task *t) {
     for (int i = 1; i < PAR_MAX_LEVELS && !t->kind; i++) {
       if (!w->tree[i][1] && w->tree[i][0] && !r->dest_busy[i] &&
           w->tree[i][0]->d.bytes > capacity(v, i)) {
-        view *n = view_copy(w);
+        view *n = view_clone(w);
         if (!n) return PAR_ENOMEM;
         n->tree[i][1] = n->tree[i][0];
         n->tree[i][0] = NULL;
-        int rc = publish(r, n, 0);
+        int rc = publish(r, n, 0, NULL);
         if (rc) return rc;
         w = r->view;
       }
@@ -149,7 +148,15 @@ static int pick(par_region *r, task *t) {
       }
     }
   }
-  if (!t->kind) return PAR_OK;
+  if (!t->kind) {
+    /* No merge to run: free collected segments, then collect another. */
+    if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
+    if (gc_pick(r, &t->gc, 0)) {
+      t->kind = TASK_GC;
+      r->running++;
+    }
+    return PAR_OK;
+  }
   t->dst_tree = w->tree[t->dst][0];
   if (t->dst_tree) dtree_ref(t->dst_tree);
   t->drop_tombstones = is_last(w, t->dst);
@@ -162,6 +169,7 @@ static void task_release(task *t) {
   memtable_unref(t->frozen);
   dtree_unref(t->src);
   dtree_unref(t->dst_tree);
+  garbage_free(&t->garbage);
 }
 
 /* Merges the task's sources into a new tree. */
@@ -170,7 +178,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   kv_source *src[2] = {0};
   int n = 0, rc = PAR_OK;
   if (t->frozen) {
-    src[n] = memtable_source(t->frozen, UINT64_MAX);
+    src[n] = memtable_source(t->frozen, UINT64_MAX, count_shadowed, t);
     if (src[n]) rc = src[n]->seek(src[n], NULL, 0, 0);
   } else {
     src[n] = tree_stream_source(&v->file, &t->src->d);
@@ -184,7 +192,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   int building = 0;
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
-  merge_iter m = {src, n, -1, 0};
+  merge_iter m = {src, n, -1, 0, count_shadowed, t};
   if (!rc) rc = merge_settle(&m);
   while (!rc && m.cur >= 0) {
     const tree_entry *e = merge_entry(&m);
@@ -220,7 +228,7 @@ static int merge(par_region *r, task *t, dtree **out) {
 
 /* Installs the merged tree (view_mu held). */
 static int commit(par_region *r, task *t, dtree *nt) {
-  view *n = view_copy(r->view);
+  view *n = view_clone(r->view);
   if (!n) return PAR_ENOMEM;
   uint64_t covered = 0;
   if (t->kind == TASK_FLUSH) {
@@ -234,10 +242,21 @@ static int commit(par_region *r, task *t, dtree *nt) {
   dtree_unref(n->tree[t->dst][0]);
   n->tree[t->dst][0] = nt;
   if (nt) dtree_ref(nt);
-  return publish(r, n, covered);
+  return publish(r, n, covered, &t->garbage);
 }
 
 static void run(par_region *r, task *t) {
+  if (t->kind == TASK_GC) {
+    int rc = gc_run(r, &t->gc);
+    pthread_mutex_lock(&r->view_mu);
+    r->gc_running = 0;
+    if (rc) r->gc_skip_inc = t->gc.inc; /* e.g. L0 full: retry after the next merge */
+    r->running--;
+    pthread_cond_broadcast(&r->view_cv);
+    pthread_mutex_unlock(&r->view_mu);
+    task_release(t);
+    return;
+  }
   dtree *nt = NULL;
   int rc = merge(r, t, &nt);
   pthread_mutex_lock(&r->view_mu);
@@ -342,13 +361,14 @@ void compaction_stop(par_volume *v) {
   pthread_mutex_destroy(&v->sched_mu);
 }
 
-int compaction_pending(const par_region *r) {
+int compaction_pending(par_region *r) {
   const view *w = r->view;
   if (r->failed) return 0;
   if (w->frozen) return 1;
   for (int i = 1; i < PAR_MAX_LEVELS; i++)
     if (w->tree[i][1] || (w->tree[i][0] && w->tree[i][0]->d.bytes > capacity(r->vol, i))) return 1;
-  return 0;
+  gc_task t;
+  return gc_pick(r, &t, 1) || gc_reclaimable(r);
 }
 
 void compaction_drain(par_region *r) {

@@ -252,7 +252,7 @@ const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint6
 }
 
 uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int exclusive, uint64_t snap,
-                          const mt_entry **out, uint32_t max) {
+                          const mt_entry **out, uint32_t max, mt_shadowed_fn shadowed, void *arg) {
   pthread_rwlock_rdlock(&m->lock);
   int i = 0;
   const mt_node *n;
@@ -266,12 +266,13 @@ uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int excl
   }
   uint32_t got = 0;
   const mt_entry *last = NULL;
-  while (n && got < max) {
+  while (n) {
     const mt_entry *e = n->e[i];
-    if (e->lsn <= snap &&
-        !(last && key_cmp(mt_key(last), last->key_len, mt_key(e), e->key_len) == 0)) {
-      out[got++] = e;
-      last = e;
+    int same = last && key_cmp(mt_key(last), last->key_len, mt_key(e), e->key_len) == 0;
+    if (got == max && !same) break; /* the last key's older versions are done too */
+    if (e->lsn <= snap) {
+      if (!same) out[got++] = last = e;
+      else if (shadowed) shadowed(arg, e);
     }
     if (++i == n->n) {
       n = n->next;

@@ -54,8 +54,11 @@ const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint6
 
 /* Copies into out[] (at most max) the newest version <= snap of each key at
  * or after (key, key_len) — strictly after when exclusive — in key order.
- * key == NULL starts at the first key. Returns the number copied. */
+ * key == NULL starts at the first key. Older versions (<= snap) of the keys
+ * copied are passed to shadowed when it is not NULL. Returns the number
+ * copied. */
+typedef void (*mt_shadowed_fn)(void *arg, const mt_entry *e);
 uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int exclusive, uint64_t snap,
-                          const mt_entry **out, uint32_t max);
+                          const mt_entry **out, uint32_t max, mt_shadowed_fn shadowed, void *arg);
 
 #endif

@@ -11,7 +11,7 @@
  * Leaf slot:  category (top 3 bits) | offset of the entry (low 29 bits)
  * Leaf entry: key_len varint | value_len varint | key | value
  *   category INLINE: the value itself; TOMBSTONE: no value; LARGE: a
- *   pointer into the large log (segment, offset, incarnation) as the value.
+ *   pointer into the large log (segment, offset, incarnation, size).
  * Index slot:  offset of the entry
  * Index entry: child offset u64 | key_len u16 | key  — the first key of the
  *   child's subtree; slot 0's key is a lower bound only.
@@ -34,7 +34,7 @@
 #define NODE_MAX_HEIGHT 16
 
 enum { NODE_LEAF = 1, NODE_INDEX = 2 };
-/* Leaf categories. CAT_LARGE's value is the vptr (12 bytes) of a value in
+/* Leaf categories. CAT_LARGE's value is the vptr (16 bytes) of a value in
  * the region's large log. */
 enum { CAT_INLINE = 0, CAT_TOMBSTONE = 1, CAT_MEDIUM = 2, CAT_LARGE = 3 };
 

@@ -14,9 +14,10 @@ void vptr_encode(uint8_t *p, vptr v) {
   enc32(p, v.seg);
   enc32(p + 4, v.off);
   enc32(p + 8, v.inc);
+  enc32(p + 12, v.size);
 }
 
-vptr vptr_decode(const uint8_t *p) { return (vptr){dec32(p), dec32(p + 4), dec32(p + 8)}; }
+vptr vptr_decode(const uint8_t *p) { return (vptr){dec32(p), dec32(p + 4), dec32(p + 8), dec32(p + 12)}; }
 
 uint32_t vlog_seed(uint32_t region_id, uint32_t inc) {
   uint8_t b[8];
@@ -112,7 +113,7 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
   memcpy(p, key, key_len);
   if (value_len) memcpy(p + key_len, value, value_len);
   enc32(r, crc32c(l->seed, r + 4, size - 4));
-  *out = (vptr){l->seg, l->base + l->fill, l->inc};
+  *out = (vptr){l->seg, l->base + l->fill, l->inc, (uint32_t)size};
   l->fill += (uint32_t)size;
   l->bytes += size;
   pthread_mutex_unlock(&l->mu);

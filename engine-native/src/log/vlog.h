@@ -24,15 +24,19 @@
 #include "io/file.h"
 
 #define VLOG_HDR 16u
-#define VPTR_SIZE 12u
+#define VPTR_SIZE 16u
 
+/* Where a value lives: segment, offset, the segment's incarnation, and the
+ * record's size (so compaction can account garbage without reading it). */
 typedef struct vptr {
-  uint32_t seg, off, inc;
+  uint32_t seg, off, inc, size;
 } vptr;
 
 void vptr_encode(uint8_t *p, vptr v);
 vptr vptr_decode(const uint8_t *p);
-static inline int vptr_equal(vptr a, vptr b) { return a.seg == b.seg && a.off == b.off && a.inc == b.inc; }
+static inline int vptr_equal(vptr a, vptr b) {
+  return a.seg == b.seg && a.off == b.off && a.inc == b.inc && a.size == b.size;
+}
 
 /* Allocates and durably records a new segment of this log. */
 typedef int (*vlog_new_segment_fn)(void *ctx, uint32_t *seg, uint32_t *inc);

@@ -14,6 +14,8 @@ typedef struct mt_source {
   kv_source base;
   memtable *m;
   uint64_t snap;
+  shadowed_fn shadowed;
+  void *arg;
   const mt_entry *batch[MT_BATCH];
   uint32_t n, i;
 } mt_source;
@@ -29,9 +31,16 @@ static void mt_load(mt_source *s) {
   s->base.e.value_len = e->value_len;
 }
 
+static void mt_shadowed(void *arg, const mt_entry *e) {
+  mt_source *s = arg;
+  tree_entry t = {mt_category(e), mt_key(e), mt_value(e), e->key_len, e->value_len};
+  s->shadowed(s->arg, &t);
+}
+
 static int mt_seek(kv_source *b, const void *key, size_t key_len, int exclusive) {
   mt_source *s = (mt_source *)b;
-  s->n = memtable_collect(s->m, key, key_len, exclusive, s->snap, s->batch, MT_BATCH);
+  s->n = memtable_collect(s->m, key, key_len, exclusive, s->snap, s->batch, MT_BATCH,
+                          s->shadowed ? mt_shadowed : NULL, s);
   s->i = 0;
   mt_load(s);
   return PAR_OK;
@@ -58,12 +67,14 @@ static void mt_close(kv_source *b) {
   free(s);
 }
 
-kv_source *memtable_source(memtable *m, uint64_t snap) {
+kv_source *memtable_source(memtable *m, uint64_t snap, shadowed_fn shadowed, void *arg) {
   mt_source *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   memtable_ref(m);
   s->m = m;
   s->snap = snap;
+  s->shadowed = shadowed;
+  s->arg = arg;
   s->base.next = mt_next;
   s->base.seek = mt_seek;
   s->base.close = mt_close;
@@ -172,6 +183,7 @@ static int skip_current(merge_iter *m) {
     kv_source *s = m->src[i];
     if (i == m->cur || !s->valid) continue;
     if (key_cmp(s->e.key, s->e.key_len, k, kl) == 0) {
+      if (m->shadowed) m->shadowed(m->shadowed_arg, &s->e);
       int rc = s->next(s);
       if (rc) return rc;
     }

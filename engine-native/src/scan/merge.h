@@ -19,9 +19,13 @@ struct kv_source {
   uint64_t bytes_read; /* device bytes read so far */
 };
 
+/* Receives every entry a merge skips because a newer source has its key. */
+typedef void (*shadowed_fn)(void *arg, const tree_entry *e);
+
 /* An L0 memtable at snapshot snap, refilled in small batches under its
- * read lock so writers are never blocked for long. Holds a reference. */
-kv_source *memtable_source(memtable *m, uint64_t snap);
+ * read lock so writers are never blocked for long. Holds a reference.
+ * Older versions inside the memtable go to shadowed, if not NULL. */
+kv_source *memtable_source(memtable *m, uint64_t snap, shadowed_fn shadowed, void *arg);
 /* A device tree walked through the memory map (scans). */
 kv_source *tree_cursor_source(const par_file *f, dtree *t);
 /* A device tree streamed with direct reads (compaction). */
@@ -32,6 +36,8 @@ typedef struct merge_iter {
   int n;
   int cur; /* source holding the current entry, -1 at the end */
   int skip_tombstones;
+  shadowed_fn shadowed; /* may be NULL */
+  void *shadowed_arg;
 } merge_iter;
 
 /* After the sources are positioned: finds the first entry. */

@@ -34,8 +34,8 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
     s->v = region_acquire_view(r, &lsn);
   }
   int n = 0;
-  if (s->v->active) s->src[n++] = memtable_source(s->v->active, lsn);
-  if (s->v->frozen) s->src[n++] = memtable_source(s->v->frozen, lsn);
+  if (s->v->active) s->src[n++] = memtable_source(s->v->active, lsn, NULL, NULL);
+  if (s->v->frozen) s->src[n++] = memtable_source(s->v->frozen, lsn, NULL, NULL);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
       if (s->v->tree[i][j]) s->src[n++] = tree_cursor_source(&r->vol->file, s->v->tree[i][j]);

@@ -1,0 +1,202 @@
+#include "gc/gc.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "util/status.h"
+
+#define SEG ((uint32_t)PAR_SEGMENT_SIZE)
+
+void garbage_add(garbage_list *g, vptr p) {
+  for (uint32_t i = 0; i < g->n; i++)
+    if (g->v[i].inc == p.inc) {
+      g->v[i].bytes += p.size;
+      return;
+    }
+  if (g->n == g->cap) {
+    uint32_t cap = g->cap ? g->cap * 2 : 8;
+    void *v = realloc(g->v, cap * sizeof *g->v);
+    if (!v) return; /* an undercount only delays collection */
+    g->v = v;
+    g->cap = cap;
+  }
+  g->v[g->n].inc = p.inc;
+  g->v[g->n].bytes = p.size;
+  g->n++;
+}
+
+void garbage_apply(const garbage_list *g, region_desc *d) {
+  for (uint32_t i = 0; i < g->n; i++) {
+    vlog_seg *s = region_desc_find_vlog(d, g->v[i].inc);
+    if (!s) continue;
+    s->garbage += g->v[i].bytes;
+    if (s->garbage > SEG) s->garbage = SEG;
+  }
+}
+
+void garbage_free(garbage_list *g) {
+  free(g->v);
+  memset(g, 0, sizeof *g);
+}
+
+static uint32_t head_inc(vlog *l) {
+  pthread_mutex_lock(&l->mu);
+  uint32_t inc = l->seg ? l->inc : 0;
+  pthread_mutex_unlock(&l->mu);
+  return inc;
+}
+
+static int is_pending(const par_region *r, uint32_t inc) {
+  for (uint32_t i = 0; i < r->npending; i++)
+    if (r->pending[i].inc == inc) return 1;
+  return 0;
+}
+
+int gc_pick(par_region *r, gc_task *t, int dry) {
+  if (r->gc_running || r->closing) return 0;
+  uint32_t hot = head_inc(&r->hot), cold = head_inc(&r->cold);
+  uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100;
+  uint64_t best = 0;
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  for (uint32_t i = 0; d && i < d->nvlog; i++) {
+    const vlog_seg *s = &d->vlog[i];
+    if (s->inc == hot || s->inc == cold || s->inc == r->gc_skip_inc || is_pending(r, s->inc)) continue;
+    if (s->garbage >= threshold && s->garbage > best) {
+      best = s->garbage;
+      t->seg = s->seg;
+      t->inc = s->inc;
+    }
+  }
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  if (best && !dry) r->gc_running = 1;
+  return best > 0;
+}
+
+int gc_reclaimable(par_region *r) {
+  uint64_t oldest = view_oldest_seq(r);
+  for (uint32_t i = 0; i < r->npending; i++)
+    if (r->pending[i].need_seq <= oldest) return 1;
+  return 0;
+}
+
+typedef struct drop_vlog {
+  uint32_t inc;
+} drop_vlog;
+
+static int edit_drop_vlog(region_desc *d, void *arg, seg_list *freed) {
+  const drop_vlog *dv = arg;
+  for (uint32_t i = 0; i < d->nvlog; i++)
+    if (d->vlog[i].inc == dv->inc) {
+      int rc = seg_list_push(freed, d->vlog[i].seg);
+      if (rc) return rc;
+      memmove(d->vlog + i, d->vlog + i + 1, (d->nvlog - i - 1) * sizeof *d->vlog);
+      d->nvlog--;
+      break;
+    }
+  return PAR_OK;
+}
+
+int gc_reclaim(par_region *r) {
+  uint64_t oldest = view_oldest_seq(r);
+  for (uint32_t i = 0; i < r->npending;) {
+    if (r->pending[i].need_seq > oldest) {
+      i++;
+      continue;
+    }
+    drop_vlog dv = {r->pending[i].inc};
+    int rc = region_persist(r, edit_drop_vlog, &dv);
+    if (rc) return rc; /* stays pending; retried at the next pick */
+    segalloc_free(&r->vol->alloc, r->pending[i].seg);
+    atomic_fetch_add(&r->stats.gc_freed, 1);
+    r->pending[i] = r->pending[--r->npending];
+  }
+  return PAR_OK;
+}
+
+/* Re-appends the record at p if its key still points there (write_mu). */
+static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn_out) {
+  pthread_mutex_lock(&r->write_mu);
+  uint64_t snap;
+  view *w = region_acquire_view(r, &snap);
+  tree_entry e;
+  int rc = region_lookup(r, w, snap, rec->key, rec->key_len, &e);
+  int live = rc == PAR_OK && e.cat == CAT_LARGE && e.value_len == VPTR_SIZE &&
+             vptr_equal(vptr_decode(e.value), p);
+  view_unref(w);
+  rc = rc == PAR_NOT_FOUND ? PAR_OK : rc;
+  if (!rc && live) {
+    memtable *m = region_make_room(r, &rc); /* PAR_EBUSY: never stall a compaction worker */
+    uint64_t lsn = r->next_lsn;
+    vptr np;
+    if (m) rc = vlog_append(&r->cold, lsn, rec->key, rec->key_len, rec->value, rec->value_len, &np);
+    uint8_t enc[VPTR_SIZE];
+    if (m && !rc) {
+      vptr_encode(enc, np);
+      wal_op op = {WAL_PUT_LARGE, rec->key_len, VPTR_SIZE, rec->key, enc};
+      rc = wal_append(&r->wal, lsn, &op, 1);
+      if (!rc) rc = memtable_insert(m, lsn, WAL_PUT_LARGE, rec->key, rec->key_len, enc, VPTR_SIZE);
+      if (!rc) {
+        r->next_lsn = lsn + 1;
+        atomic_store(&r->last_lsn, lsn);
+        *lsn_out = lsn;
+        atomic_fetch_add(&r->stats.gc_relocated, rec->size);
+      }
+    }
+  }
+  pthread_mutex_unlock(&r->write_mu);
+  return rc;
+}
+
+int gc_run(par_region *r, const gc_task *t) {
+  uint8_t *buf = file_buf_alloc(SEG);
+  if (!buf) return par_error(PAR_ENOMEM, "GC buffer");
+  int rc = file_read(&r->vol->file, buf, SEG, seg_offset(t->seg));
+  uint32_t seed = vlog_seed(r->id, t->inc);
+  uint64_t last = 0;
+  uint32_t off = 0;
+  while (!rc && off + VLOG_HDR <= SEG) {
+    vlog_record rec;
+    if (vlog_parse(buf + off, SEG - off, seed, &rec) != PAR_OK) {
+      uint32_t next = ALIGN_UP(off, PAR_BLOCK); /* a flush's padding */
+      if (next == off || next + VLOG_HDR > SEG || vlog_parse(buf + next, SEG - next, seed, &rec) != PAR_OK)
+        break; /* the end of the segment's records */
+      off = next;
+    }
+    atomic_fetch_add(&r->stats.gc_scanned, rec.size);
+    rc = relocate(r, &rec, (vptr){t->seg, off, t->inc, rec.size}, &last);
+    off += rec.size;
+  }
+  free(buf);
+  if (!rc && last) rc = wal_sync(&r->wal, last);
+  if (rc) return rc;
+  /* Readers that start from here on see the relocated pointers: the segment
+   * is freed once every older view is gone. */
+  pthread_mutex_lock(&r->view_mu);
+  view *n = view_clone(r->view);
+  if (!n) rc = par_error(PAR_ENOMEM, "view");
+  if (!rc && r->npending == r->pending_cap) {
+    uint32_t cap = r->pending_cap ? r->pending_cap * 2 : 4;
+    void *p = realloc(r->pending, cap * sizeof *r->pending);
+    if (!p) rc = par_error(PAR_ENOMEM, "GC list");
+    else {
+      r->pending = p;
+      r->pending_cap = cap;
+    }
+  }
+  if (!rc) {
+    view *old = r->view;
+    r->view = n;
+    view_unref(old);
+    r->pending[r->npending].seg = t->seg;
+    r->pending[r->npending].inc = t->inc;
+    r->pending[r->npending].need_seq = n->seq;
+    r->npending++;
+    atomic_fetch_add(&r->stats.gc_runs, 1);
+  } else if (n) {
+    view_unref(n);
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  return rc;
+}

@@ -1,0 +1,51 @@
+/* Garbage collection of the large log (Parallax §3.2, DiffKV §4.2).
+ *
+ * Compactions find dead large values — a merge drops an entry that a newer
+ * version or a tombstone shadows — and add the dead records' bytes to their
+ * segment's garbage counter in the catalog, in the same redo record as the
+ * merge. A segment whose garbage passes gc_threshold_pct is collected:
+ * every record in it whose key still points at it (checked through the
+ * index, under write_mu so no write can slip in) is re-appended to the cold
+ * head and re-inserted with a new LSN, exactly like a put; once those puts
+ * are durable the segment is emptied. It is freed only when every view that
+ * existed before the relocations is gone, because an older snapshot may
+ * still read a value there. A pointer left in an old level keeps its
+ * segment's incarnation, which is never reused, so it can never match the
+ * segment's next use. */
+#ifndef PAR_GC_GC_H
+#define PAR_GC_GC_H
+
+#include <stdint.h>
+
+#include "log/vlog.h"
+#include "meta/catalog.h"
+
+typedef struct par_region par_region;
+
+typedef struct garbage_list {
+  struct {
+    uint32_t inc;
+    uint64_t bytes;
+  } *v;
+  uint32_t n, cap;
+} garbage_list;
+
+void garbage_add(garbage_list *g, vptr p);
+/* Adds the bytes to the segments d still has (others were collected). */
+void garbage_apply(const garbage_list *g, region_desc *d);
+void garbage_free(garbage_list *g);
+
+typedef struct gc_task {
+  uint32_t seg, inc;
+} gc_task;
+
+/* With view_mu held. gc_pick finds the most garbage-laden segment over the
+ * threshold (claiming it unless dry); gc_reclaim frees the collected
+ * segments no reader can reach any more. */
+int gc_pick(par_region *r, gc_task *t, int dry);
+int gc_reclaimable(par_region *r);
+int gc_reclaim(par_region *r);
+/* Collects one segment (no locks held). */
+int gc_run(par_region *r, const gc_task *t);
+
+#endif
