@@ -14,8 +14,14 @@
  * paper's S, M, L, SD, MD, LD).
  *
  * Usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD]
+ *                  [--placement hybrid|in-place|in-log] [--updates N]
  *                  [--dir DIR] [--l0-size BYTES] [--growth F]
  *                  [--report-every N] [--verify] [--keep]
+ *
+ * --updates N overwrites N random keys after the load (each with a new
+ * value of a size drawn from the mix, so a key may change class) and then
+ * reports the space amplification: volume bytes in use over the live
+ * keys + values.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -52,12 +58,16 @@ typedef struct config {
   uint32_t growth;
   uint64_t report_every;
   int verify, keep;
+  uint32_t placement;
+  uint64_t updates;
 } config;
 
 static config cfg = {.keys = 1000000, .threads = 2, .mix = &MIXES[0], .dir = NULL,
                      .l0_size = 64ull << 20, .growth = 8, .report_every = 0};
 
 static par_region *region;
+/* The live size of every key, for space amplification after updates. */
+static uint32_t *live_size;
 static atomic_uint_fast64_t done_ops, app_bytes;
 
 static uint64_t mix64(uint64_t x) { /* splitmix64 finalizer */
@@ -72,7 +82,8 @@ static int make_key(uint64_t i, char *buf) {
   return snprintf(buf, 32, "user%020" PRIu64, (uint64_t)(mix64(i) % 10000000000000000000ull));
 }
 
-/* The size class of pair i, drawn from the mix by a hash of i. */
+/* The value size of pair i (or of update i when its sequence number is
+ * past cfg.keys), drawn from the mix by a hash of it. */
 static uint32_t value_size(uint64_t i) {
   uint64_t p = mix64(i ^ 0x5bd1e995) % 100;
   int c = p < (uint64_t)cfg.mix->small ? 0 : p < (uint64_t)(cfg.mix->small + cfg.mix->medium) ? 1 : 2;
@@ -155,6 +166,25 @@ static void *load_thread(void *arg) {
     fill_value(i, value, vl);
     int rc = par_put(region, key, (size_t)kl, value, vl, 0);
     if (rc) die("put", rc);
+    live_size[i] = (uint32_t)kl + vl;
+    atomic_fetch_add(&app_bytes, (uint64_t)kl + vl);
+    atomic_fetch_add(&done_ops, 1);
+  }
+  return NULL;
+}
+
+static void *update_thread(void *arg) {
+  int t = (int)(intptr_t)arg;
+  char key[32];
+  uint8_t value[1024];
+  for (uint64_t u = (uint64_t)t; u < cfg.updates; u += (uint64_t)cfg.threads) {
+    uint64_t i = mix64(u + 0x9e3779b9) % cfg.keys, seq = cfg.keys + u;
+    int kl = make_key(i, key);
+    uint32_t vl = value_size(seq);
+    fill_value(seq, value, vl);
+    int rc = par_put(region, key, (size_t)kl, value, vl, 0);
+    if (rc) die("update", rc);
+    live_size[i] = (uint32_t)kl + vl; /* threads update disjoint u, possibly one key: close enough */
     atomic_fetch_add(&app_bytes, (uint64_t)kl + vl);
     atomic_fetch_add(&done_ops, 1);
   }
@@ -182,8 +212,8 @@ static void *verify_thread(void *arg) {
   return NULL;
 }
 
-/* Runs fn on cfg.threads threads, printing progress lines. */
-static void run_phase(const char *name, void *(*fn)(void *)) {
+/* Runs fn on cfg.threads threads for ops operations, printing progress. */
+static void run_phase(const char *name, void *(*fn)(void *), uint64_t total) {
   io_counters io0 = read_io();
   double t0 = now(), c0 = cpu_seconds();
   atomic_store(&done_ops, 0);
@@ -200,7 +230,7 @@ static void run_phase(const char *name, void *(*fn)(void *)) {
       next_report += cfg.report_every;
       continue;
     }
-    if (d >= cfg.keys) break;
+    if (d >= total) break;
     usleep(20000);
   }
   for (int t = 0; t < cfg.threads; t++) pthread_join(th[t], NULL);
@@ -223,6 +253,7 @@ static void run_phase(const char *name, void *(*fn)(void *)) {
 static void usage(void) {
   fprintf(stderr,
           "usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD] [--dir DIR]\n"
+          "                 [--placement hybrid|in-place|in-log] [--updates N]\n"
           "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--keep]\n");
   exit(2);
 }
@@ -234,6 +265,7 @@ int main(int argc, char **argv) {
       {"l0-size", required_argument, 0, 'l'}, {"growth", required_argument, 0, 'g'},
       {"report-every", required_argument, 0, 'r'}, {"verify", no_argument, 0, 'v'},
       {"keep", no_argument, 0, 'k'},          {"help", no_argument, 0, 'h'},
+      {"placement", required_argument, 0, 'p'}, {"updates", required_argument, 0, 'u'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -252,6 +284,13 @@ int main(int argc, char **argv) {
     case 'r': cfg.report_every = strtoull(optarg, NULL, 10); break;
     case 'v': cfg.verify = 1; break;
     case 'k': cfg.keep = 1; break;
+    case 'p':
+      if (!strcasecmp(optarg, "hybrid")) cfg.placement = PAR_PLACEMENT_HYBRID;
+      else if (!strcasecmp(optarg, "in-place")) cfg.placement = PAR_PLACEMENT_IN_PLACE;
+      else if (!strcasecmp(optarg, "in-log")) cfg.placement = PAR_PLACEMENT_IN_LOG;
+      else usage();
+      break;
+    case 'u': cfg.updates = strtoull(optarg, NULL, 10); break;
     default: usage();
     }
   }
@@ -272,16 +311,21 @@ int main(int argc, char **argv) {
   par_options_init(&o);
   o.l0_size = cfg.l0_size;
   o.growth_factor = cfg.growth;
+  o.placement = cfg.placement;
+  live_size = calloc(cfg.keys, sizeof *live_size);
+  if (!live_size) die("memory", PAR_ENOMEM);
   par_volume *vol;
   int rc = par_open(path, &o, &vol);
   if (rc) die("open", rc);
   rc = par_region_open(vol, "bench", 1, &region);
   if (rc) die("region", rc);
-  printf("par_bench: %" PRIu64 " pairs, mix %s, %d threads, L0 %" PRIu64 " MiB, growth %u, volume %s\n",
-         cfg.keys, cfg.mix->name, cfg.threads, cfg.l0_size >> 20, cfg.growth, path);
+  static const char *placements[] = {"hybrid", "in-place", "in-log"};
+  printf("par_bench: %" PRIu64 " pairs, mix %s, placement %s, %d threads, L0 %" PRIu64
+         " MiB, growth %u, volume %s\n",
+         cfg.keys, cfg.mix->name, placements[cfg.placement], cfg.threads, cfg.l0_size >> 20, cfg.growth, path);
   io_counters io0 = read_io();
   double t0 = now();
-  run_phase("load", load_thread);
+  run_phase("load", load_thread, cfg.keys);
   rc = par_sync(region);
   if (rc) die("sync", rc);
   /* What the load still owes: writing its last L0 into the levels. */
@@ -293,6 +337,18 @@ int main(int argc, char **argv) {
          (io1.read_bytes - io0.read_bytes) / 1048576.0, (io1.write_bytes - io0.write_bytes) / 1048576.0,
          (double)(io1.read_bytes - io0.read_bytes + io1.write_bytes - io0.write_bytes) / (double)loaded);
 
+  if (cfg.updates) {
+    run_phase("update", update_thread, cfg.updates);
+    rc = par_flush(region);
+    if (rc) die("flush", rc);
+    uint64_t live = 0;
+    for (uint64_t i = 0; i < cfg.keys; i++) live += live_size[i];
+    par_volume_stats vs;
+    par_volume_stats_get(vol, &vs);
+    printf("space: %.1f MiB in use for %.1f MiB of live keys+values: space amplification %.2f\n",
+           vs.segments_used * (double)PAR_SEGMENT_SIZE / 1048576.0, live / 1048576.0,
+           vs.segments_used * (double)PAR_SEGMENT_SIZE / (double)live);
+  }
   par_stats st;
   par_region_stats(region, &st);
   printf("levels:");
@@ -300,7 +356,11 @@ int main(int argc, char **argv) {
     printf(" L%u=%.1fMiB/%" PRIu64, i, st.level[i].live_bytes / 1048576.0, st.level[i].entries);
   printf("; compactions %" PRIu64 ", write stalls %" PRIu64 ", WAL %.1f MiB\n", st.compactions, st.write_stalls,
          st.wal_bytes_appended / 1048576.0);
-  if (cfg.verify) run_phase("verify", verify_thread);
+  printf("classes: %" PRIu64 " small, %" PRIu64 " medium, %" PRIu64 " large puts; large log %.1f MiB appended, "
+         "%" PRIu64 " segments; GC %" PRIu64 " runs, %.1f MiB relocated, %" PRIu64 " segments freed\n",
+         st.small_puts, st.medium_puts, st.large_puts, st.large_log_bytes_appended / 1048576.0,
+         st.large_log_segments, st.gc_runs, st.gc_bytes_relocated / 1048576.0, st.gc_segments_freed);
+  if (cfg.verify && !cfg.updates) run_phase("verify", verify_thread, cfg.keys);
 
   rc = par_region_close(region);
   if (!rc) rc = par_close(vol);
@@ -309,5 +369,6 @@ int main(int argc, char **argv) {
     unlink(path);
     rmdir(dir);
   }
+  free(live_size);
   return 0;
 }
