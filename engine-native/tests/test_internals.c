@@ -351,6 +351,9 @@ static void make_desc(region_desc *d, uint32_t id, const char *name, uint32_t va
     t->height = 1 + (uint32_t)i;
     t->entries = 1000003ull * (i + 1) + variant;
     t->bytes = (uint64_t)nsegs * SEGSZ - 4096 * i;
+    uint32_t nm = (variant + (uint32_t)i) % 2;
+    for (uint32_t k = 0; k < nm; k++) assert_ok(seg_list_push(&t->msegs, take_seg(src)));
+    t->medium_bytes = nm * 777777ull;
   }
   uint32_t nvlog = variant % 3;
   for (uint32_t i = 0; i < nvlog; i++) {
@@ -367,6 +370,9 @@ static void assert_tree_desc_equal(const tree_desc *a, const tree_desc *b) {
   assert_int_equal(a->bytes, b->bytes);
   assert_int_equal(a->segs.n, b->segs.n);
   for (uint32_t k = 0; k < a->segs.n; k++) assert_int_equal(a->segs.v[k], b->segs.v[k]);
+  assert_int_equal(a->msegs.n, b->msegs.n);
+  for (uint32_t k = 0; k < a->msegs.n; k++) assert_int_equal(a->msegs.v[k], b->msegs.v[k]);
+  assert_int_equal(a->medium_bytes, b->medium_bytes);
 }
 
 static void assert_desc_equal(const region_desc *a, const region_desc *b) {
@@ -445,6 +451,9 @@ static void test_catalog_roundtrip(void **state) {
     for (int l = 1; l <= PAR_MAX_LEVELS; l++)
       for (int j = 0; j < LEVEL_TREES; j++)
         for (uint32_t k = 0; k < d.level[l][j].segs.n; k++) assert_int_equal(got.v[i++], d.level[l][j].segs.v[k]);
+    for (int l = 1; l <= PAR_MAX_LEVELS; l++)
+      for (int j = 0; j < LEVEL_TREES; j++)
+        for (uint32_t k = 0; k < d.level[l][j].msegs.n; k++) assert_int_equal(got.v[i++], d.level[l][j].msegs.v[k]);
 
     /* Every truncation, and a trailing byte, are corrupt. */
     for (size_t cut = 0; cut < len; cut++) {
@@ -533,7 +542,7 @@ static void test_catalog_garbled(void **state) {
   }
   size_t tlen;
   uint8_t *tbuf = encode_desc(&two, &tlen);
-  const size_t tree0 = 4 + 2 + 1 + 8 + 4 + 4 + 2, tree_size = 2 + 8 + 4 + 8 + 8 + 4 + 4;
+  const size_t tree0 = 4 + 2 + 1 + 8 + 4 + 4 + 2, tree_size = 2 + 8 + 4 + 8 + 8 + 4 + 4 + 4 + 8;
   assert_int_equal(tlen, tree0 + 2 * tree_size + 4 + 4);
   assert_int_equal(tbuf[tree0 + tree_size + 1], 1); /* the second tree's slot */
   region_desc out;

@@ -35,6 +35,7 @@ typedef struct model {
   uint8_t *val;  /* scratch value buffer */
   uint8_t *buf;  /* get buffer */
   uint32_t max_levels;
+  uint64_t max_medium_segs; /* transient medium-log segments seen at once */
   uint64_t stalls, compactions;
 } model;
 
@@ -302,6 +303,7 @@ static void test_model(void **state) {
       par_stats st;
       MOK(m, par_region_stats(m->reg, &st));
       if (st.levels > m->max_levels) m->max_levels = st.levels;
+      if (st.medium_log_segments > m->max_medium_segs) m->max_medium_segs = st.medium_log_segments;
       m->stalls = st.write_stalls;
       m->compactions = st.compactions;
     }
@@ -333,6 +335,12 @@ static void test_model(void **state) {
     MFAIL(m, "IN_PLACE put values in %llu large-log segments", (unsigned long long)st.large_log_segments);
   if (placement != PAR_PLACEMENT_IN_PLACE && !st.large_log_segments)
     MFAIL(m, "placement %d left the large log empty", (int)placement);
+  fprintf(stderr, "model: up to %llu transient medium-log segments; %llu now\n",
+          (unsigned long long)m->max_medium_segs, (unsigned long long)st.medium_log_segments);
+  if (placement == PAR_PLACEMENT_HYBRID && ops >= 100000 && !m->max_medium_segs)
+    MFAIL(m, "medium pairs never went to the transient log");
+  if (placement != PAR_PLACEMENT_HYBRID && m->max_medium_segs)
+    MFAIL(m, "placement %d used the transient medium log", (int)placement);
   /* IN_LOG leaves only 12-byte pointers in the levels: they stay small. */
   if (ops >= 100000 && placement != PAR_PLACEMENT_IN_LOG && m->max_levels < 2)
     MFAIL(m, "never more than %u device level(s): compactions did not cascade", m->max_levels);

@@ -67,8 +67,10 @@ PAR_API const char *par_last_error(void);
 /* ---- options ----------------------------------------------------------- */
 
 /* Where values live (Parallax §2-3):
- *  HYBRID   small pairs in the leaves, large pairs' values in the large log
- *           (garbage collected), medium pairs in the leaves for now;
+ *  HYBRID   small pairs in the leaves; medium pairs in the WAL and L0, then
+ *           in a transient log that moves down with its level and is merged
+ *           into the leaves at the merge level; large values in the large
+ *           log (garbage collected);
  *  IN_PLACE every pair in the leaves (RocksDB-like);
  *  IN_LOG   every value in the large log (BlobDB-like). */
 typedef enum par_placement {
@@ -95,6 +97,10 @@ typedef struct par_options {
   uint32_t large_threshold;       /* ... and large from this on; default 1024    */
   uint32_t gc_threshold_pct;      /* collect a large-log segment once this share
                                      of it is garbage; default 10                */
+  uint32_t medium_merge_level;    /* where medium values leave the transient log
+                                     for the leaves: 0 = the last level (default),
+                                     1 = the last but one                        */
+  uint32_t reserved2;
 } par_options;
 
 /* Fills *opts with the defaults above. */
@@ -186,6 +192,9 @@ PAR_API void par_scanner_close(par_scanner *s);
 
 /* Freezes L0 and waits until it and every compaction it triggers is done. */
 PAR_API int par_flush(par_region *r);
+/* par_flush, then merges every level into the last one (so medium values
+ * reach the leaves and the transient log is freed) and waits. */
+PAR_API int par_compact(par_region *r);
 
 typedef struct par_level_stats {
   uint64_t live_bytes;      /* bytes of the level's B+-tree (nodes on disk)  */
@@ -222,6 +231,8 @@ typedef struct par_stats {
   uint64_t gc_bytes_scanned;         /* record bytes read by GC            */
   uint64_t gc_bytes_relocated;       /* live record bytes GC re-appended   */
   uint64_t gc_segments_freed;
+  uint64_t medium_log_segments;      /* transient medium-log segments now  */
+  uint64_t medium_log_bytes_written; /* by flushes since the region opened */
 } par_stats;
 
 PAR_API int par_region_stats(par_region *r, par_stats *out);

@@ -80,6 +80,7 @@ struct par_region {
   int inflight;                      /* workers holding this region      */
   int closing;
   int failed;                        /* a compaction error stopped compactions */
+  int compact_all;                   /* par_compact: spill every level downward */
   /* Large-log GC, under view_mu: one collection at a time; collected
    * segments wait in pending until no view older than need_seq is alive. */
   int gc_running;
@@ -94,6 +95,7 @@ struct par_region {
     atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
     atomic_uint_fast64_t class_puts[3], class_bytes[3]; /* small, medium, large */
     atomic_uint_fast64_t gc_runs, gc_scanned, gc_relocated, gc_freed;
+    atomic_uint_fast64_t medium_written;
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
@@ -124,9 +126,10 @@ struct par_snapshot {
   uint64_t lsn;
 };
 
-/* The value of a large entry (e->cat == CAT_LARGE, e->value a vptr): a
- * pointer into the memory map, or a malloc'd copy in *owned (to free) when
- * the record is still in a tail buffer. */
+/* The value a pointer entry refers to (CAT_LARGE: the large log; CAT_MEDIUM:
+ * a transient medium-log segment): a pointer into the memory map, or a
+ * malloc'd copy in *owned (to free) when a large record is still in a
+ * tail buffer. */
 int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
                       uint8_t **owned);
 

@@ -97,10 +97,10 @@ static int flush_large_logs(void *ctx) {
 int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
                       uint8_t **owned) {
   *owned = NULL;
-  if (e->value_len != VPTR_SIZE) return par_error(PAR_ECORRUPT, "malformed large-log pointer");
+  if (e->value_len != VPTR_SIZE) return par_error(PAR_ECORRUPT, "malformed value-log pointer");
   vptr p = vptr_decode(e->value);
   vlog *heads[2] = {&r->hot, &r->cold};
-  for (int i = 0; i < 2; i++) {
+  for (int i = 0; i < 2 && e->cat == CAT_LARGE; i++) {
     int rc = vlog_read_buffered(heads[i], p, owned, value_len);
     if (rc < 0) return rc;
     if (rc == 1) {
@@ -609,7 +609,7 @@ static int read_common(par_region *r, const par_snapshot *snap, const void *key,
     const uint8_t *v = e.value;
     uint32_t vl = e.value_len;
     uint8_t *owned = NULL;
-    if (e.cat == CAT_LARGE) rc = region_read_large(r, &e, &v, &vl, &owned);
+    if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_large(r, &e, &v, &vl, &owned);
     if (rc == PAR_OK) {
       *value_len = vl;
       if (buf) memcpy(buf, v, vl < cap ? vl : cap);
@@ -672,6 +672,19 @@ PAR_API int par_flush(par_region *r) {
   return rc ? par_error(rc, "compaction failed: %s", par_strerror(rc)) : PAR_OK;
 }
 
+PAR_API int par_compact(par_region *r) {
+  int rc = par_flush(r);
+  if (rc) return rc;
+  pthread_mutex_lock(&r->view_mu);
+  r->compact_all = 1;
+  pthread_mutex_unlock(&r->view_mu);
+  rc = par_flush(r); /* waits until no merge is left to run */
+  pthread_mutex_lock(&r->view_mu);
+  r->compact_all = 0;
+  pthread_mutex_unlock(&r->view_mu);
+  return rc;
+}
+
 PAR_API int par_region_stats(par_region *r, par_stats *out) {
   if (!r || !out) return par_error(PAR_EINVAL, "par_region_stats: NULL argument");
   memset(out, 0, sizeof *out);
@@ -693,6 +706,7 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->gc_bytes_scanned = atomic_load(&r->stats.gc_scanned);
   out->gc_bytes_relocated = atomic_load(&r->stats.gc_relocated);
   out->gc_segments_freed = atomic_load(&r->stats.gc_freed);
+  out->medium_log_bytes_written = atomic_load(&r->stats.medium_written);
   pthread_mutex_lock(&r->hot.mu);
   out->large_log_bytes_appended = r->hot.bytes;
   pthread_mutex_unlock(&r->hot.mu);
@@ -721,6 +735,7 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
       const dtree *t = w->tree[i][j];
       if (!t) continue;
       l->live_bytes += t->d.bytes;
+      out->medium_log_segments += t->d.msegs.n;
       l->entries += t->d.entries;
       l->segments += t->d.segs.n;
       if (t->d.height > l->height) l->height = t->d.height;

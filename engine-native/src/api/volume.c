@@ -35,6 +35,8 @@ static int check_options(const par_options *o) {
   if (o->small_threshold > o->large_threshold)
     return par_error(PAR_EINVAL, "small_threshold %u is above large_threshold %u", o->small_threshold,
                      o->large_threshold);
+  if (o->medium_merge_level > 1)
+    return par_error(PAR_EINVAL, "medium_merge_level %u is not 0 (last) or 1 (last but one)", o->medium_merge_level);
   if (o->gc_threshold_pct < 1 || o->gc_threshold_pct > 100)
     return par_error(PAR_EINVAL, "gc_threshold_pct %u is outside 1..100", o->gc_threshold_pct);
   if (o->max_volume_size && o->max_volume_size < 8ull * PAR_SEGMENT_SIZE)

@@ -20,6 +20,11 @@
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
 
+/* A tree above the merge level refers to the sets of every flush since its
+ * level was last merged at the merge level: bounded by the flushes a level
+ * absorbs before it spills. */
+#define MAX_SETS 256
+
 typedef struct task {
   int kind;
   int dst;              /* destination level */
@@ -27,6 +32,7 @@ typedef struct task {
   dtree *src;           /* spill source       */
   dtree *dst_tree;      /* may be NULL        */
   int drop_tombstones;
+  int inline_medium;    /* the merge level: medium values go into the leaves */
   garbage_list garbage; /* large-log records the merge found dead */
   gc_task gc;
 } task;
@@ -44,6 +50,20 @@ static uint64_t capacity(const par_volume *v, int level) {
   return c;
 }
 
+/* A level's size when it spills: its nodes plus the medium values its
+ * pointers refer to (Parallax §3.3 keeps both sizes). */
+static uint64_t full_size(const dtree *t) { return t->d.bytes + t->d.medium_bytes; }
+
+/* Whether a level's active tree should spill into the next level. */
+static int should_spill(const par_region *r, const view *w, int i) {
+  if (!w->tree[i][0]) return 0;
+  if (full_size(w->tree[i][0]) > capacity(r->vol, i)) return 1;
+  if (!r->compact_all) return 0;
+  for (int j = i + 1; j <= PAR_MAX_LEVELS; j++) /* par_compact: down to the last level */
+    if (w->tree[j][0] || w->tree[j][1]) return 1;
+  return 0;
+}
+
 /* Nothing older than level dst's active tree holds data. */
 static int is_last(const view *w, int dst) {
   if (w->tree[dst][1]) return 0;
@@ -59,6 +79,14 @@ typedef struct layout_edit {
   const garbage_list *garbage; /* may be NULL */
 } layout_edit;
 
+static int medium_seg_in_view(const view *w, uint32_t seg) {
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      for (uint32_t k = 0; w->tree[i][j] && k < w->tree[i][j]->d.msegs.n; k++)
+        if (w->tree[i][j]->d.msegs.v[k] == seg) return 1;
+  return 0;
+}
+
 /* Rewrites the description's levels from the view; trims covered WAL. */
 static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
   layout_edit *e = arg;
@@ -66,9 +94,12 @@ static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
     for (int j = 0; j < LEVEL_TREES; j++) {
       tree_desc *t = &d->level[i][j];
       const dtree *nt = e->w->tree[i][j];
-      if (t->root && !(nt && nt->d.root == t->root))
+      if (t->root && !(nt && nt->d.root == t->root)) {
         for (uint32_t k = 0; k < t->segs.n; k++)
           if (seg_list_push(freed, t->segs.v[k])) return PAR_ENOMEM;
+        for (uint32_t k = 0; k < t->msegs.n; k++)
+          if (!medium_seg_in_view(e->w, t->msegs.v[k]) && seg_list_push(freed, t->msegs.v[k])) return PAR_ENOMEM;
+      }
       tree_desc_free(t);
       if (nt && tree_desc_copy(t, &nt->d)) return PAR_ENOMEM;
     }
@@ -130,8 +161,7 @@ static int pick(par_region *r, task *t) {
     memtable_ref(t->frozen);
   } else {
     for (int i = 1; i < PAR_MAX_LEVELS && !t->kind; i++) {
-      if (!w->tree[i][1] && w->tree[i][0] && !r->dest_busy[i] &&
-          w->tree[i][0]->d.bytes > capacity(v, i)) {
+      if (!w->tree[i][1] && !r->dest_busy[i] && should_spill(r, w, i)) {
         view *n = view_clone(w);
         if (!n) return PAR_ENOMEM;
         n->tree[i][1] = n->tree[i][0];
@@ -160,6 +190,8 @@ static int pick(par_region *r, task *t) {
   t->dst_tree = w->tree[t->dst][0];
   if (t->dst_tree) dtree_ref(t->dst_tree);
   t->drop_tombstones = is_last(w, t->dst);
+  t->inline_medium = v->opts.placement != PAR_PLACEMENT_HYBRID || t->drop_tombstones ||
+                     (v->opts.medium_merge_level == 1 && t->dst < PAR_MAX_LEVELS && is_last(w, t->dst + 1));
   r->dest_busy[t->dst] = 1;
   r->running++;
   return PAR_OK;
@@ -193,11 +225,28 @@ static int merge(par_region *r, task *t, dtree **out) {
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
   merge_iter m = {src, n, -1, 0, count_shadowed, t};
+  const par_options *o = &v->opts;
   if (!rc) rc = merge_settle(&m);
   while (!rc && m.cur >= 0) {
     const tree_entry *e = merge_entry(&m);
-    if (!(t->drop_tombstones && e->cat == CAT_TOMBSTONE))
+    size_t pair = (size_t)e->key_len + e->value_len;
+    if (t->drop_tombstones && e->cat == CAT_TOMBSTONE) {
+      /* gone for good */
+    } else if (t->frozen && m.cur == 0 && e->cat == CAT_INLINE && !t->inline_medium &&
+               pair >= o->small_threshold && pair < o->large_threshold) {
+      /* A medium pair leaves L0: its value goes to the transient log, sorted. */
+      rc = builder_add_medium(&b, r->id, e->key, e->key_len, e->value, e->value_len);
+    } else if (e->cat == CAT_MEDIUM && t->inline_medium) {
+      /* The merge level: the value moves into the leaf. */
+      const uint8_t *val;
+      uint32_t vl;
+      uint8_t *owned;
+      rc = region_read_large(r, e, &val, &vl, &owned);
+      if (!rc) rc = builder_add(&b, CAT_INLINE, e->key, e->key_len, val, vl);
+      free(owned);
+    } else {
       rc = builder_add(&b, e->cat, e->key, e->key_len, e->value, e->value_len);
+    }
     if (!rc) rc = merge_next(&m);
   }
   for (int i = 0; i < n; i++) {
@@ -217,11 +266,46 @@ static int merge(par_region *r, task *t, dtree **out) {
   atomic_fetch_add(&r->stats.level[t->dst].written, d.bytes);
   *out = NULL;
   if (!d.root) return PAR_OK;
-  *out = dtree_create(&v->alloc, &d);
-  if (!*out) {
+  /* The tree's medium sets: the one this flush wrote, and, above the merge
+   * level, those of both sources, whose pointers it carries on. */
+  mseg_set *sets[1 + 2 * MAX_SETS];
+  uint32_t nsets = 0;
+  if (d.msegs.n) {
+    atomic_fetch_add(&r->stats.medium_written, (uint64_t)d.msegs.n * PAR_SEGMENT_SIZE);
+    seg_list own;
+    rc = seg_list_copy(&own, &d.msegs);
+    sets[nsets] = rc ? NULL : mseg_set_create(&v->alloc, &own);
+    if (!sets[nsets]) {
+      seg_list_free(&own);
+      rc = par_error(PAR_ENOMEM, "medium-log set");
+    } else {
+      nsets++;
+    }
+  }
+  const dtree *from[2] = {t->src, t->dst_tree};
+  for (int i = 0; i < 2 && !rc && !t->inline_medium; i++)
+    for (uint32_t k = 0; from[i] && k < from[i]->nsets && !rc; k++) {
+      mseg_set *ms = from[i]->sets[k];
+      if (nsets == sizeof sets / sizeof *sets) {
+        rc = par_error(PAR_ELIMIT, "too many medium-log sets in one tree");
+        break;
+      }
+      for (uint32_t j = 0; j < ms->segs.n && !rc; j++) rc = seg_list_push(&d.msegs, ms->segs.v[j]);
+      if (!rc) {
+        mseg_set_ref(ms);
+        sets[nsets++] = ms;
+      }
+    }
+  if (!rc) *out = dtree_create_shared(&v->alloc, &d, sets, nsets);
+  if (!rc && !*out) rc = par_error(PAR_ENOMEM, "tree handle");
+  if (rc) {
     for (uint32_t i = 0; i < d.segs.n; i++) segalloc_free(&v->alloc, d.segs.v[i]);
+    /* the set this flush wrote frees its own segments; inherited ones are
+     * only unreferenced (their trees still use them) */
+    for (uint32_t i = 0; i < nsets; i++) mseg_set_unref(sets[i]);
+    if (!nsets) for (uint32_t i = 0; i < d.msegs.n; i++) segalloc_free(&v->alloc, d.msegs.v[i]);
     tree_desc_free(&d);
-    return par_error(PAR_ENOMEM, "tree handle");
+    return rc;
   }
   return PAR_OK;
 }
@@ -245,31 +329,33 @@ static int commit(par_region *r, task *t, dtree *nt) {
   return publish(r, n, covered, &t->garbage);
 }
 
+/* Runs a task. Its references go before it is counted as done, so that
+ * whoever waits for compactions sees the replaced trees' space freed. */
 static void run(par_region *r, task *t) {
+  int rc;
   if (t->kind == TASK_GC) {
-    int rc = gc_run(r, &t->gc);
+    rc = gc_run(r, &t->gc);
+    task_release(t);
     pthread_mutex_lock(&r->view_mu);
     r->gc_running = 0;
     if (rc) r->gc_skip_inc = t->gc.inc; /* e.g. L0 full: retry after the next merge */
-    r->running--;
-    pthread_cond_broadcast(&r->view_cv);
+  } else {
+    dtree *nt = NULL;
+    rc = merge(r, t, &nt);
+    pthread_mutex_lock(&r->view_mu);
+    if (!rc) rc = commit(r, t, nt);
     pthread_mutex_unlock(&r->view_mu);
+    if (rc && nt) dtree_retire(nt); /* never published: give its segments back */
+    dtree_unref(nt);                /* a published view holds its own reference */
     task_release(t);
-    return;
+    pthread_mutex_lock(&r->view_mu);
+    if (rc) r->failed = rc;
+    else atomic_fetch_add(&r->stats.compactions, 1);
+    r->dest_busy[t->dst] = 0;
   }
-  dtree *nt = NULL;
-  int rc = merge(r, t, &nt);
-  pthread_mutex_lock(&r->view_mu);
-  if (!rc) rc = commit(r, t, nt);
-  if (rc && nt) dtree_retire(nt); /* never published: give its segments back */
-  dtree_unref(nt);                /* a published view holds its own reference */
-  if (rc) r->failed = rc;
-  else atomic_fetch_add(&r->stats.compactions, 1);
-  r->dest_busy[t->dst] = 0;
   r->running--;
   pthread_cond_broadcast(&r->view_cv);
   pthread_mutex_unlock(&r->view_mu);
-  task_release(t);
 }
 
 /* ---- workers ---- */
@@ -366,7 +452,7 @@ int compaction_pending(par_region *r) {
   if (r->failed) return 0;
   if (w->frozen) return 1;
   for (int i = 1; i < PAR_MAX_LEVELS; i++)
-    if (w->tree[i][1] || (w->tree[i][0] && w->tree[i][0]->d.bytes > capacity(r->vol, i))) return 1;
+    if (w->tree[i][1] || should_spill(r, w, i)) return 1;
   gc_task t;
   return gc_pick(r, &t, 1) || gc_reclaimable(r);
 }

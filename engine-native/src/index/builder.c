@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log/vlog.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -35,12 +36,14 @@ int builder_init(tree_builder *b, par_file *f, segalloc *a) {
 
 static void free_buffers(tree_builder *b) {
   free(b->seg_buf);
+  free(b->mbuf);
   free(b->jumbo);
   for (int i = 0; i < NODE_MAX_HEIGHT; i++) free(b->lvl[i].buf);
 }
 
 void builder_abort(tree_builder *b) {
   for (uint32_t i = 0; i < b->out.segs.n; i++) segalloc_free(b->alloc, b->out.segs.v[i]);
+  for (uint32_t i = 0; i < b->out.msegs.n; i++) segalloc_free(b->alloc, b->out.msegs.v[i]);
   tree_desc_free(&b->out);
   free_buffers(b);
   memset(b, 0, sizeof *b);
@@ -157,7 +160,48 @@ static int add_to_level(tree_builder *b, int h, int cat, const void *key, uint16
 
 int builder_add(tree_builder *b, int cat, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len) {
+  if (cat == CAT_MEDIUM && value_len == VPTR_SIZE) b->out.medium_bytes += vptr_decode(value).size;
   return add_to_level(b, 0, cat, key, key_len, value, value_len, 0);
+}
+
+static int write_medium_segment(tree_builder *b) {
+  memset(b->mbuf + b->mfill, 0, SEG - b->mfill);
+  int rc = file_write(b->file, b->mbuf, SEG, seg_offset(b->mseg));
+  b->mseg = 0;
+  b->mfill = 0;
+  return rc;
+}
+
+int builder_add_medium(tree_builder *b, uint32_t region_id, const void *key, uint16_t key_len,
+                       const void *value, uint32_t value_len) {
+  size_t size = vlog_record_size(key_len, value_len);
+  if (size > SEG) return par_error(PAR_ETOOBIG, "medium record of %zu bytes", size);
+  if (!b->mbuf) {
+    b->mbuf = file_buf_alloc(SEG);
+    if (!b->mbuf) return par_error(PAR_ENOMEM, "medium-log buffer");
+    b->mseed = vlog_seed(region_id, MEDIUM_INC);
+  }
+  if (b->mseg && b->mfill + size > SEG) {
+    int rc = write_medium_segment(b);
+    if (rc) return rc;
+  }
+  if (!b->mseg) {
+    uint32_t s;
+    int rc = segalloc_alloc(b->alloc, &s);
+    if (rc) return rc;
+    rc = seg_list_push(&b->out.msegs, s);
+    if (rc) {
+      segalloc_free(b->alloc, s);
+      return rc;
+    }
+    b->mseg = s;
+  }
+  vptr p = {b->mseg, b->mfill, MEDIUM_INC, (uint32_t)size};
+  vlog_encode(b->mbuf + b->mfill, b->mseed, 0, key, key_len, value, value_len);
+  b->mfill += (uint32_t)size;
+  uint8_t enc[VPTR_SIZE];
+  vptr_encode(enc, p);
+  return builder_add(b, CAT_MEDIUM, key, key_len, enc, VPTR_SIZE);
 }
 
 int builder_finish(tree_builder *b, tree_desc *out) {
@@ -182,7 +226,8 @@ int builder_finish(tree_builder *b, tree_desc *out) {
     if (!rc) node_reset(l, h);
   }
   if (!rc && b->seg) rc = write_segment(b);
-  if (!rc && b->out.segs.n) rc = file_sync(b->file);
+  if (!rc && b->mseg) rc = write_medium_segment(b);
+  if (!rc && (b->out.segs.n || b->out.msegs.n)) rc = file_sync(b->file);
   if (rc) {
     builder_abort(b);
     return rc;

@@ -24,6 +24,9 @@ typedef struct tree_builder {
   segalloc *alloc;
   uint8_t *seg_buf;
   uint32_t seg, fill; /* seg == 0: no segment yet */
+  /* medium values written to the transient log, in key order */
+  uint8_t *mbuf;
+  uint32_t mseg, mfill, mseed;
   tree_desc out;
   build_level lvl[NODE_MAX_HEIGHT];
   int levels;         /* index levels with a node open, plus the leaf level */
@@ -34,6 +37,10 @@ int builder_init(tree_builder *b, par_file *f, segalloc *a);
 /* Adds a pair; keys must strictly increase. */
 int builder_add(tree_builder *b, int cat, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len);
+/* Writes a medium value to the tree's transient medium-log segments (they
+ * end up in out->msegs) and adds a CAT_MEDIUM pointer to it. */
+int builder_add_medium(tree_builder *b, uint32_t region_id, const void *key, uint16_t key_len,
+                       const void *value, uint32_t value_len);
 /* Writes the remaining nodes, syncs, and moves the tree into *out (root 0
  * when no pair was added). */
 int builder_finish(tree_builder *b, tree_desc *out);

@@ -8,25 +8,80 @@
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
 
-dtree *dtree_create(segalloc *a, tree_desc *d) {
+mseg_set *mseg_set_create(segalloc *a, seg_list *segs) {
+  mseg_set *s = malloc(sizeof *s);
+  if (!s) return NULL;
+  atomic_init(&s->refs, 1);
+  atomic_init(&s->unretired, 0);
+  s->segs = *segs;
+  memset(segs, 0, sizeof *segs);
+  s->alloc = a;
+  return s;
+}
+
+void mseg_set_ref(mseg_set *s) { atomic_fetch_add(&s->refs, 1); }
+
+void mseg_set_unref(mseg_set *s) {
+  if (atomic_fetch_sub(&s->refs, 1) != 1) return;
+  if (atomic_load(&s->unretired) == 0)
+    for (uint32_t i = 0; i < s->segs.n; i++) segalloc_free(s->alloc, s->segs.v[i]);
+  seg_list_free(&s->segs);
+  free(s);
+}
+
+dtree *dtree_create_shared(segalloc *a, tree_desc *d, mseg_set **sets, uint32_t n) {
   dtree *t = malloc(sizeof *t);
-  if (!t) return NULL;
+  mseg_set **v = n ? malloc(n * sizeof *v) : NULL;
+  if (!t || (n && !v)) {
+    free(t);
+    free(v);
+    return NULL;
+  }
   atomic_init(&t->refs, 1);
   atomic_init(&t->retired, 0);
   t->d = *d;
   memset(d, 0, sizeof *d);
   t->alloc = a;
+  if (n) memcpy(v, sets, n * sizeof *v);
+  for (uint32_t i = 0; i < n; i++) atomic_fetch_add(&v[i]->unretired, 1);
+  t->sets = v;
+  t->nsets = n;
+  return t;
+}
+
+dtree *dtree_create(segalloc *a, tree_desc *d) {
+  mseg_set *set = NULL;
+  if (d->msegs.n) {
+    seg_list copy;
+    if (seg_list_copy(&copy, &d->msegs)) return NULL;
+    set = mseg_set_create(a, &copy);
+    if (!set) {
+      seg_list_free(&copy);
+      return NULL;
+    }
+  }
+  dtree *t = dtree_create_shared(a, d, &set, set ? 1 : 0);
+  if (!t && set) {
+    seg_list_free(&set->segs); /* not the allocator's to get back: the catalog lists them */
+    free(set);
+  }
   return t;
 }
 
 void dtree_ref(dtree *t) { atomic_fetch_add(&t->refs, 1); }
 
-void dtree_retire(dtree *t) { atomic_store(&t->retired, 1); }
+void dtree_retire(dtree *t) {
+  if (atomic_exchange(&t->retired, 1)) return;
+  for (uint32_t i = 0; i < t->nsets; i++) atomic_fetch_sub(&t->sets[i]->unretired, 1);
+}
 
 void dtree_unref(dtree *t) {
   if (!t || atomic_fetch_sub(&t->refs, 1) != 1) return;
-  if (atomic_load(&t->retired))
+  int retired = atomic_load(&t->retired);
+  if (retired)
     for (uint32_t i = 0; i < t->d.segs.n; i++) segalloc_free(t->alloc, t->d.segs.v[i]);
+  for (uint32_t i = 0; i < t->nsets; i++) mseg_set_unref(t->sets[i]);
+  free(t->sets);
   tree_desc_free(&t->d);
   free(t);
 }

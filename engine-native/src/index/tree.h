@@ -16,6 +16,23 @@
 #include "io/file.h"
 #include "meta/catalog.h"
 
+/* Transient medium-log segments written by one flush. Trees that keep
+ * pointers into them share the set: a merge above the merge level passes
+ * the pointers (and the set) down, a merge at the merge level copies the
+ * values into its leaves. The segments are freed when the last tree
+ * referring to them is dropped, if every tree that referred to them was
+ * retired (none is left in the catalog). */
+typedef struct mseg_set {
+  atomic_int refs;
+  atomic_int unretired; /* referring trees not retired yet */
+  seg_list segs;
+  segalloc *alloc;
+} mseg_set;
+
+mseg_set *mseg_set_create(segalloc *a, seg_list *segs); /* takes segs' memory */
+void mseg_set_ref(mseg_set *s);
+void mseg_set_unref(mseg_set *s);
+
 /* A tree shared by the region's views. Once a compaction has durably
  * replaced it, it is retired, and the last reference frees its segments
  * (so a scanner keeps the segments it reads alive). A tree that is merely
@@ -23,11 +40,17 @@
 typedef struct dtree {
   atomic_int refs;
   atomic_int retired;
-  tree_desc d;
+  tree_desc d;      /* d.msegs lists every segment of its sets */
   segalloc *alloc;
+  mseg_set **sets;  /* the medium-log segments its pointers refer to */
+  uint32_t nsets;
 } dtree;
 
-dtree *dtree_create(segalloc *a, tree_desc *d); /* takes d's memory */
+/* Takes d's memory; the tree owns one set made of d->msegs (recovery). */
+dtree *dtree_create(segalloc *a, tree_desc *d);
+/* Takes d's memory and one reference to each of the n sets, whose
+ * segments d->msegs must list. */
+dtree *dtree_create_shared(segalloc *a, tree_desc *d, mseg_set **sets, uint32_t n);
 void dtree_ref(dtree *t);
 void dtree_unref(dtree *t);
 void dtree_retire(dtree *t);

@@ -105,19 +105,25 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
     pthread_mutex_unlock(&l->mu);
     return rc;
   }
-  uint8_t *r = l->buf + l->fill;
+  vlog_encode(l->buf + l->fill, l->seed, lsn, key, key_len, value, value_len);
+  *out = (vptr){l->seg, l->base + l->fill, l->inc, (uint32_t)size};
+  l->fill += (uint32_t)size;
+  l->bytes += size;
+  pthread_mutex_unlock(&l->mu);
+  return PAR_OK;
+}
+
+size_t vlog_encode(uint8_t *r, uint32_t seed, uint64_t lsn, const void *key, uint16_t key_len,
+                   const void *value, uint32_t value_len) {
+  size_t size = vlog_record_size(key_len, value_len);
   enc32(r + 4, (uint32_t)(size - VLOG_HDR));
   enc64(r + 8, lsn);
   uint8_t *p = put_varint(r + VLOG_HDR, key_len);
   p = put_varint(p, value_len);
   memcpy(p, key, key_len);
   if (value_len) memcpy(p + key_len, value, value_len);
-  enc32(r, crc32c(l->seed, r + 4, size - 4));
-  *out = (vptr){l->seg, l->base + l->fill, l->inc, (uint32_t)size};
-  l->fill += (uint32_t)size;
-  l->bytes += size;
-  pthread_mutex_unlock(&l->mu);
-  return PAR_OK;
+  enc32(r, crc32c(seed, r + 4, size - 4));
+  return size;
 }
 
 int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out) {

@@ -25,6 +25,9 @@
 
 #define VLOG_HDR 16u
 #define VPTR_SIZE 16u
+/* The incarnation in pointers to transient medium-log records, which are
+ * reached only through the trees that own their segments. */
+#define MEDIUM_INC 0xffffffffu
 
 /* Where a value lives: segment, offset, the segment's incarnation, and the
  * record's size (so compaction can account garbage without reading it). */
@@ -79,6 +82,9 @@ typedef struct vlog_record {
 
 uint32_t vlog_seed(uint32_t region_id, uint32_t inc);
 int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out);
+/* Encodes a record at dst (lsn 0 for the medium log); returns its size. */
+size_t vlog_encode(uint8_t *dst, uint32_t seed, uint64_t lsn, const void *key, uint16_t key_len,
+                   const void *value, uint32_t value_len);
 /* Reads the record at p through the memory map. */
 int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out);
 

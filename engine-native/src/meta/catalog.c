@@ -35,12 +35,17 @@ int seg_list_copy(seg_list *dst, const seg_list *src) {
 
 void tree_desc_free(tree_desc *t) {
   seg_list_free(&t->segs);
+  seg_list_free(&t->msegs);
   memset(t, 0, sizeof *t);
 }
 
 int tree_desc_copy(tree_desc *dst, const tree_desc *src) {
   *dst = *src;
-  return seg_list_copy(&dst->segs, &src->segs);
+  memset(&dst->msegs, 0, sizeof dst->msegs);
+  int rc = seg_list_copy(&dst->segs, &src->segs);
+  if (!rc) rc = seg_list_copy(&dst->msegs, &src->msegs);
+  if (rc) tree_desc_free(dst);
+  return rc;
 }
 
 void region_desc_free(region_desc *d) {
@@ -122,13 +127,20 @@ int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t
         int rc = fn(arg, d->level[i][j].segs.v[k]);
         if (rc) return rc;
       }
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      for (uint32_t k = 0; k < d->level[i][j].msegs.n; k++) {
+        int rc = fn(arg, d->level[i][j].msegs.v[k]);
+        if (rc) return rc;
+      }
   return PAR_OK;
 }
 
 /* Layout: id u32 | name_len u16 | name | covered u64 | gen u32 | nwal u32 |
  * nwal x (seg u32, gen u32, first_lsn u64) | ntrees u16 |
  * ntrees x (level u8, slot u8, root u64, height u32, entries u64, bytes u64,
- *           nsegs u32, nsegs x u32) | next_inc u32 | nvlog u32 |
+ *           nsegs u32, nsegs x u32, nmsegs u32, nmsegs x u32, medium_bytes u64) |
+ * next_inc u32 | nvlog u32 |
  * nvlog x (seg u32, inc u32, garbage u64) */
 size_t region_desc_encode(const region_desc *d, uint8_t *out) {
   size_t n = 0;
@@ -162,6 +174,9 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
       PUT(64, t->bytes);
       PUT(32, t->segs.n);
       for (uint32_t k = 0; k < t->segs.n; k++) PUT(32, t->segs.v[k]);
+      PUT(32, t->msegs.n);
+      for (uint32_t k = 0; k < t->msegs.n; k++) PUT(32, t->msegs.v[k]);
+      PUT(64, t->medium_bytes);
     }
   PUT(32, d->next_inc);
   PUT(32, d->nvlog);
@@ -220,6 +235,14 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
       GET(32, s);
       if (seg_list_push(&td->segs, s)) goto oom;
     }
+    GET(32, nsegs);
+    if (nsegs > len / 4) goto bad;
+    for (uint32_t k = 0; k < nsegs; k++) {
+      uint32_t s;
+      GET(32, s);
+      if (seg_list_push(&td->msegs, s)) goto oom;
+    }
+    GET(64, td->medium_bytes);
   }
   GET(32, d->next_inc);
   uint32_t nvlog;

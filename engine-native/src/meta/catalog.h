@@ -28,6 +28,8 @@ typedef struct tree_desc {
   uint64_t entries; /* pairs, tombstones included                 */
   uint64_t bytes;   /* bytes of all nodes                         */
   seg_list segs;    /* in write order: leaves appear in key order */
+  seg_list msegs;   /* transient medium-log segments the tree owns    */
+  uint64_t medium_bytes; /* record bytes its medium pointers refer to */
 } tree_desc;
 
 /* A WAL segment: entries in it carry gen, and the first one has first_lsn. */

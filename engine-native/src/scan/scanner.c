@@ -83,7 +83,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
   if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_scanner_value: NULL argument");
   if (s->m.cur < 0) return par_error(PAR_EINVAL, "scanner is not on an entry");
   const tree_entry *e = merge_entry(&s->m);
-  if (e->cat != CAT_LARGE) {
+  if (e->cat != CAT_LARGE && e->cat != CAT_MEDIUM) {
     *value = e->value;
     *value_len = e->value_len;
     return PAR_OK;
