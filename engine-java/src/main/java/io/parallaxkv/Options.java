@@ -1,0 +1,182 @@
+package io.parallaxkv;
+
+import java.time.Duration;
+import java.util.Objects;
+
+/**
+ * Engine options for {@link Parallax#open(java.nio.file.Path, Options)}: every field of the C
+ * {@code par_options}. Unset fields keep the engine's defaults ({@code par_options_init}).
+ * Immutable; build with {@link #builder()}.
+ *
+ * <pre>{@code
+ * Options o = Options.builder().l0Size(256 << 10).durabilityInterval(Duration.ofMillis(10)).build();
+ * }</pre>
+ */
+public final class Options {
+  /** The engine defaults. */
+  public static final Options DEFAULTS = builder().build();
+
+  final Long l0Size;
+  final Integer growthFactor;
+  final Integer durabilityIntervalMs;
+  final Integer compactionThreads;
+  final Boolean useDirectIo;
+  final Long maxVolumeSize;
+  final Boolean createIfMissing;
+  final Placement placement;
+  final Integer smallThreshold;
+  final Integer largeThreshold;
+  final Integer gcThresholdPercent;
+  final Integer mediumMergeLevel;
+
+  /** Where values live ({@code par_placement}). */
+  public enum Placement {
+    /** Small pairs in the leaves, medium values in transient logs, large values in a log. */
+    HYBRID,
+    /** Every pair in the B+-tree leaves (RocksDB-like). */
+    IN_PLACE,
+    /** Every value in the large log (BlobDB-like). */
+    IN_LOG
+  }
+
+  private Options(Builder b) {
+    placement = b.placement;
+    smallThreshold = b.smallThreshold;
+    largeThreshold = b.largeThreshold;
+    gcThresholdPercent = b.gcThresholdPercent;
+    mediumMergeLevel = b.mediumMergeLevel;
+    l0Size = b.l0Size;
+    growthFactor = b.growthFactor;
+    durabilityIntervalMs = b.durabilityIntervalMs;
+    compactionThreads = b.compactionThreads;
+    useDirectIo = b.useDirectIo;
+    maxVolumeSize = b.maxVolumeSize;
+    createIfMissing = b.createIfMissing;
+  }
+
+  /** A builder with every option at the engine default. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  @Override
+  public String toString() {
+    return "Options{l0Size=" + l0Size + ", growthFactor=" + growthFactor + ", durabilityIntervalMs="
+        + durabilityIntervalMs + ", compactionThreads=" + compactionThreads + ", useDirectIo="
+        + useDirectIo + ", maxVolumeSize=" + maxVolumeSize + ", createIfMissing=" + createIfMissing
+        + ", placement=" + placement + ", smallThreshold=" + smallThreshold + ", largeThreshold="
+        + largeThreshold + ", gcThresholdPercent=" + gcThresholdPercent + ", mediumMergeLevel="
+        + mediumMergeLevel + "}";
+  }
+
+  /** Builds {@link Options}; every setter validates its argument (InvalidArgumentException). */
+  public static final class Builder {
+    private Long l0Size;
+    private Integer growthFactor;
+    private Integer durabilityIntervalMs;
+    private Integer compactionThreads;
+    private Boolean useDirectIo;
+    private Long maxVolumeSize;
+    private Boolean createIfMissing;
+    private Placement placement;
+    private Integer smallThreshold;
+    private Integer largeThreshold;
+    private Integer gcThresholdPercent;
+    private Integer mediumMergeLevel;
+
+    private Builder() {}
+
+    private static void require(boolean ok, String what) {
+      if (!ok) throw new InvalidArgumentException(what);
+    }
+
+    /** Bytes of one in-memory L0 (default 64 MiB); a full L0 is compacted into L1. */
+    public Builder l0Size(long bytes) {
+      require(bytes > 0, "l0Size must be positive");
+      l0Size = bytes;
+      return this;
+    }
+
+    /** Size ratio of adjacent levels (default 8). */
+    public Builder growthFactor(int factor) {
+      require(factor >= 2, "growthFactor must be at least 2");
+      growthFactor = factor;
+      return this;
+    }
+
+    /** Writes without {@link WriteOptions#sync()} are durable within this (default 100 ms). */
+    public Builder durabilityInterval(Duration interval) {
+      Objects.requireNonNull(interval, "interval");
+      require(!interval.isNegative() && !interval.isZero() && interval.toMillis() <= Integer.MAX_VALUE,
+          "durabilityInterval must be between 1 ms and 2^31 ms");
+      durabilityIntervalMs = (int) Math.max(1, interval.toMillis());
+      return this;
+    }
+
+    /** Background compaction workers of the volume (default 1). */
+    public Builder compactionThreads(int threads) {
+      require(threads >= 1, "compactionThreads must be at least 1");
+      compactionThreads = threads;
+      return this;
+    }
+
+    /** O_DIRECT for log and level writes (default true; the engine falls back if refused). */
+    public Builder useDirectIo(boolean on) {
+      useDirectIo = on;
+      return this;
+    }
+
+    /** Bytes the volume file may grow to; 0 = the largest this version maps (512 GiB). */
+    public Builder maxVolumeSize(long bytes) {
+      require(bytes >= 0, "maxVolumeSize must not be negative");
+      maxVolumeSize = bytes;
+      return this;
+    }
+
+    /** Create the volume file (or format a blank pre-sized file) if needed (default true). */
+    public Builder createIfMissing(boolean on) {
+      createIfMissing = on;
+      return this;
+    }
+
+    /** Value placement policy (default {@link Placement#HYBRID}). */
+    public Builder placement(Placement p) {
+      require(p != null, "placement is null");
+      placement = p;
+      return this;
+    }
+
+    /** A pair (key + value bytes) is small below this (default 120). */
+    public Builder smallThreshold(int bytes) {
+      require(bytes > 0, "smallThreshold must be positive");
+      smallThreshold = bytes;
+      return this;
+    }
+
+    /** A pair (key + value bytes) is large from this on (default 1024). */
+    public Builder largeThreshold(int bytes) {
+      require(bytes > 0, "largeThreshold must be positive");
+      largeThreshold = bytes;
+      return this;
+    }
+
+    /** Garbage share (percent) at which a large-log segment is collected (default 10). */
+    public Builder gcThresholdPercent(int percent) {
+      require(percent >= 1 && percent <= 100, "gcThresholdPercent must be 1..100");
+      gcThresholdPercent = percent;
+      return this;
+    }
+
+    /** Where medium values merge into the leaves: 0 = last level (default), 1 = last but one. */
+    public Builder mediumMergeLevel(int level) {
+      require(level == 0 || level == 1, "mediumMergeLevel must be 0 or 1");
+      mediumMergeLevel = level;
+      return this;
+    }
+
+    /** The options. */
+    public Options build() {
+      return new Options(this);
+    }
+  }
+}

@@ -1,0 +1,281 @@
+package io.parallaxkv;
+
+import io.parallaxkv.internal.HandleState;
+import io.parallaxkv.internal.Layout;
+import io.parallaxkv.internal.NativeApi;
+import io.parallaxkv.internal.Scratch;
+import java.nio.ByteBuffer;
+import java.nio.charset.Charset;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+
+/**
+ * An open Parallax volume: one file holding named {@linkplain Region regions}, each an
+ * independent ordered key-value store. Entry point of the API.
+ *
+ * <pre>{@code
+ * try (Parallax db = Parallax.open(Path.of("data.vol"), Options.DEFAULTS);
+ *      Region users = db.region("users")) {
+ *   users.put(key, value);
+ *   byte[] v = users.get(key);
+ * }
+ * }</pre>
+ *
+ * <h2>Backends and the native library</h2>
+ * The engine is native code ({@code libparallax.so}, embedded in the jar for linux-x86_64 and
+ * extracted once per content hash to {@code ~/.cache/parallax}, or {@code -Dparallax.cache.dir}).
+ * {@code -Dparallax.library.path} (or {@code PARALLAX_LIBRARY_PATH}) loads another copy. On JDK
+ * 22+ the FFM backend ({@code java.lang.foreign}) is used, else JNI; {@code -Dparallax.backend=jni}
+ * or {@code ffm} forces one. On JDK 24+ run with {@code --enable-native-access=ALL-UNNAMED}
+ * (class path) or {@code =<module>} (module path); without it the JDK warns, and a JDK run with
+ * {@code --illegal-native-access=deny} refuses to load the engine.
+ *
+ * <h2>Threads and lifecycle</h2>
+ * All methods are thread-safe. {@link #close()} closes the regions still open (which close their
+ * scanners and snapshots), waits for calls in flight, and makes every write durable; afterwards
+ * every method throws {@link ParallaxClosedException}. A volume is used by one handle at a time
+ * (a second open fails with {@link BusyException}).
+ */
+public final class Parallax implements AutoCloseable {
+  /** Largest key in bytes (keys are 1..1024 bytes). */
+  public static final int MAX_KEY_SIZE = Layout.MAX_KEY_SIZE;
+  /** Largest value in bytes (values are 0..1 MiB). */
+  public static final int MAX_VALUE_SIZE = Layout.MAX_VALUE_SIZE;
+  /** Largest encoded batch in bytes. */
+  public static final int MAX_BATCH_SIZE = Layout.MAX_BATCH_SIZE;
+  /** Largest region name in UTF-8 bytes. */
+  public static final int MAX_REGION_NAME = Layout.MAX_REGION_NAME;
+  /** Device levels L1..L8. */
+  public static final int MAX_LEVELS = Layout.MAX_LEVELS;
+
+  final NativeApi api;
+  final HandleState state;
+  private final Path path;
+
+  private Parallax(NativeApi api, long ptr, Path path) {
+    this.api = api;
+    this.path = path;
+    this.state = new HandleState("Volume " + path, ptr, null, p -> api.close(p),
+        ParallaxClosedException::new, true);
+    state.register(this);
+  }
+
+  /** Opens (or, by default, creates) the volume at {@code path} with the engine defaults. */
+  public static Parallax open(Path path) {
+    return open(path, Options.DEFAULTS);
+  }
+
+  /**
+   * Opens (or creates, unless {@link Options.Builder#createIfMissing} is off) the volume at
+   * {@code path}.
+   *
+   * @throws NoSuchEntryException  no file and createIfMissing is off
+   * @throws NotAVolumeException   the file is not a volume
+   * @throws BusyException         the volume is open elsewhere (this or another process)
+   * @throws NativeLibraryException the engine could not be loaded
+   */
+  public static Parallax open(Path path, Options options) {
+    if (path == null) throw new InvalidArgumentException("path is null");
+    if (options == null) throw new InvalidArgumentException("options are null");
+    NativeApi api = Native.api();
+    Path abs = path.toAbsolutePath();
+    byte[] p = abs.toString().getBytes(pathCharset());
+    for (byte c : p) {
+      if (c == 0) throw new InvalidArgumentException("path contains a NUL character");
+    }
+    int optsOff = 0;
+    int pathOff = Layout.STRUCT_SLACK;
+    Scratch s = Scratch.get(pathOff + p.length + 1);
+    try {
+      long opts = s.address() + Scratch.DATA + optsOff;
+      ByteBuffer b = s.buffer();
+      for (int i = 0; i < Layout.STRUCT_SLACK; i += 8) b.putLong(Scratch.DATA + i, 0);
+      api.optionsInit(opts);
+      int o = Scratch.DATA + optsOff;
+      if (options.l0Size != null) b.putLong(o + Layout.OPT_L0_SIZE, options.l0Size);
+      if (options.growthFactor != null) b.putInt(o + Layout.OPT_GROWTH_FACTOR, options.growthFactor);
+      if (options.durabilityIntervalMs != null) {
+        b.putInt(o + Layout.OPT_DURABILITY_MS, options.durabilityIntervalMs);
+      }
+      if (options.compactionThreads != null) {
+        b.putInt(o + Layout.OPT_COMPACTION_THREADS, options.compactionThreads);
+      }
+      if (options.useDirectIo != null) b.putInt(o + Layout.OPT_DIRECT_IO, options.useDirectIo ? 1 : 0);
+      if (options.maxVolumeSize != null) b.putLong(o + Layout.OPT_MAX_VOLUME_SIZE, options.maxVolumeSize);
+      if (options.createIfMissing != null) {
+        b.putInt(o + Layout.OPT_CREATE_IF_MISSING, options.createIfMissing ? 1 : 0);
+      }
+      if (options.placement != null) b.putInt(o + Layout.OPT_PLACEMENT, options.placement.ordinal());
+      if (options.smallThreshold != null) b.putInt(o + Layout.OPT_SMALL_THRESHOLD, options.smallThreshold);
+      if (options.largeThreshold != null) b.putInt(o + Layout.OPT_LARGE_THRESHOLD, options.largeThreshold);
+      if (options.gcThresholdPercent != null) {
+        b.putInt(o + Layout.OPT_GC_THRESHOLD_PCT, options.gcThresholdPercent);
+      }
+      if (options.mediumMergeLevel != null) {
+        b.putInt(o + Layout.OPT_MEDIUM_MERGE_LEVEL, options.mediumMergeLevel);
+      }
+      b.put(Scratch.DATA + pathOff, p);
+      b.put(Scratch.DATA + pathOff + p.length, (byte) 0);
+      b.putLong(Scratch.OUT, 0);
+      int rc = api.open(s.address() + Scratch.DATA + pathOff, opts, s.address() + Scratch.OUT);
+      Native.check(api, rc);
+      return new Parallax(api, s.out(0), abs);
+    } finally {
+      s.release();
+    }
+  }
+
+  private static Charset pathCharset() {
+    String jnu = System.getProperty("sun.jnu.encoding");
+    try {
+      return jnu != null ? Charset.forName(jnu) : StandardCharsets.UTF_8;
+    } catch (RuntimeException e) {
+      return StandardCharsets.UTF_8;
+    }
+  }
+
+  /** The backend in use: {@code "ffm"} or {@code "jni"} (loads the engine if needed). */
+  public static String backend() {
+    return Native.api().name();
+  }
+
+  /** The volume file. */
+  public Path path() {
+    return path;
+  }
+
+  /** Opens the region {@code name}, creating it if it does not exist. */
+  public Region region(String name) {
+    return openRegion(name, true);
+  }
+
+  /**
+   * Opens an existing region.
+   *
+   * @throws NoSuchEntryException no such region
+   * @throws BusyException        the region is already open
+   */
+  public Region openRegion(String name) {
+    return openRegion(name, false);
+  }
+
+  /**
+   * Creates a region and opens it.
+   *
+   * @throws AlreadyExistsException the region exists
+   * @throws LimitException         the volume holds the maximum number of regions
+   */
+  public Region createRegion(String name) {
+    byte[] n = Native.name(name);
+    long v = state.acquire();
+    try {
+      Scratch s = Scratch.get(n.length);
+      try {
+        Native.check(api, api.regionCreate(v, Native.in(n, s, 0)));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+    return openRegion(name, false);
+  }
+
+  private Region openRegion(String name, boolean create) {
+    byte[] n = Native.name(name);
+    long v = state.acquire();
+    try {
+      Scratch s = Scratch.get(n.length);
+      try {
+        s.buffer().putLong(Scratch.OUT, 0);
+        Native.check(api, api.regionOpen(v, Native.in(n, s, 0), create ? 1 : 0,
+            s.address() + Scratch.OUT));
+        return new Region(this, name, s.out(0));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /** The names of all regions, in creation order. */
+  public List<String> regions() {
+    long v = state.acquire();
+    try {
+      List<byte[]> raw = new ArrayList<>();
+      Native.check(api, api.regionList(v, raw));
+      List<String> names = new ArrayList<>(raw.size());
+      for (byte[] b : raw) names.add(new String(b, StandardCharsets.UTF_8));
+      return Collections.unmodifiableList(names);
+    } finally {
+      state.release();
+    }
+  }
+
+  /**
+   * Drops a region that is not open and frees its space.
+   *
+   * @throws NoSuchEntryException no such region
+   * @throws BusyException        the region is open
+   */
+  public void dropRegion(String name) {
+    byte[] n = Native.name(name);
+    long v = state.acquire();
+    try {
+      Scratch s = Scratch.get(n.length);
+      try {
+        Native.check(api, api.regionDrop(v, Native.in(n, s, 0)));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Space counters of the volume. */
+  public VolumeStats stats() {
+    long v = state.acquire();
+    try {
+      Scratch s = Scratch.get(Layout.STRUCT_SLACK);
+      try {
+        long out = s.address() + Scratch.DATA;
+        Native.check(api, api.volumeStats(v, out));
+        ByteBuffer b = s.buffer();
+        int o = Scratch.DATA;
+        return new VolumeStats(b.getLong(o), b.getLong(o + 8), b.getLong(o + 16), b.getLong(o + 24));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /** True until {@link #close()} starts. */
+  public boolean isOpen() {
+    return !state.isClosed();
+  }
+
+  /**
+   * Closes the open regions (and their scanners and snapshots), waits for calls in flight,
+   * makes every write durable and releases the volume. Idempotent.
+   *
+   * @throws ParallaxException if the engine reports an error while closing (the handle is
+   *     closed anyway)
+   */
+  @Override
+  public void close() {
+    int rc = state.close();
+    if (rc < 0) throw Native.error(api, rc);
+  }
+
+  @Override
+  public String toString() {
+    return "Parallax{" + path + (state.isClosed() ? ", closed" : "") + "}";
+  }
+}

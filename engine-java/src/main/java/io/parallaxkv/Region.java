@@ -1,0 +1,511 @@
+package io.parallaxkv;
+
+import io.parallaxkv.internal.HandleState;
+import io.parallaxkv.internal.Layout;
+import io.parallaxkv.internal.NativeApi;
+import io.parallaxkv.internal.NativeMemory;
+import io.parallaxkv.internal.Scratch;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * An open region: an ordered key-value store inside a {@link Parallax} volume. Keys are 1..
+ * {@link Parallax#MAX_KEY_SIZE} bytes and sort as unsigned bytes; values are 0..
+ * {@link Parallax#MAX_VALUE_SIZE} bytes.
+ *
+ * <h2>Buffers</h2>
+ * Every operation comes with {@code byte[]} and {@link ByteBuffer} arguments. A buffer argument
+ * means the bytes between its position and limit; the position is not changed. Direct buffers
+ * are passed to the engine by address (no copy on the Java side); heap buffers and arrays are
+ * copied once into per-thread native scratch memory. The engine keeps no reference to caller
+ * memory after a call returns. {@link #get(ByteBuffer, ByteBuffer)} writes into a caller buffer
+ * and returns the value's length, or the size needed when it does not fit.
+ *
+ * <h2>Threads and lifecycle</h2>
+ * All methods are thread-safe. {@link #close()} closes the region's scanners and snapshots,
+ * waits for calls in flight, then closes the region; calls made after that (or after the volume
+ * closes) throw {@link ParallaxClosedException}.
+ */
+public final class Region implements AutoCloseable {
+  /** Returned by the {@code get} methods that write into a buffer when the key is absent. */
+  public static final int NOT_FOUND = -1;
+
+  private static final int PAR_NOT_FOUND = 1;
+  private static final int GET_ROOM = 4096;
+
+  final NativeApi api;
+  final HandleState state;
+  final Parallax volume;
+  private final String name;
+
+  Region(Parallax volume, String name, long ptr) {
+    NativeApi a = volume.api;
+    this.api = a;
+    this.volume = volume;
+    this.name = name;
+    this.state = new HandleState("Region '" + name + "'", ptr, volume.state, p -> a.regionClose(p),
+        ParallaxClosedException::new, true);
+    state.register(this);
+  }
+
+  /** The region's name. */
+  public String name() {
+    return name;
+  }
+
+  // ---- writes ------------------------------------------------------------------------------
+
+  /** Stores {@code value} under {@code key} (asynchronous durability). */
+  public void put(byte[] key, byte[] value) {
+    put(key, value, WriteOptions.DEFAULT);
+  }
+
+  /** Stores {@code value} under {@code key}. */
+  public void put(byte[] key, byte[] value, WriteOptions options) {
+    int kl = Native.checkKey(key, "key");
+    int vl = Native.checkValue(value);
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(Native.align(kl) + vl);
+      try {
+        long k = Native.in(key, s, 0);
+        long v = Native.in(value, s, Native.align(kl));
+        Native.check(api, api.put(r, k, kl, v, vl, flags));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Stores the remaining bytes of {@code value} under the remaining bytes of {@code key}. */
+  public void put(ByteBuffer key, ByteBuffer value) {
+    put(key, value, WriteOptions.DEFAULT);
+  }
+
+  /**
+   * Stores the remaining bytes of {@code value} under the remaining bytes of {@code key};
+   * positions are unchanged.
+   */
+  public void put(ByteBuffer key, ByteBuffer value, WriteOptions options) {
+    int kl = Native.checkKey(key, "key");
+    int vl = Native.checkValue(value);
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      int kh = Native.align(Native.heap(key));
+      Scratch s = Scratch.get(kh + Native.heap(value));
+      try {
+        long k = Native.in(api, key, s, 0);
+        long v = Native.in(api, value, s, kh);
+        Native.check(api, api.put(r, k, kl, v, vl, flags));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+      Reference.reachabilityFence(value);
+    }
+  }
+
+  /** Raw-address put for the MemorySegment companion; the caller keeps the memory alive. */
+  void putAddress(long k, long kl, long v, long vl, WriteOptions options) {
+    Native.checkKeyLength(kl, "key");
+    Native.checkValueLength(vl);
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      Native.check(api, api.put(r, k, kl, v, vl, flags));
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Deletes {@code key} (absent keys are fine). */
+  public void delete(byte[] key) {
+    delete(key, WriteOptions.DEFAULT);
+  }
+
+  /** Deletes {@code key} (absent keys are fine). */
+  public void delete(byte[] key, WriteOptions options) {
+    int kl = Native.checkKey(key, "key");
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(kl);
+      try {
+        Native.check(api, api.delete(r, Native.in(key, s, 0), kl, flags));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Deletes the key given by the remaining bytes of {@code key}. */
+  public void delete(ByteBuffer key) {
+    delete(key, WriteOptions.DEFAULT);
+  }
+
+  /** Deletes the key given by the remaining bytes of {@code key}. */
+  public void delete(ByteBuffer key, WriteOptions options) {
+    int kl = Native.checkKey(key, "key");
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(Native.heap(key));
+      try {
+        Native.check(api, api.delete(r, Native.in(api, key, s, 0), kl, flags));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+    }
+  }
+
+  void deleteAddress(long k, long kl, WriteOptions options) {
+    Native.checkKeyLength(kl, "key");
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      Native.check(api, api.delete(r, k, kl, flags));
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Applies every operation of {@code batch} atomically, in order. */
+  public void write(WriteBatch batch) {
+    write(batch, WriteOptions.DEFAULT);
+  }
+
+  /**
+   * Applies every operation of {@code batch} atomically, in order: after a crash either all of
+   * them or none are present. The batch is unchanged (clear it to reuse it).
+   */
+  public void write(WriteBatch batch, WriteOptions options) {
+    if (batch == null) throw new InvalidArgumentException("batch is null");
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      synchronized (batch) {
+        long b = batch.state.acquire();
+        try {
+          Native.check(api, api.write(r, b, flags));
+        } finally {
+          batch.state.release();
+        }
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Makes every write acknowledged so far durable. */
+  public void sync() {
+    long r = state.acquire();
+    try {
+      Native.check(api, api.sync(r));
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Freezes L0 and waits until it and every compaction it triggers is done. */
+  public void flush() {
+    long r = state.acquire();
+    try {
+      Native.check(api, api.flush(r));
+    } finally {
+      state.release();
+    }
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  /** The value of {@code key}, or null when absent. */
+  public byte[] get(byte[] key) {
+    return doGet(null, key);
+  }
+
+  /** The value of the key given by the remaining bytes of {@code key}, or null when absent. */
+  public byte[] get(ByteBuffer key) {
+    return doGet(null, key);
+  }
+
+  /**
+   * Looks up the remaining bytes of {@code key} and copies the value into {@code dst} at its
+   * position. Returns the value's length, or {@link #NOT_FOUND}. If the length is at most
+   * {@code dst.remaining()}, the value is in {@code dst[position, position + length)} and the
+   * position is advanced past it; otherwise the position is unchanged (the bytes after it may
+   * have been overwritten) and the caller retries with a buffer of at least the returned size.
+   */
+  public int get(ByteBuffer key, ByteBuffer dst) {
+    return doGetInto(null, key, dst);
+  }
+
+  /** Like {@link #get(ByteBuffer, ByteBuffer)} with an array key. */
+  public int get(byte[] key, ByteBuffer dst) {
+    return doGetInto(null, ByteBuffer.wrap(checkArrayKey(key)), dst);
+  }
+
+  /** True if {@code key} is present. */
+  public boolean exists(byte[] key) {
+    return doExists(null, ByteBuffer.wrap(checkArrayKey(key)));
+  }
+
+  /** True if the key given by the remaining bytes of {@code key} is present. */
+  public boolean exists(ByteBuffer key) {
+    return doExists(null, key);
+  }
+
+  private static byte[] checkArrayKey(byte[] key) {
+    Native.checkKey(key, "key");
+    return key;
+  }
+
+  /** A consistent read view of the region as of now; close it when done. */
+  public Snapshot snapshot() {
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(0);
+      s.buffer().putLong(Scratch.OUT, 0);
+      Native.check(api, api.snapshotCreate(r, s.address() + Scratch.OUT));
+      return new Snapshot(this, s.out(0));
+    } finally {
+      state.release();
+    }
+  }
+
+  /** A scanner over the whole region, positioned on the first key. */
+  public Scanner scanner() {
+    return openScanner(null, ScanOptions.ALL);
+  }
+
+  /** A scanner over the range of {@code options}, positioned on its first key. */
+  public Scanner scanner(ScanOptions options) {
+    return openScanner(null, options);
+  }
+
+  /** Counters of the region. */
+  public RegionStats stats() {
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(Layout.STRUCT_SLACK);
+      try {
+        Native.check(api, api.regionStats(r, s.address() + Scratch.DATA));
+        ByteBuffer b = s.buffer();
+        int o = Scratch.DATA;
+        long[] c = new long[13];
+        for (int i = 0; i < c.length; i++) c[i] = b.getLong(o + Layout.STATS_PUTS + 8 * i);
+        int deepest = b.getInt(o + Layout.STATS_LEVELS);
+        List<LevelStats> levels = new ArrayList<>(Parallax.MAX_LEVELS);
+        for (int l = 1; l <= Parallax.MAX_LEVELS; l++) {
+          int lo = o + Layout.STATS_LEVEL + l * Layout.LEVEL_STATS_SIZE;
+          levels.add(new LevelStats(l, b.getLong(lo), b.getLong(lo + 8), b.getLong(lo + 16),
+              b.getLong(lo + 24), b.getLong(lo + 32), b.getInt(lo + Layout.LEVEL_HEIGHT)));
+        }
+        long[] q = new long[Layout.STATS_PLACEMENT_COUNTERS];
+        for (int i = 0; i < q.length; i++) q[i] = b.getLong(o + Layout.STATS_SMALL_PUTS + 8 * i);
+        RegionStats.Placement placement = new RegionStats.Placement(q[0], q[1], q[2], q[3], q[4],
+            q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14]);
+        return new RegionStats(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
+            c[11], c[12], deepest, List.copyOf(levels), placement);
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /** True until {@link #close()} starts (or the volume closes). */
+  public boolean isOpen() {
+    return !state.isClosed();
+  }
+
+  /**
+   * Closes the region's scanners and snapshots, waits for calls in flight and closes the
+   * region. Idempotent.
+   */
+  @Override
+  public void close() {
+    int rc = state.close();
+    if (rc < 0) throw Native.error(api, rc);
+  }
+
+  @Override
+  public String toString() {
+    return "Region{" + name + (state.isClosed() ? ", closed" : "") + "}";
+  }
+
+  // ---- shared with Snapshot ----------------------------------------------------------------
+
+  byte[] doGet(HandleState snap, byte[] key) {
+    Native.checkKey(key, "key");
+    return doGet(snap, ByteBuffer.wrap(key));
+  }
+
+  byte[] doGet(HandleState snap, ByteBuffer key) {
+    int kl = Native.checkKey(key, "key");
+    long r = state.acquire();
+    try {
+      long sp = snap == null ? 0 : snap.acquire();
+      try {
+        int kh = Native.align(Native.heap(key));
+        Scratch s = Scratch.get(kh + GET_ROOM);
+        try {
+          long k = Native.in(api, key, s, 0);
+          long out = s.address() + Scratch.DATA + kh;
+          long cap = s.dataCapacity() - kh;
+          long lenSlot = s.address() + Scratch.OUT;
+          int rc = api.get(r, sp, k, kl, out, cap, lenSlot);
+          if (rc == PAR_NOT_FOUND) return null;
+          Native.check(api, rc);
+          long vl = s.out(0);
+          if (vl <= cap) {
+            byte[] v = new byte[(int) vl];
+            s.buffer().get(Scratch.DATA + kh, v);
+            return v;
+          }
+          while (true) { // the value is larger than the scratch: read it into a block of its size
+            try (NativeMemory m = api.allocate((int) vl)) {
+              rc = api.get(r, sp, k, kl, m.address, vl, lenSlot);
+              if (rc == PAR_NOT_FOUND) return null;
+              Native.check(api, rc);
+              long now = s.out(0);
+              if (now <= vl) {
+                byte[] v = new byte[(int) now];
+                m.buffer.get(0, v);
+                return v;
+              }
+              vl = now; // replaced by a larger value meanwhile
+            }
+          }
+        } finally {
+          s.release();
+        }
+      } finally {
+        if (snap != null) snap.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+    }
+  }
+
+  int doGetInto(HandleState snap, ByteBuffer key, ByteBuffer dst) {
+    int kl = Native.checkKey(key, "key");
+    Native.checkOut(dst);
+    long r = state.acquire();
+    try {
+      long sp = snap == null ? 0 : snap.acquire();
+      try {
+        int kh = Native.align(Native.heap(key));
+        int room = dst.remaining();
+        boolean direct = dst.isDirect();
+        Scratch s = Scratch.get(kh + (direct ? 0 : room));
+        try {
+          long k = Native.in(api, key, s, 0);
+          long out = direct ? api.addressAtPosition(dst) : s.address() + Scratch.DATA + kh;
+          int rc = api.get(r, sp, k, kl, out, room, s.address() + Scratch.OUT);
+          if (rc == PAR_NOT_FOUND) return NOT_FOUND;
+          Native.check(api, rc);
+          long vl = s.out(0);
+          if (vl <= room) {
+            int pos = dst.position();
+            if (!direct) dst.put(pos, s.buffer(), Scratch.DATA + kh, (int) vl);
+            dst.position(pos + (int) vl);
+          }
+          return (int) vl;
+        } finally {
+          s.release();
+        }
+      } finally {
+        if (snap != null) snap.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+      Reference.reachabilityFence(dst);
+    }
+  }
+
+  /** Raw-address get for the MemorySegment companion: value length or NOT_FOUND. */
+  long getAddress(HandleState snap, long k, long kl, long out, long cap) {
+    Native.checkKeyLength(kl, "key");
+    long r = state.acquire();
+    try {
+      long sp = snap == null ? 0 : snap.acquire();
+      try {
+        Scratch s = Scratch.get(0);
+        int rc = api.get(r, sp, k, kl, out, cap, s.address() + Scratch.OUT);
+        if (rc == PAR_NOT_FOUND) return NOT_FOUND;
+        Native.check(api, rc);
+        return s.out(0);
+      } finally {
+        if (snap != null) snap.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  boolean doExists(HandleState snap, ByteBuffer key) {
+    int kl = Native.checkKey(key, "key");
+    long r = state.acquire();
+    try {
+      long sp = snap == null ? 0 : snap.acquire();
+      try {
+        Scratch s = Scratch.get(Native.heap(key));
+        try {
+          int rc = api.exists(r, sp, Native.in(api, key, s, 0), kl);
+          if (rc == PAR_NOT_FOUND) return false;
+          Native.check(api, rc);
+          return true;
+        } finally {
+          s.release();
+        }
+      } finally {
+        if (snap != null) snap.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+    }
+  }
+
+  Scanner openScanner(Snapshot snapshot, ScanOptions options) {
+    if (options == null) throw new InvalidArgumentException("scan options are null");
+    long r = state.acquire();
+    try {
+      HandleState snap = snapshot == null ? null : snapshot.state;
+      long sp = snap == null ? 0 : snap.acquire();
+      try {
+        Scratch s = Scratch.get(0);
+        s.buffer().putLong(Scratch.OUT, 0);
+        Native.check(api, api.scannerOpen(r, sp, s.address() + Scratch.OUT));
+        Scanner sc = new Scanner(this, s.out(0), options);
+        try {
+          sc.seekToFirst();
+        } catch (RuntimeException e) {
+          sc.close();
+          throw e;
+        }
+        return sc;
+      } finally {
+        if (snap != null) snap.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+}

@@ -1,0 +1,58 @@
+package io.parallaxkv;
+
+import java.util.List;
+
+/**
+ * Counters of one region ({@code par_stats}), from {@link Region#stats()}.
+ *
+ * @param puts             puts since the region was opened
+ * @param deletes          deletes
+ * @param gets             point lookups
+ * @param scans            scanners opened
+ * @param userBytesWritten key + value bytes of puts and deletes
+ * @param walBytesAppended record bytes appended to the write-ahead log
+ * @param walSyncs         fdatasync calls on the write-ahead log
+ * @param walSegments      segments the write-ahead log holds now
+ * @param l0Bytes          memory of the active L0
+ * @param l0Entries        entries in the active L0
+ * @param compactions      completed compactions (L0 to L1 included)
+ * @param writeStalls      writes that waited for a full L0
+ * @param lastLsn          newest log sequence number
+ * @param deepestLevel     deepest non-empty device level (0: none)
+ * @param levels           per-level counters, L1 first ({@link Parallax#MAX_LEVELS} entries)
+ * @param placement        hybrid-placement counters (size classes, value logs, GC)
+ */
+public record RegionStats(long puts, long deletes, long gets, long scans, long userBytesWritten,
+    long walBytesAppended, long walSyncs, long walSegments, long l0Bytes, long l0Entries,
+    long compactions, long writeStalls, long lastLsn, int deepestLevel, List<LevelStats> levels,
+    Placement placement) {
+
+  /**
+   * Hybrid-placement counters of {@code par_stats}, by the size class of each put.
+   *
+   * @param smallPuts             puts of small pairs
+   * @param mediumPuts            puts of medium pairs
+   * @param largePuts             puts of large pairs
+   * @param smallBytes            key + value bytes of small puts
+   * @param mediumBytes           key + value bytes of medium puts
+   * @param largeBytes            key + value bytes of large puts
+   * @param largeLogBytesAppended record bytes appended to the large log (user writes and GC)
+   * @param largeLogSegments      segments the large log holds now
+   * @param largeLogGarbageBytes  large-log bytes known dead, awaiting GC
+   * @param gcRuns                large-log segments collected
+   * @param gcBytesScanned        record bytes read by GC
+   * @param gcBytesRelocated      live record bytes GC re-appended
+   * @param gcSegmentsFreed       segments GC freed
+   * @param mediumLogSegments     transient medium-log segments now
+   * @param mediumLogBytesWritten medium-log bytes written by flushes since the region opened
+   */
+  public record Placement(long smallPuts, long mediumPuts, long largePuts, long smallBytes,
+      long mediumBytes, long largeBytes, long largeLogBytesAppended, long largeLogSegments,
+      long largeLogGarbageBytes, long gcRuns, long gcBytesScanned, long gcBytesRelocated,
+      long gcSegmentsFreed, long mediumLogSegments, long mediumLogBytesWritten) {}
+
+  /** The counters of level {@code n} (1-based). */
+  public LevelStats level(int n) {
+    return levels.get(n - 1);
+  }
+}

@@ -1,0 +1,156 @@
+package io.parallaxkv;
+
+import io.parallaxkv.internal.HandleState;
+import io.parallaxkv.internal.NativeApi;
+import io.parallaxkv.internal.Scratch;
+import java.lang.ref.Reference;
+import java.nio.ByteBuffer;
+
+/**
+ * Puts and deletes applied atomically and in order by {@link Region#write(WriteBatch)}. The
+ * batch copies every key and value when they are added, so buffers can be reused at once. The
+ * encoded batch is limited to {@link Parallax#MAX_BATCH_SIZE} bytes ({@link TooBigException}).
+ * Not tied to a region: one batch can be written to several regions. Its methods synchronize,
+ * so sharing one between threads is safe (if rarely useful).
+ */
+public final class WriteBatch implements AutoCloseable {
+  final HandleState state;
+  private final NativeApi api;
+
+  /** An empty batch; close it when done (it holds native memory). */
+  public WriteBatch() {
+    NativeApi a = Native.api();
+    this.api = a;
+    Scratch s = Scratch.get(0);
+    s.buffer().putLong(Scratch.OUT, 0);
+    Native.check(a, a.batchCreate(s.address() + Scratch.OUT));
+    this.state = new HandleState("WriteBatch", s.out(0), null, p -> {
+      a.batchDestroy(p);
+      return 0;
+    }, ParallaxClosedException::new, false);
+    state.register(this);
+  }
+
+  /** Adds a put. */
+  public synchronized WriteBatch put(byte[] key, byte[] value) {
+    int kl = Native.checkKey(key, "key");
+    int vl = Native.checkValue(value);
+    long b = state.acquire();
+    try {
+      Scratch s = Scratch.get(Native.align(kl) + vl);
+      try {
+        Native.check(api, api.batchPut(b, Native.in(key, s, 0), kl,
+            Native.in(value, s, Native.align(kl)), vl));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+    return this;
+  }
+
+  /** Adds a put of the remaining bytes of both buffers (positions unchanged). */
+  public synchronized WriteBatch put(ByteBuffer key, ByteBuffer value) {
+    int kl = Native.checkKey(key, "key");
+    int vl = Native.checkValue(value);
+    long b = state.acquire();
+    try {
+      int kh = Native.align(Native.heap(key));
+      Scratch s = Scratch.get(kh + Native.heap(value));
+      try {
+        Native.check(api, api.batchPut(b, Native.in(api, key, s, 0), kl,
+            Native.in(api, value, s, kh), vl));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+      Reference.reachabilityFence(value);
+    }
+    return this;
+  }
+
+  synchronized void putAddress(long k, long kl, long v, long vl) {
+    Native.checkKeyLength(kl, "key");
+    Native.checkValueLength(vl);
+    long b = state.acquire();
+    try {
+      Native.check(api, api.batchPut(b, k, kl, v, vl));
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Adds a delete. */
+  public synchronized WriteBatch delete(byte[] key) {
+    int kl = Native.checkKey(key, "key");
+    long b = state.acquire();
+    try {
+      Scratch s = Scratch.get(kl);
+      try {
+        Native.check(api, api.batchDelete(b, Native.in(key, s, 0), kl));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+    return this;
+  }
+
+  /** Adds a delete of the key given by the remaining bytes of {@code key}. */
+  public synchronized WriteBatch delete(ByteBuffer key) {
+    int kl = Native.checkKey(key, "key");
+    long b = state.acquire();
+    try {
+      Scratch s = Scratch.get(Native.heap(key));
+      try {
+        Native.check(api, api.batchDelete(b, Native.in(api, key, s, 0), kl));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+    }
+    return this;
+  }
+
+  synchronized void deleteAddress(long k, long kl) {
+    Native.checkKeyLength(kl, "key");
+    long b = state.acquire();
+    try {
+      Native.check(api, api.batchDelete(b, k, kl));
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Operations in the batch. */
+  public synchronized int count() {
+    long b = state.acquire();
+    try {
+      return (int) api.batchCount(b);
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Removes every operation, keeping the memory for reuse. */
+  public synchronized void clear() {
+    long b = state.acquire();
+    try {
+      api.batchClear(b);
+    } finally {
+      state.release();
+    }
+  }
+
+  /** Frees the batch. Idempotent. */
+  @Override
+  public void close() {
+    state.close();
+  }
+}

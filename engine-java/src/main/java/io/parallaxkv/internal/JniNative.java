@@ -1,0 +1,82 @@
+package io.parallaxkv.internal;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+
+/**
+ * The JNI entry points of {@code libparallax.so} ({@code engine-native/jni/parallax_jni.c}).
+ * Addresses are raw native pointers; see {@link NativeApi} for the conventions.
+ */
+final class JniNative {
+  private JniNative() {}
+
+  static native long[] layout();
+
+  static native String strerror(int status);
+
+  static native byte[] lastError();
+
+  static native void optionsInit(long opts);
+
+  static native int open(long path, long opts, long out);
+
+  static native int close(long vol);
+
+  static native int regionCreate(long vol, long name);
+
+  static native int regionOpen(long vol, long name, int create, long out);
+
+  static native int regionClose(long r);
+
+  static native int regionDrop(long vol, long name);
+
+  static native int regionList(long vol, List<byte[]> out);
+
+  static native int put(long r, long k, long kl, long v, long vl, int flags);
+
+  static native int delete(long r, long k, long kl, int flags);
+
+  static native int batchCreate(long out);
+
+  static native int batchPut(long b, long k, long kl, long v, long vl);
+
+  static native int batchDelete(long b, long k, long kl);
+
+  static native void batchClear(long b);
+
+  static native long batchCount(long b);
+
+  static native void batchDestroy(long b);
+
+  static native int write(long r, long b, int flags);
+
+  static native int sync(long r);
+
+  static native int snapshotCreate(long r, long out);
+
+  static native void snapshotRelease(long s);
+
+  static native int get(long r, long snap, long k, long kl, long buf, long cap, long vlen);
+
+  static native int exists(long r, long snap, long k, long kl);
+
+  static native int scannerOpen(long r, long snap, long out);
+
+  static native int scannerSeek(long s, long k, long kl, int mode, long entry);
+
+  static native int scannerNext(long s, long entry);
+
+  static native void scannerClose(long s);
+
+  static native int flush(long r);
+
+  static native int regionStats(long r, long out);
+
+  static native int volumeStats(long vol, long out);
+
+  static native long directAddress(ByteBuffer buf);
+
+  static native void copyToArray(long src, byte[] dst, int off, int len);
+
+  static native void copyMemory(long src, long dst, long len);
+}

@@ -1,0 +1,61 @@
+package io.parallaxkv.internal;
+
+/**
+ * Sizes and offsets of the C structs and limits of {@code parallax.h} (x86_64 LP64). The FFM
+ * backend and the shared encoders rely on them; {@code LayoutTest} checks them against the
+ * values the JNI bridge was compiled with. Struct buffers are allocated with generous slack
+ * ({@link #STRUCT_SLACK}) so that a newer engine that grows a struct cannot write past them.
+ */
+public final class Layout {
+  private Layout() {}
+
+  public static final int STRUCT_SLACK = 4096;
+
+  public static final int OPTIONS_SIZE = 64;
+  public static final int OPT_L0_SIZE = 0;
+  public static final int OPT_GROWTH_FACTOR = 8;
+  public static final int OPT_DURABILITY_MS = 12;
+  public static final int OPT_COMPACTION_THREADS = 16;
+  public static final int OPT_DIRECT_IO = 20;
+  public static final int OPT_MAX_VOLUME_SIZE = 24;
+  public static final int OPT_CREATE_IF_MISSING = 32;
+  public static final int OPT_PLACEMENT = 40;
+  public static final int OPT_SMALL_THRESHOLD = 44;
+  public static final int OPT_LARGE_THRESHOLD = 48;
+  public static final int OPT_GC_THRESHOLD_PCT = 52;
+  public static final int OPT_MEDIUM_MERGE_LEVEL = 56;
+
+  public static final int STATS_SIZE = 664;
+  public static final int STATS_PUTS = 0;
+  public static final int STATS_LAST_LSN = 96;
+  public static final int STATS_LEVELS = 104;
+  public static final int STATS_LEVEL = 112;
+  public static final int STATS_SMALL_PUTS = 544;
+  public static final int STATS_PLACEMENT_COUNTERS = 15;
+  public static final int STATS_MEDIUM_LOG_BYTES = 656;
+  public static final int LEVEL_STATS_SIZE = 48;
+  public static final int LEVEL_HEIGHT = 40;
+  public static final int VOLUME_STATS_SIZE = 32;
+
+  public static final int MAX_KEY_SIZE = 1024;
+  public static final int MAX_VALUE_SIZE = 1 << 20;
+  public static final int MAX_BATCH_SIZE = 1536 * 1024;
+  public static final int MAX_REGION_NAME = 127;
+  public static final int MAX_LEVELS = 8;
+
+  /** The values above in the order of the JNI bridge's {@code layout()}. */
+  public static long[] expected() {
+    return new long[] {OPTIONS_SIZE, OPT_L0_SIZE, OPT_GROWTH_FACTOR, OPT_DURABILITY_MS,
+        OPT_COMPACTION_THREADS, OPT_DIRECT_IO, OPT_MAX_VOLUME_SIZE, OPT_CREATE_IF_MISSING,
+        OPT_PLACEMENT, OPT_SMALL_THRESHOLD, OPT_LARGE_THRESHOLD, OPT_GC_THRESHOLD_PCT,
+        OPT_MEDIUM_MERGE_LEVEL, STATS_SIZE, STATS_PUTS, STATS_LAST_LSN, STATS_LEVELS,
+        STATS_LEVEL, STATS_SMALL_PUTS, STATS_MEDIUM_LOG_BYTES, LEVEL_STATS_SIZE,
+        LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
+        MAX_REGION_NAME, MAX_LEVELS};
+  }
+
+  /** What the JNI bridge reports (loads the JNI backend's natives; test use). */
+  public static long[] actual() {
+    return JniBackend.nativeLayout();
+  }
+}

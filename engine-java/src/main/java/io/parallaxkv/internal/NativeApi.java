@@ -1,0 +1,118 @@
+package io.parallaxkv.internal;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+
+/**
+ * The engine's C interface ({@code parallax.h}) as seen from Java: one method per C entry point,
+ * every pointer passed as a raw native address ({@code long}), so both backends stay thin.
+ * Out parameters are written to caller-supplied native addresses.
+ *
+ * <p>Implementations: {@link JniBackend} (JDK 17+) and {@code FfmBackend} (JDK 22+, in the
+ * multi-release layer). The public classes never call a backend without holding the
+ * in-flight guard ({@link HandleState}) of every handle whose pointer they pass.
+ */
+public abstract class NativeApi {
+  /** Short name of the backend: {@code "jni"} or {@code "ffm"}. */
+  public abstract String name();
+
+  /** {@code par_strerror}. */
+  public abstract String strerror(int status);
+
+  /** {@code par_last_error} of the calling thread. */
+  public abstract String lastError();
+
+  public abstract void optionsInit(long opts);
+
+  public abstract int open(long path, long opts, long out);
+
+  public abstract int close(long vol);
+
+  public abstract int regionCreate(long vol, long name);
+
+  public abstract int regionOpen(long vol, long name, int create, long out);
+
+  public abstract int regionClose(long region);
+
+  public abstract int regionDrop(long vol, long name);
+
+  /** Appends every region name, as bytes, to {@code out}. */
+  public abstract int regionList(long vol, List<byte[]> out);
+
+  public abstract int put(long region, long key, long keyLen, long value, long valueLen, int flags);
+
+  public abstract int delete(long region, long key, long keyLen, int flags);
+
+  public abstract int batchCreate(long out);
+
+  public abstract int batchPut(long batch, long key, long keyLen, long value, long valueLen);
+
+  public abstract int batchDelete(long batch, long key, long keyLen);
+
+  public abstract void batchClear(long batch);
+
+  public abstract long batchCount(long batch);
+
+  public abstract void batchDestroy(long batch);
+
+  public abstract int write(long region, long batch, int flags);
+
+  public abstract int sync(long region);
+
+  public abstract int snapshotCreate(long region, long out);
+
+  public abstract void snapshotRelease(long snapshot);
+
+  public abstract int get(long region, long snap, long key, long keyLen, long buf, long cap,
+      long valueLenOut);
+
+  public abstract int exists(long region, long snap, long key, long keyLen);
+
+  public abstract int scannerOpen(long region, long snap, long out);
+
+  /**
+   * Seeks and reads the current entry: returns a negative status, or the valid flag (0/1);
+   * when valid, {@code entry + 8..40} holds key address, key length, value address, value length.
+   */
+  public abstract int scannerSeek(long scanner, long key, long keyLen, int mode, long entry);
+
+  /** Advances; same result convention as {@link #scannerSeek}. */
+  public abstract int scannerNext(long scanner, long entry);
+
+  public abstract void scannerClose(long scanner);
+
+  public abstract int flush(long region);
+
+  public abstract int regionStats(long region, long out);
+
+  public abstract int volumeStats(long vol, long out);
+
+  /** Native address of {@code buf}'s element at its current position; {@code buf} is direct. */
+  public abstract long addressAtPosition(ByteBuffer buf);
+
+  /** Copies {@code len} bytes of native memory at {@code src} into {@code dst[off..]}. */
+  public abstract void copyToArray(long src, byte[] dst, int off, int len);
+
+  /** Copies {@code len} bytes between native addresses. */
+  public abstract void copyMemory(long src, long dst, long len);
+
+  /** Allocates native memory that the caller frees with {@link NativeMemory#close()}. */
+  public abstract NativeMemory allocate(int size);
+
+  /**
+   * Opens a lifetime scope for zero-copy views of engine memory (FFM: a confined arena whose
+   * closing invalidates the views), or returns null when the backend cannot check lifetimes,
+   * in which case callers copy instead.
+   */
+  public Object openViewScope() {
+    return null;
+  }
+
+  /** A read-only view of {@code len} bytes at {@code addr}, valid while {@code scope} is open. */
+  public ByteBuffer view(Object scope, long addr, int len) {
+    throw new UnsupportedOperationException();
+  }
+
+  /** Closes a scope from {@link #openViewScope()}; its views then throw on access. */
+  public void closeViewScope(Object scope) {}
+}

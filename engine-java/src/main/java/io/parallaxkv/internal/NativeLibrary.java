@@ -1,0 +1,194 @@
+package io.parallaxkv.internal;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.lang.reflect.Method;
+import java.nio.file.AtomicMoveNotSupportedException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.Paths;
+import java.nio.file.StandardCopyOption;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Arrays;
+import java.util.HexFormat;
+import java.util.Locale;
+
+/**
+ * Finds {@code libparallax.so}: an explicit path ({@code -Dparallax.library.path} or
+ * {@code PARALLAX_LIBRARY_PATH}), else the copy embedded in the jar at
+ * {@code /native/linux-x86_64/libparallax.so}, extracted once per content hash into a cache
+ * directory ({@code -Dparallax.cache.dir}, {@code PARALLAX_CACHE_DIR}, else
+ * {@code $XDG_CACHE_HOME/parallax} or {@code ~/.cache/parallax}, else
+ * {@code java.io.tmpdir/parallax-<user>}) and reused by every later run.
+ */
+public final class NativeLibrary {
+  /** System property naming a libparallax.so to load instead of the embedded one. */
+  public static final String PATH_PROPERTY = "parallax.library.path";
+  /** Environment variable naming a libparallax.so to load instead of the embedded one. */
+  public static final String PATH_ENV = "PARALLAX_LIBRARY_PATH";
+  /** System property naming the extraction directory. */
+  public static final String CACHE_PROPERTY = "parallax.cache.dir";
+  /** Environment variable naming the extraction directory. */
+  public static final String CACHE_ENV = "PARALLAX_CACHE_DIR";
+
+  static final String RESOURCE_DIR = "/native/";
+  static final String LIBRARY = "libparallax.so";
+  private static final System.Logger LOG = System.getLogger("io.parallaxkv");
+
+  private NativeLibrary() {}
+
+  /** The platform directory name, or throws naming the unsupported platform. */
+  static String platform() {
+    String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
+    String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+    if (os.startsWith("linux") && (arch.equals("amd64") || arch.equals("x86_64"))) {
+      return "linux-x86_64";
+    }
+    throw new IllegalStateException("unsupported platform " + System.getProperty("os.name") + "/"
+        + System.getProperty("os.arch") + ": the jar embeds libparallax.so for linux-x86_64 only;"
+        + " build the engine for this platform and set -D" + PATH_PROPERTY + "=/path/to/"
+        + LIBRARY);
+  }
+
+  /** The library file to load: the override, or the extracted embedded copy. */
+  public static Path locate() {
+    String p = System.getProperty(PATH_PROPERTY);
+    if (p == null || p.isEmpty()) p = System.getenv(PATH_ENV);
+    if (p != null && !p.isEmpty()) {
+      Path path = Paths.get(p).toAbsolutePath();
+      if (!Files.isRegularFile(path)) {
+        throw new IllegalStateException(PATH_PROPERTY + "/" + PATH_ENV + " names " + path
+            + ", which is not a file");
+      }
+      return path;
+    }
+    String resource = RESOURCE_DIR + platform() + "/" + LIBRARY;
+    byte[] bytes;
+    try (InputStream in = NativeLibrary.class.getResourceAsStream(resource)) {
+      if (in == null) {
+        throw new IllegalStateException("the jar has no " + resource
+            + " (a build without the native engine?); set -D" + PATH_PROPERTY);
+      }
+      bytes = in.readAllBytes();
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot read " + resource + ": " + e, e);
+    }
+    return extract(bytes, cacheDir());
+  }
+
+  /** The extraction directory. */
+  static Path cacheDir() {
+    String d = System.getProperty(CACHE_PROPERTY);
+    if (d == null || d.isEmpty()) d = System.getenv(CACHE_ENV);
+    if (d != null && !d.isEmpty()) return Paths.get(d).toAbsolutePath();
+    String xdg = System.getenv("XDG_CACHE_HOME");
+    if (xdg != null && !xdg.isEmpty()) return Paths.get(xdg, "parallax");
+    String home = System.getProperty("user.home");
+    if (home != null && !home.isEmpty() && !home.equals("?")) {
+      Path h = Paths.get(home);
+      if (Files.isWritable(h) || Files.isWritable(h.resolve(".cache"))) {
+        return h.resolve(".cache").resolve("parallax");
+      }
+    }
+    return Paths.get(System.getProperty("java.io.tmpdir"),
+        "parallax-" + System.getProperty("user.name", "user"));
+  }
+
+  /**
+   * Writes {@code bytes} to {@code dir/libparallax-<sha256 prefix>.so} unless a file with that
+   * content is already there; concurrent JVMs race safely (write to a temporary name, then an
+   * atomic rename). Returns the file.
+   */
+  public static Path extract(byte[] bytes, Path dir) {
+    String hash = sha256(bytes);
+    Path target = dir.resolve("libparallax-" + hash.substring(0, 32) + ".so");
+    try {
+      if (Files.isRegularFile(target) && Files.size(target) == bytes.length
+          && Arrays.equals(bytes, Files.readAllBytes(target))) {
+        return target;
+      }
+      Files.createDirectories(dir);
+      Path tmp = Files.createTempFile(dir, ".libparallax-", ".tmp");
+      try {
+        Files.write(tmp, bytes);
+        try {
+          Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        } catch (AtomicMoveNotSupportedException e) {
+          Files.move(tmp, target, StandardCopyOption.REPLACE_EXISTING);
+        }
+      } finally {
+        Files.deleteIfExists(tmp);
+      }
+      return target;
+    } catch (IOException | SecurityException e) {
+      throw new IllegalStateException("cannot extract " + LIBRARY + " to " + dir + " (" + e
+          + "); point -D" + CACHE_PROPERTY + " at a writable directory, or -D" + PATH_PROPERTY
+          + " at an installed copy", e);
+    }
+  }
+
+  static String sha256(byte[] bytes) {
+    try {
+      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  /** {@code System.load} with an explanation of the usual failures. */
+  static void systemLoad(Path file) {
+    try {
+      System.load(file.toString());
+    } catch (UnsatisfiedLinkError e) {
+      throw new IllegalStateException(explain(file, e.getMessage()), e);
+    }
+  }
+
+  /** A message for a dlopen failure that names the likely cause. */
+  public static String explain(Path file, String dlerror) {
+    String m = dlerror == null ? "" : dlerror;
+    String hint;
+    if (m.contains("GLIBC_") || m.contains("version `")) {
+      hint = "the C library of this system is older than the one the engine was built against";
+    } else if (m.contains("failed to map segment") || m.contains("Operation not permitted")) {
+      hint = "the directory is probably mounted noexec; set -D" + CACHE_PROPERTY
+          + " to a directory that allows executables";
+    } else if (m.contains("wrong ELF class") || m.contains("ELF") || m.contains("architecture")) {
+      hint = "the library was built for another platform (os.arch=" + System.getProperty("os.arch")
+          + ")";
+    } else if (m.contains("No such file")) {
+      hint = "the file (or a library it needs) is missing";
+    } else {
+      hint = "see the loader's message";
+    }
+    return "cannot load " + file + ": " + m + " (" + hint + ")";
+  }
+
+  /**
+   * On JDK 22+, logs (once per module and backend) how to enable native access when it is off:
+   * JDK 24+ warns about it and a future JDK refuses without it.
+   */
+  static void checkNativeAccess(Module module, String what) {
+    if (Runtime.version().feature() < 22) return;
+    try {
+      Method m = Module.class.getMethod("isNativeAccessEnabled");
+      if (!(Boolean) m.invoke(module)) {
+        LOG.log(System.Logger.Level.WARNING, nativeAccessMessage(module, what));
+      }
+    } catch (ReflectiveOperationException | RuntimeException e) {
+      // nothing to report
+    }
+  }
+
+  /** The message that explains the missing {@code --enable-native-access} flag. */
+  public static String nativeAccessMessage(Module module, String what) {
+    String name = module.isNamed() ? module.getName() : "ALL-UNNAMED";
+    return "Parallax (" + what + " backend) calls native code but native access is not enabled for "
+        + (module.isNamed() ? "module " + name : "the class path")
+        + ": add --enable-native-access=" + name
+        + " to the java command line (or Enable-Native-Access: ALL-UNNAMED to an executable"
+        + " jar's manifest). JDK 24+ prints a warning without it; --illegal-native-access=deny"
+        + " and future JDKs refuse to run.";
+  }
+}

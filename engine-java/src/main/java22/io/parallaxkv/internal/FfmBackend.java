@@ -1,0 +1,453 @@
+package io.parallaxkv.internal;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_BYTE;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.MethodType;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * The FFM backend (JDK 22+): one downcall handle per C entry point. Pointers and sizes travel as
+ * {@code long} (x86_64 LP64), so the handles take raw addresses exactly like the JNI bridge.
+ * {@link Linker.Option#critical(boolean)} (no thread-state transition) is used only for trivial,
+ * non-blocking helpers: error strings, option defaults, scanner accessors, batch bookkeeping;
+ * never for put, get, scans or anything that can block.
+ */
+final class FfmBackend extends NativeApi {
+  private static final Linker LINKER = Linker.nativeLinker();
+  private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+  private final SymbolLookup lib;
+  private final MethodHandle strerror, lastError, optionsInit, open, close, regionCreate,
+      regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
+      batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
+      snapshotRelease, get, exists, scannerOpen, scannerSeek, scannerValid, scannerKey,
+      scannerValue, scannerNext, scannerClose, flush, regionStats, volumeStats;
+  private final MemorySegment listStub;
+  private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
+
+  FfmBackend(Path library) {
+    Module m = FfmBackend.class.getModule();
+    if (!m.isNativeAccessEnabled()) {
+      NativeLibrary.checkNativeAccess(m, "FFM");
+    }
+    try {
+      lib = SymbolLookup.libraryLookup(library, Arena.global());
+    } catch (IllegalArgumentException e) {
+      throw new IllegalStateException(NativeLibrary.explain(library, e.getMessage()), e);
+    } catch (IllegalCallerException e) {
+      throw new IllegalStateException(NativeLibrary.nativeAccessMessage(m, "FFM"), e);
+    }
+    Linker.Option crit = Linker.Option.critical(false);
+    strerror = h("par_strerror", FunctionDescriptor.of(ADDRESS, JAVA_INT), crit);
+    lastError = h("par_last_error", FunctionDescriptor.of(ADDRESS), crit);
+    optionsInit = h("par_options_init", FunctionDescriptor.ofVoid(JAVA_LONG), crit);
+    open = h("par_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    close = h("par_close", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    regionCreate = h("par_region_create", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    regionOpen = h("par_region_open",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    regionClose = h("par_region_close", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    regionDrop = h("par_region_drop", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    regionList = h("par_region_list",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, ADDRESS, JAVA_LONG));
+    put = h("par_put", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_INT));
+    delete = h("par_delete",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    batchCreate = h("par_batch_create", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    batchPut = h("par_batch_put", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG));
+    batchDelete = h("par_batch_delete",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    batchClear = h("par_batch_clear", FunctionDescriptor.ofVoid(JAVA_LONG), crit);
+    batchCount = h("par_batch_count", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG), crit);
+    batchDestroy = h("par_batch_destroy", FunctionDescriptor.ofVoid(JAVA_LONG));
+    write = h("par_write", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    sync = h("par_sync", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    snapshotCreate = h("par_snapshot_create", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    snapshotRelease = h("par_snapshot_release", FunctionDescriptor.ofVoid(JAVA_LONG));
+    get = h("par_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    exists = h("par_exists",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    scannerOpen = h("par_scanner_open",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    scannerSeek = h("par_scanner_seek",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    scannerValid = h("par_scanner_valid", FunctionDescriptor.of(JAVA_INT, JAVA_LONG), crit);
+    scannerKey = h("par_scanner_key",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), crit);
+    scannerValue = h("par_scanner_value",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), crit);
+    scannerNext = h("par_scanner_next", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    scannerClose = h("par_scanner_close", FunctionDescriptor.ofVoid(JAVA_LONG));
+    flush = h("par_flush", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    regionStats = h("par_region_stats", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    volumeStats = h("par_volume_stats_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    try {
+      MethodHandle cb = MethodHandles.lookup().findStatic(FfmBackend.class, "listOne",
+          MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class));
+      listStub = LINKER.upcallStub(cb, FunctionDescriptor.ofVoid(ADDRESS, ADDRESS), Arena.global());
+    } catch (ReflectiveOperationException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+
+  private MethodHandle h(String name, FunctionDescriptor fd, Linker.Option... options) {
+    MemorySegment sym = lib.find(name).orElseThrow(() -> new IllegalStateException(
+        "libparallax.so has no symbol " + name + " (an engine older than this API?)"));
+    return LINKER.downcallHandle(sym, fd, options);
+  }
+
+  private static RuntimeException rethrow(Throwable t) {
+    if (t instanceof RuntimeException r) return r;
+    if (t instanceof Error e) throw e;
+    return new IllegalStateException(t);
+  }
+
+  private static void listOne(MemorySegment name, MemorySegment arg) {
+    List<byte[]> sink = LIST_SINK.get();
+    MemorySegment s = name.reinterpret(io.parallaxkv.internal.Layout.MAX_REGION_NAME + 1);
+    int n = 0;
+    while (n < s.byteSize() && s.get(JAVA_BYTE, n) != 0) n++;
+    sink.add(s.asSlice(0, n).toArray(JAVA_BYTE));
+  }
+
+  @Override
+  public String name() {
+    return "ffm";
+  }
+
+  private static String cString(MemorySegment p) {
+    if (p.address() == 0) return "";
+    return p.reinterpret(Long.MAX_VALUE).getString(0, StandardCharsets.UTF_8);
+  }
+
+  @Override
+  public String strerror(int status) {
+    try {
+      return cString((MemorySegment) strerror.invokeExact(status));
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public String lastError() {
+    try {
+      return cString((MemorySegment) lastError.invokeExact());
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void optionsInit(long opts) {
+    try {
+      optionsInit.invokeExact(opts);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int open(long path, long opts, long out) {
+    try {
+      return (int) open.invokeExact(path, opts, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int close(long vol) {
+    try {
+      return (int) close.invokeExact(vol);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int regionCreate(long vol, long name) {
+    try {
+      return (int) regionCreate.invokeExact(vol, name);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int regionOpen(long vol, long name, int create, long out) {
+    try {
+      return (int) regionOpen.invokeExact(vol, name, create, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int regionClose(long region) {
+    try {
+      return (int) regionClose.invokeExact(region);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int regionDrop(long vol, long name) {
+    try {
+      return (int) regionDrop.invokeExact(vol, name);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int regionList(long vol, List<byte[]> out) {
+    LIST_SINK.set(out);
+    try {
+      return (int) regionList.invokeExact(vol, listStub, 0L);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    } finally {
+      LIST_SINK.remove();
+    }
+  }
+
+  @Override
+  public int put(long region, long key, long keyLen, long value, long valueLen, int flags) {
+    try {
+      return (int) put.invokeExact(region, key, keyLen, value, valueLen, flags);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int delete(long region, long key, long keyLen, int flags) {
+    try {
+      return (int) delete.invokeExact(region, key, keyLen, flags);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int batchCreate(long out) {
+    try {
+      return (int) batchCreate.invokeExact(out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int batchPut(long batch, long key, long keyLen, long value, long valueLen) {
+    try {
+      return (int) batchPut.invokeExact(batch, key, keyLen, value, valueLen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int batchDelete(long batch, long key, long keyLen) {
+    try {
+      return (int) batchDelete.invokeExact(batch, key, keyLen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void batchClear(long batch) {
+    try {
+      batchClear.invokeExact(batch);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public long batchCount(long batch) {
+    try {
+      return (long) batchCount.invokeExact(batch);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void batchDestroy(long batch) {
+    try {
+      batchDestroy.invokeExact(batch);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int write(long region, long batch, int flags) {
+    try {
+      return (int) write.invokeExact(region, batch, flags);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int sync(long region) {
+    try {
+      return (int) sync.invokeExact(region);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int snapshotCreate(long region, long out) {
+    try {
+      return (int) snapshotCreate.invokeExact(region, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void snapshotRelease(long snapshot) {
+    try {
+      snapshotRelease.invokeExact(snapshot);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int get(long region, long snap, long key, long keyLen, long buf, long cap, long vlen) {
+    try {
+      return (int) get.invokeExact(region, snap, key, keyLen, buf, cap, vlen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int exists(long region, long snap, long key, long keyLen) {
+    try {
+      return (int) exists.invokeExact(region, snap, key, keyLen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int scannerOpen(long region, long snap, long out) {
+    try {
+      return (int) scannerOpen.invokeExact(region, snap, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  private int entry(long s, long entry) throws Throwable {
+    int valid = (int) scannerValid.invokeExact(s);
+    ALL.set(JAVA_LONG, entry, (long) valid);
+    if (valid == 0) return 0;
+    int rc = (int) scannerKey.invokeExact(s, entry + 8, entry + 16);
+    if (rc == 0) rc = (int) scannerValue.invokeExact(s, entry + 24, entry + 32);
+    return rc < 0 ? rc : 1;
+  }
+
+  @Override
+  public int scannerSeek(long scanner, long key, long keyLen, int mode, long entry) {
+    try {
+      int rc = (int) scannerSeek.invokeExact(scanner, key, keyLen, mode);
+      return rc < 0 ? rc : entry(scanner, entry);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int scannerNext(long scanner, long entry) {
+    try {
+      int rc = (int) scannerNext.invokeExact(scanner);
+      return rc < 0 ? rc : entry(scanner, entry);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void scannerClose(long scanner) {
+    try {
+      scannerClose.invokeExact(scanner);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int flush(long region) {
+    try {
+      return (int) flush.invokeExact(region);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int regionStats(long region, long out) {
+    try {
+      return (int) regionStats.invokeExact(region, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int volumeStats(long vol, long out) {
+    try {
+      return (int) volumeStats.invokeExact(vol, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public long addressAtPosition(ByteBuffer buf) {
+    return MemorySegment.ofBuffer(buf).address();
+  }
+
+  @Override
+  public void copyToArray(long src, byte[] dst, int off, int len) {
+    MemorySegment.copy(ALL, JAVA_BYTE, src, dst, off, len);
+  }
+
+  @Override
+  public void copyMemory(long src, long dst, long len) {
+    MemorySegment.copy(ALL, src, ALL, dst, len);
+  }
+
+  @Override
+  public NativeMemory allocate(int size) {
+    Arena arena = Arena.ofConfined(); // temporary blocks are freed by the thread that took them
+    MemorySegment seg = arena.allocate(Math.max(size, 1), 16);
+    return new NativeMemory(seg.address(), seg.asByteBuffer(), arena::close);
+  }
+}

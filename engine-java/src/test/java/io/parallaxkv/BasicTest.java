@@ -1,0 +1,198 @@
+package io.parallaxkv;
+
+import static io.parallaxkv.TestSupport.b;
+import static io.parallaxkv.TestSupport.s;
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class BasicTest {
+  @TempDir Path dir;
+
+  @Test
+  void backendIsTheRequestedOne() {
+    String want = System.getProperty("parallax.backend");
+    if (want != null && !want.equals("auto")) assertEquals(want, Parallax.backend());
+  }
+
+  @Test
+  void putGetDeleteExists() {
+    try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
+      assertNull(r.get(b("k")));
+      assertFalse(r.exists(b("k")));
+      r.put(b("k"), b("v1"));
+      assertEquals("v1", s(r.get(b("k"))));
+      assertTrue(r.exists(b("k")));
+      r.put(b("k"), b("v2"), WriteOptions.SYNC);
+      assertEquals("v2", s(r.get(b("k"))));
+      r.put(b("empty"), new byte[0]);
+      assertArrayEquals(new byte[0], r.get(b("empty")));
+      assertTrue(r.exists(b("empty")));
+      r.delete(b("k"));
+      assertNull(r.get(b("k")));
+      r.delete(b("never-there"), WriteOptions.sync());
+      r.sync();
+      r.flush();
+      assertEquals("", s(r.get(b("empty"))));
+      RegionStats st = r.stats();
+      assertTrue(st.puts() >= 3, st.toString());
+      assertTrue(st.deletes() >= 2);
+      assertEquals(Parallax.MAX_LEVELS, st.levels().size());
+      assertTrue(st.compactions() >= 1);
+      assertTrue(st.level(1).entries() >= 1, st.toString());
+      VolumeStats vs = db.stats();
+      assertTrue(vs.volumeBytes() > 0 && vs.segmentsUsed() > 0, vs.toString());
+    }
+  }
+
+  @Test
+  void largeValuesAndLimits() {
+    try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
+      byte[] big = new byte[Parallax.MAX_VALUE_SIZE];
+      for (int i = 0; i < big.length; i++) big[i] = (byte) (i * 31);
+      r.put(b("big"), big);
+      assertArrayEquals(big, r.get(b("big")));
+      byte[] mid = new byte[100_000];
+      mid[99_999] = 7;
+      r.put(b("mid"), mid);
+      assertArrayEquals(mid, r.get(b("mid")));
+      byte[] maxKey = new byte[Parallax.MAX_KEY_SIZE];
+      maxKey[0] = 1;
+      r.put(maxKey, b("x"));
+      assertEquals("x", s(r.get(maxKey)));
+      assertThrows(TooBigException.class, () -> r.put(new byte[Parallax.MAX_KEY_SIZE + 1], b("x")));
+      assertThrows(TooBigException.class, () -> r.put(b("k"), new byte[Parallax.MAX_VALUE_SIZE + 1]));
+      assertThrows(InvalidArgumentException.class, () -> r.put(new byte[0], b("x")));
+    }
+  }
+
+  @Test
+  void regionsCreateListOpenDrop() {
+    try (Parallax db = TestSupport.open(dir)) {
+      try (Region a = db.createRegion("a"); Region bb = db.region("b")) {
+        a.put(b("1"), b("a1"));
+        bb.put(b("1"), b("b1"));
+        assertEquals("a1", s(a.get(b("1"))));
+        assertEquals("b1", s(bb.get(b("1"))));
+        assertThrows(AlreadyExistsException.class, () -> db.createRegion("a"));
+        assertThrows(BusyException.class, () -> db.openRegion("a"));
+        assertThrows(BusyException.class, () -> db.dropRegion("a"));
+      }
+      assertEquals(List.of("a", "b"), db.regions());
+      assertThrows(NoSuchEntryException.class, () -> db.openRegion("zzz"));
+      db.dropRegion("a");
+      assertEquals(List.of("b"), db.regions());
+      assertThrows(NoSuchEntryException.class, () -> db.dropRegion("a"));
+      assertThrows(TooBigException.class, () -> db.region("x".repeat(Parallax.MAX_REGION_NAME + 1)));
+      assertThrows(InvalidArgumentException.class, () -> db.region(""));
+      assertThrows(InvalidArgumentException.class, () -> db.region("a\0b"));
+      try (Region r = db.region("ünïcødé")) {
+        r.put(b("k"), b("v"));
+      }
+      assertTrue(db.regions().contains("ünïcødé"));
+    }
+  }
+
+  @Test
+  void reopenKeepsData() {
+    try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
+      for (int i = 0; i < 1000; i++) r.put(b("key" + i), b("value" + i));
+    }
+    try (Parallax db = TestSupport.open(dir); Region r = db.openRegion("r")) {
+      for (int i = 0; i < 1000; i++) assertEquals("value" + i, s(r.get(b("key" + i))));
+    }
+  }
+
+  @Test
+  void volumeErrors() throws Exception {
+    Path missing = dir.resolve("missing.vol");
+    ParallaxException e = assertThrows(NoSuchEntryException.class,
+        () -> Parallax.open(missing, Options.builder().createIfMissing(false).build()));
+    assertEquals(ParallaxException.ENOENT, e.status());
+    assertFalse(e.getMessage().isEmpty());
+    Path junk = dir.resolve("junk.vol");
+    byte[] data = new byte[1 << 16];
+    java.util.Arrays.fill(data, (byte) 0x5a);
+    Files.write(junk, data);
+    assertThrows(NotAVolumeException.class, () -> Parallax.open(junk));
+    try (Parallax db = TestSupport.open(dir)) {
+      assertThrows(BusyException.class, () -> TestSupport.open(dir));
+    }
+    assertThrows(InvalidArgumentException.class, () -> Parallax.open(null));
+    assertThrows(InvalidArgumentException.class, () -> Parallax.open(dir.resolve("x"), null));
+    assertThrows(InvalidArgumentException.class, () -> Options.builder().l0Size(0));
+    assertThrows(InvalidArgumentException.class, () -> Options.builder().growthFactor(1));
+  }
+
+  @Test
+  void optionsReachTheEngine() {
+    Options o = Options.builder().l0Size(256 << 10).growthFactor(4).compactionThreads(2)
+        .useDirectIo(false).maxVolumeSize(1L << 30).createIfMissing(true)
+        .durabilityInterval(java.time.Duration.ofMillis(20)).placement(Options.Placement.HYBRID)
+        .smallThreshold(120).largeThreshold(1024).gcThresholdPercent(10).mediumMergeLevel(0).build();
+    try (Parallax db = Parallax.open(dir.resolve("o.vol"), o); Region r = db.region("r")) {
+      byte[] v = new byte[1000];
+      for (int i = 0; i < 2000; i++) r.put(b(String.format("k%06d", i)), v);
+      r.flush();
+      RegionStats st = r.stats();
+      assertTrue(st.compactions() >= 2, "a 256 KiB L0 compacts 2 MB of data several times");
+      RegionStats.Placement p = st.placement();
+      assertEquals(st.puts(), p.smallPuts() + p.mediumPuts() + p.largePuts(), st.toString());
+    }
+  }
+
+  @Test
+  void writeBatchIsAtomicAndReusable() {
+    try (Parallax db = TestSupport.open(dir); Region r = db.region("r");
+        WriteBatch batch = new WriteBatch()) {
+      r.put(b("gone"), b("x"));
+      batch.put(b("a"), b("1")).put(b("b"), b("2")).delete(b("gone"));
+      batch.put(java.nio.ByteBuffer.wrap(b("c")), java.nio.ByteBuffer.allocateDirect(3));
+      assertEquals(4, batch.count());
+      r.write(batch, WriteOptions.SYNC);
+      assertEquals("1", s(r.get(b("a"))));
+      assertEquals("2", s(r.get(b("b"))));
+      assertArrayEquals(new byte[3], r.get(b("c")));
+      assertNull(r.get(b("gone")));
+      batch.clear();
+      assertEquals(0, batch.count());
+      batch.delete(b("a"));
+      r.write(batch);
+      assertNull(r.get(b("a")));
+      batch.clear();
+      byte[] v = new byte[Parallax.MAX_VALUE_SIZE];
+      batch.put(b("x1"), v);
+      assertThrows(TooBigException.class, () -> batch.put(b("x2"), v));
+      assertThrows(InvalidArgumentException.class, () -> r.write(null));
+    }
+  }
+
+  @Test
+  void snapshotsIgnoreLaterWrites() {
+    try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
+      r.put(b("a"), b("1"));
+      try (Snapshot snap = r.snapshot()) {
+        r.put(b("a"), b("2"));
+        r.put(b("b"), b("new"));
+        r.flush();
+        assertEquals("1", s(snap.get(b("a"))));
+        assertNull(snap.get(b("b")));
+        assertFalse(snap.exists(b("b")));
+        assertEquals("2", s(r.get(b("a"))));
+        try (Scanner sc = snap.scanner()) {
+          assertTrue(sc.isValid());
+          assertEquals("a", s(sc.key()));
+          assertEquals("1", s(sc.value()));
+          assertFalse(sc.next());
+        }
+        java.nio.ByteBuffer dst = java.nio.ByteBuffer.allocate(8);
+        assertEquals(1, snap.get(java.nio.ByteBuffer.wrap(b("a")), dst));
+        assertEquals('1', dst.get(0));
+      }
+    }
+  }
+}

@@ -1,0 +1,239 @@
+/*
+ * parallax_jni.c — the JNI bridge of the Java API (engine-java, class
+ * io.parallaxkv.internal.JniNative), compiled into libparallax.so.
+ *
+ * Deliberately thin: every pointer travels as a jlong raw address (the Java
+ * side passes direct-buffer or scratch-buffer addresses), so each entry point
+ * is one cast and one call into the public C API of parallax.h. Out parameters
+ * (handles, lengths) are written to caller-supplied native addresses. Nothing
+ * here keeps a reference to Java memory after a call returns.
+ */
+#include <jni.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "parallax/parallax.h"
+
+#define JNI_FN(ret, name) JNIEXPORT ret JNICALL Java_io_parallaxkv_internal_JniNative_##name
+#define P(a) ((void *)(uintptr_t)(a))
+#define CP(a) ((const void *)(uintptr_t)(a))
+
+/* Every exported function below has a prototype here (-Wmissing-prototypes). */
+#define DECL(ret, name, ...) JNIEXPORT ret JNICALL Java_io_parallaxkv_internal_JniNative_##name(JNIEnv *env, jclass cls, ##__VA_ARGS__);
+DECL(jlongArray, layout)
+DECL(jstring, strerror, jint status)
+DECL(jbyteArray, lastError)
+DECL(void, optionsInit, jlong opts)
+DECL(jint, open, jlong path, jlong opts, jlong out)
+DECL(jint, close, jlong vol)
+DECL(jint, regionCreate, jlong vol, jlong name)
+DECL(jint, regionOpen, jlong vol, jlong name, jint create, jlong out)
+DECL(jint, regionClose, jlong r)
+DECL(jint, regionDrop, jlong vol, jlong name)
+DECL(jint, regionList, jlong vol, jobject list)
+DECL(jint, put, jlong r, jlong k, jlong kl, jlong v, jlong vl, jint flags)
+DECL(jint, delete, jlong r, jlong k, jlong kl, jint flags)
+DECL(jint, batchCreate, jlong out)
+DECL(jint, batchPut, jlong b, jlong k, jlong kl, jlong v, jlong vl)
+DECL(jint, batchDelete, jlong b, jlong k, jlong kl)
+DECL(void, batchClear, jlong b)
+DECL(jlong, batchCount, jlong b)
+DECL(void, batchDestroy, jlong b)
+DECL(jint, write, jlong r, jlong b, jint flags)
+DECL(jint, sync, jlong r)
+DECL(jint, snapshotCreate, jlong r, jlong out)
+DECL(void, snapshotRelease, jlong s)
+DECL(jint, get, jlong r, jlong snap, jlong k, jlong kl, jlong buf, jlong cap, jlong vlen)
+DECL(jint, exists, jlong r, jlong snap, jlong k, jlong kl)
+DECL(jint, scannerOpen, jlong r, jlong snap, jlong out)
+DECL(jint, scannerSeek, jlong s, jlong k, jlong kl, jint mode, jlong entry)
+DECL(jint, scannerNext, jlong s, jlong entry)
+DECL(void, scannerClose, jlong s)
+DECL(jint, flush, jlong r)
+DECL(jint, regionStats, jlong r, jlong out)
+DECL(jint, volumeStats, jlong vol, jlong out)
+DECL(jlong, directAddress, jobject buf)
+DECL(void, copyToArray, jlong src, jbyteArray dst, jint off, jint len)
+DECL(void, copyMemory, jlong src, jlong dst, jlong len)
+
+/* Offsets the Java side hard-codes for the FFM backend, checked by a test. */
+JNI_FN(jlongArray, layout)(JNIEnv *env, jclass cls) {
+  jlong v[] = {
+      (jlong)sizeof(par_options),
+      (jlong)offsetof(par_options, l0_size),
+      (jlong)offsetof(par_options, growth_factor),
+      (jlong)offsetof(par_options, durability_interval_ms),
+      (jlong)offsetof(par_options, compaction_threads),
+      (jlong)offsetof(par_options, use_direct_io),
+      (jlong)offsetof(par_options, max_volume_size),
+      (jlong)offsetof(par_options, create_if_missing),
+      (jlong)offsetof(par_options, placement),
+      (jlong)offsetof(par_options, small_threshold),
+      (jlong)offsetof(par_options, large_threshold),
+      (jlong)offsetof(par_options, gc_threshold_pct),
+      (jlong)offsetof(par_options, medium_merge_level),
+      (jlong)sizeof(par_stats),
+      (jlong)offsetof(par_stats, puts),
+      (jlong)offsetof(par_stats, last_lsn),
+      (jlong)offsetof(par_stats, levels),
+      (jlong)offsetof(par_stats, level),
+      (jlong)offsetof(par_stats, small_puts),
+      (jlong)offsetof(par_stats, medium_log_bytes_written),
+      (jlong)sizeof(par_level_stats),
+      (jlong)offsetof(par_level_stats, height),
+      (jlong)sizeof(par_volume_stats),
+      (jlong)PAR_MAX_KEY_SIZE,
+      (jlong)PAR_MAX_VALUE_SIZE,
+      (jlong)PAR_MAX_BATCH_SIZE,
+      (jlong)PAR_MAX_REGION_NAME,
+      (jlong)PAR_MAX_LEVELS,
+  };
+  jsize n = (jsize)(sizeof v / sizeof v[0]);
+  jlongArray a = (*env)->NewLongArray(env, n);
+  if (a) (*env)->SetLongArrayRegion(env, a, 0, n, v);
+  return a;
+}
+
+JNI_FN(jstring, strerror)(JNIEnv *env, jclass cls, jint status) {
+  return (*env)->NewStringUTF(env, par_strerror(status)); /* static ASCII */
+}
+
+/* Bytes, not a String: the message may hold arbitrary bytes (file names). */
+JNI_FN(jbyteArray, lastError)(JNIEnv *env, jclass cls) {
+  const char *m = par_last_error();
+  if (!m) m = "";
+  jsize n = (jsize)strlen(m);
+  jbyteArray a = (*env)->NewByteArray(env, n);
+  if (a) (*env)->SetByteArrayRegion(env, a, 0, n, (const jbyte *)m);
+  return a;
+}
+
+JNI_FN(void, optionsInit)(JNIEnv *env, jclass cls, jlong opts) { par_options_init(P(opts)); }
+
+JNI_FN(jint, open)(JNIEnv *env, jclass cls, jlong path, jlong opts, jlong out) {
+  return par_open(CP(path), CP(opts), P(out));
+}
+JNI_FN(jint, close)(JNIEnv *env, jclass cls, jlong vol) { return par_close(P(vol)); }
+JNI_FN(jint, regionCreate)(JNIEnv *env, jclass cls, jlong vol, jlong name) {
+  return par_region_create(P(vol), CP(name));
+}
+JNI_FN(jint, regionOpen)(JNIEnv *env, jclass cls, jlong vol, jlong name, jint create, jlong out) {
+  return par_region_open(P(vol), CP(name), create, P(out));
+}
+JNI_FN(jint, regionClose)(JNIEnv *env, jclass cls, jlong r) { return par_region_close(P(r)); }
+JNI_FN(jint, regionDrop)(JNIEnv *env, jclass cls, jlong vol, jlong name) {
+  return par_region_drop(P(vol), CP(name));
+}
+
+typedef struct list_ctx {
+  JNIEnv *env;
+  jobject list;
+  jmethodID add;
+  int failed;
+} list_ctx;
+
+static void list_one(const char *name, void *arg) {
+  list_ctx *c = arg;
+  if (c->failed) return;
+  JNIEnv *env = c->env;
+  jsize n = (jsize)strlen(name);
+  jbyteArray a = (*env)->NewByteArray(env, n);
+  if (!a) {
+    c->failed = 1;
+    return;
+  }
+  (*env)->SetByteArrayRegion(env, a, 0, n, (const jbyte *)name);
+  (*env)->CallBooleanMethod(env, c->list, c->add, a);
+  (*env)->DeleteLocalRef(env, a);
+  if ((*env)->ExceptionCheck(env)) c->failed = 1;
+}
+
+/* Appends each region name (as byte[]) to a java.util.List. */
+JNI_FN(jint, regionList)(JNIEnv *env, jclass cls, jlong vol, jobject list) {
+  jclass lc = (*env)->GetObjectClass(env, list);
+  jmethodID add = lc ? (*env)->GetMethodID(env, lc, "add", "(Ljava/lang/Object;)Z") : NULL;
+  if (!add) return PAR_ENOMEM; /* an exception is pending */
+  list_ctx c = {env, list, add, 0};
+  int rc = par_region_list(P(vol), list_one, &c);
+  return rc ? rc : (c.failed ? PAR_ENOMEM : PAR_OK);
+}
+
+JNI_FN(jint, put)(JNIEnv *env, jclass cls, jlong r, jlong k, jlong kl, jlong v, jlong vl, jint flags) {
+  return par_put(P(r), CP(k), (size_t)kl, CP(v), (size_t)vl, (unsigned)flags);
+}
+JNI_FN(jint, delete)(JNIEnv *env, jclass cls, jlong r, jlong k, jlong kl, jint flags) {
+  return par_delete(P(r), CP(k), (size_t)kl, (unsigned)flags);
+}
+JNI_FN(jint, batchCreate)(JNIEnv *env, jclass cls, jlong out) { return par_batch_create(P(out)); }
+JNI_FN(jint, batchPut)(JNIEnv *env, jclass cls, jlong b, jlong k, jlong kl, jlong v, jlong vl) {
+  return par_batch_put(P(b), CP(k), (size_t)kl, CP(v), (size_t)vl);
+}
+JNI_FN(jint, batchDelete)(JNIEnv *env, jclass cls, jlong b, jlong k, jlong kl) {
+  return par_batch_delete(P(b), CP(k), (size_t)kl);
+}
+JNI_FN(void, batchClear)(JNIEnv *env, jclass cls, jlong b) { par_batch_clear(P(b)); }
+JNI_FN(jlong, batchCount)(JNIEnv *env, jclass cls, jlong b) { return (jlong)par_batch_count(CP(b)); }
+JNI_FN(void, batchDestroy)(JNIEnv *env, jclass cls, jlong b) { par_batch_destroy(P(b)); }
+JNI_FN(jint, write)(JNIEnv *env, jclass cls, jlong r, jlong b, jint flags) {
+  return par_write(P(r), CP(b), (unsigned)flags);
+}
+JNI_FN(jint, sync)(JNIEnv *env, jclass cls, jlong r) { return par_sync(P(r)); }
+JNI_FN(jint, snapshotCreate)(JNIEnv *env, jclass cls, jlong r, jlong out) {
+  return par_snapshot_create(P(r), P(out));
+}
+JNI_FN(void, snapshotRelease)(JNIEnv *env, jclass cls, jlong s) { par_snapshot_release(P(s)); }
+JNI_FN(jint, get)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong k, jlong kl, jlong buf, jlong cap,
+            jlong vlen) {
+  return par_get(P(r), CP(snap), CP(k), (size_t)kl, P(buf), (size_t)cap, P(vlen));
+}
+JNI_FN(jint, exists)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong k, jlong kl) {
+  return par_exists(P(r), CP(snap), CP(k), (size_t)kl);
+}
+JNI_FN(jint, scannerOpen)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong out) {
+  return par_scanner_open(P(r), CP(snap), P(out));
+}
+
+/* After a move: returns a negative status, or the valid flag (0/1) with, when
+ * valid, entry[1] key address, [2] key length, [3] value address, [4] value
+ * length (engine memory, valid until the scanner moves or closes). */
+static int fill_entry(par_scanner *s, int64_t *e) {
+  e[0] = par_scanner_valid(s);
+  if (!e[0]) return 0;
+  const void *k = NULL, *v = NULL;
+  size_t kl = 0, vl = 0;
+  int rc = par_scanner_key(s, &k, &kl);
+  if (!rc) rc = par_scanner_value(s, &v, &vl);
+  e[1] = (int64_t)(uintptr_t)k;
+  e[2] = (int64_t)kl;
+  e[3] = (int64_t)(uintptr_t)v;
+  e[4] = (int64_t)vl;
+  return rc ? rc : 1;
+}
+
+JNI_FN(jint, scannerSeek)(JNIEnv *env, jclass cls, jlong s, jlong k, jlong kl, jint mode, jlong entry) {
+  int rc = par_scanner_seek(P(s), CP(k), (size_t)kl, (par_seek_mode)mode);
+  return rc ? rc : fill_entry(P(s), P(entry));
+}
+JNI_FN(jint, scannerNext)(JNIEnv *env, jclass cls, jlong s, jlong entry) {
+  int rc = par_scanner_next(P(s));
+  return rc ? rc : fill_entry(P(s), P(entry));
+}
+JNI_FN(void, scannerClose)(JNIEnv *env, jclass cls, jlong s) { par_scanner_close(P(s)); }
+JNI_FN(jint, flush)(JNIEnv *env, jclass cls, jlong r) { return par_flush(P(r)); }
+JNI_FN(jint, regionStats)(JNIEnv *env, jclass cls, jlong r, jlong out) {
+  return par_region_stats(P(r), P(out));
+}
+JNI_FN(jint, volumeStats)(JNIEnv *env, jclass cls, jlong vol, jlong out) {
+  return par_volume_stats_get(P(vol), P(out));
+}
+JNI_FN(jlong, directAddress)(JNIEnv *env, jclass cls, jobject buf) {
+  return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buf);
+}
+JNI_FN(void, copyToArray)(JNIEnv *env, jclass cls, jlong src, jbyteArray dst, jint off, jint len) {
+  (*env)->SetByteArrayRegion(env, dst, off, len, CP(src));
+}
+JNI_FN(void, copyMemory)(JNIEnv *env, jclass cls, jlong src, jlong dst, jlong len) {
+  memmove(P(dst), CP(src), (size_t)len);
+}
