@@ -301,12 +301,14 @@ static void test_value_limits(void **state) {
   }
 
   /* A batch whose encoding exceeds PAR_MAX_BATCH_SIZE is refused as a whole,
-   * either when it grows past the limit or when it is written. */
+   * either when it grows past the limit or when it is written. Values up to
+   * PAR_MAX_INLINE_VALUE count whole; larger ones as their pointer. */
   par_batch_clear(b);
   tu_fill_pattern(val, max, 3);
+  const size_t inl = PAR_MAX_INLINE_VALUE;
   assert_ok(par_batch_put(b, "bt1", 3, "small", 5));
-  assert_ok(par_batch_put(b, "bt2", 3, val, max));
-  int rc = par_batch_put(b, "bt3", 3, val, max);
+  assert_ok(par_batch_put(b, "bt2", 3, val, inl));
+  int rc = par_batch_put(b, "bt3", 3, val, inl);
   if (rc == PAR_OK) {
     assert_par(par_write(f->reg, b, 0), PAR_ETOOBIG);
   } else {
@@ -315,13 +317,19 @@ static void test_value_limits(void **state) {
   expect_error_message();
   assert_par(par_exists(f->reg, NULL, "bt1", 3), PAR_NOT_FOUND);
   assert_par(par_exists(f->reg, NULL, "bt3", 3), PAR_NOT_FOUND);
-  /* A batch under the limit (1 MiB + 256 KiB of values) is accepted. */
+  /* A batch under the limit (1 MiB + 256 KiB of values, and a 64 MiB one
+   * that goes to the large log) is accepted. */
   par_batch_clear(b);
   assert_ok(par_batch_put(b, "bt1", 3, "small", 5));
-  assert_ok(par_batch_put(b, "bt2", 3, val, max));
+  assert_ok(par_batch_put(b, "bt2", 3, val, inl));
   assert_ok(par_batch_put(b, "bt3", 3, val, 256 * 1024));
+  assert_ok(par_batch_put(b, "bt4", 3, val, max));
   assert_ok(par_write(f->reg, b, PAR_SYNC));
   assert_ok(par_exists(f->reg, NULL, "bt3", 3));
+  size_t len = 0;
+  assert_ok(par_get(f->reg, NULL, "bt4", 3, buf, max + 16, &len));
+  assert_int_equal(len, max);
+  assert_true(tu_check_pattern(buf, max, 3));
   par_batch_destroy(b);
   free(val);
   free(buf);

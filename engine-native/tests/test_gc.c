@@ -10,6 +10,9 @@
  *  gc_races    writers overwrite and delete large values while scanners
  *              read snapshots and GC relocates: every snapshot is stable,
  *              and the final state equals the writers' acknowledged state.
+ *  gc_huge     values larger than a segment live in runs of segments of
+ *              their own; overwriting them frees the runs, and 64 MiB
+ *              values read back across a reopen.
  *  gc_crash    a child overwrites and deletes large values with PAR_SYNC
  *              while GC runs, and is killed at random moments; after each
  *              reopen every synced write is present (or superseded by a
@@ -140,6 +143,60 @@ static void test_gc_space(void **state) {
   assert_ok(par_region_close(r));
   assert_ok(par_close(v));
   free(val);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
+/* ---- gc_huge ----------------------------------------------------------------- */
+
+static void test_gc_huge(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_huge");
+  char *path = tu_path(dir, "gc.px");
+  par_options o = gc_options();
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  enum { KEYS = 6 };
+  const size_t big = 5u << 20; /* three segments each */
+  uint8_t *val = malloc(PAR_MAX_VALUE_SIZE), *buf = malloc(PAR_MAX_VALUE_SIZE);
+  char key[32];
+  for (int round = 1; round <= 3; round++)
+    for (uint32_t k = 0; k < KEYS; k++) {
+      tu_fill_pattern(val, big, (uint64_t)k << 8 | (uint64_t)round);
+      assert_ok(par_put(r, key, key_of(k, key), val, big, round == 3 ? PAR_SYNC : 0));
+    }
+  tu_fill_pattern(val, PAR_MAX_VALUE_SIZE, 99);
+  assert_ok(par_put(r, "max", 3, val, PAR_MAX_VALUE_SIZE, 0));
+  for (int i = 0; i < 3; i++) assert_ok(par_flush(r));
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  fprintf(stderr, "gc_huge: large log %llu segments after overwrites; %llu freed by GC\n",
+          (unsigned long long)st.large_log_segments, (unsigned long long)st.gc_segments_freed);
+  /* Live: KEYS runs of 3 segments and one of 33, plus the heads. */
+  assert_true(st.large_log_segments <= KEYS * 3 + 33 + 2);
+  assert_true(st.gc_segments_freed >= 2 * KEYS * 3);
+  for (int pass = 0; pass < 2; pass++) {
+    size_t len;
+    for (uint32_t k = 0; k < KEYS; k++) {
+      assert_ok(par_get(r, NULL, key, key_of(k, key), buf, PAR_MAX_VALUE_SIZE, &len));
+      assert_int_equal(len, big);
+      assert_true(tu_check_pattern(buf, big, (uint64_t)k << 8 | 3));
+    }
+    assert_ok(par_get(r, NULL, "max", 3, buf, PAR_MAX_VALUE_SIZE, &len));
+    assert_int_equal(len, PAR_MAX_VALUE_SIZE);
+    assert_true(tu_check_pattern(buf, PAR_MAX_VALUE_SIZE, 99));
+    assert_ok(par_region_close(r));
+    assert_ok(par_close(v));
+    assert_ok(par_open(path, &o, &v));
+    assert_ok(par_region_open(v, "gc", 0, &r));
+  }
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  free(val);
+  free(buf);
   tu_rm_rf(dir);
   free(dir);
   free(path);
@@ -464,6 +521,7 @@ static void test_gc_crash(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gc_space),
+      cmocka_unit_test(test_gc_huge),
       cmocka_unit_test(test_gc_races),
       cmocka_unit_test(test_gc_crash),
   };

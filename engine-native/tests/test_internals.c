@@ -357,7 +357,7 @@ static void make_desc(region_desc *d, uint32_t id, const char *name, uint32_t va
   }
   uint32_t nvlog = variant % 3;
   for (uint32_t i = 0; i < nvlog; i++) {
-    vlog_seg v = {take_seg(src), 7 + i, 12345ull * (i + variant)};
+    vlog_seg v = {take_seg(src), 7 + i, 12345ull * (i + variant), 1};
     assert_ok(region_desc_add_vlog(d, v));
   }
   d->next_inc = 7 + nvlog;
@@ -862,7 +862,7 @@ static void test_tree_jumbo(void **state) {
   const size_t klen = 10;
   size_t fit = 0;
   while (NODE_HDR + leaf_entry_size(klen, fit + 1) <= LEAF_SIZE) fit++;
-  const size_t sizes[] = {100000, 5, 7, 100000, 9, fit, fit + 1, 11, 300000, PAR_MAX_VALUE_SIZE,
+  const size_t sizes[] = {100000, 5, 7, 100000, 9, fit, fit + 1, 11, 300000, PAR_MAX_INLINE_VALUE,
                           3, 8000, 8200, 100000, 2};
   const size_t nsizes = sizeof sizes / sizeof *sizes;
   uint32_t k = 0;

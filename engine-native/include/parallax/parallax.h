@@ -33,8 +33,12 @@ extern "C" {
 /* ---- limits ------------------------------------------------------------ */
 
 #define PAR_MAX_KEY_SIZE 1024u            /* bytes; keys are 1..1024 bytes */
-#define PAR_MAX_VALUE_SIZE (1u << 20)     /* bytes; values are 0..1 MiB    */
-#define PAR_MAX_BATCH_SIZE (1536u * 1024) /* encoded bytes of one batch     */
+#define PAR_MAX_VALUE_SIZE (64u << 20)    /* bytes; values are 0..64 MiB   */
+#define PAR_MAX_INLINE_VALUE (1u << 20)   /* larger values always go to the
+                                             large log, whatever the policy */
+#define PAR_MAX_BATCH_SIZE (1536u * 1024) /* encoded bytes of one batch; a
+                                             value over PAR_MAX_INLINE_VALUE
+                                             counts as its 16-byte pointer */
 #define PAR_MAX_REGION_NAME 127u          /* bytes of a region name         */
 #define PAR_MAX_REGIONS 1024u             /* regions per volume             */
 #define PAR_MAX_LEVELS 8                  /* device levels L1..L8           */

@@ -76,6 +76,36 @@ retry:
   goto retry; /* the new segments are free, but for segment 0 of an empty file */
 }
 
+int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first) {
+  if (n <= 1) return segalloc_alloc(a, first);
+  pthread_mutex_lock(&a->mu);
+  uint32_t run = 0, start = 0;
+  for (uint32_t s = 1; s < a->nsegs; s++) {
+    if (test_bit(a, s)) {
+      run = 0;
+      continue;
+    }
+    if (!run) start = s;
+    if (++run == n) goto found;
+  }
+  /* Grow the file so that a free tail (possibly empty) plus new segments make the run. */
+  start = run ? start : a->nsegs;
+  uint32_t need = start + n - a->nsegs;
+  int rc = ensure_cap(a, start + n);
+  if (!rc) rc = file_grow(a->file, (uint64_t)(start + n) * SEG);
+  if (rc) {
+    pthread_mutex_unlock(&a->mu);
+    return rc == PAR_ENOSPC ? par_error(PAR_ENOSPC, "no room for %u consecutive segments", n) : rc;
+  }
+  a->nsegs += need;
+found:
+  for (uint32_t s = start; s < start + n; s++) set_bit(a, s);
+  a->used += n;
+  *first = start;
+  pthread_mutex_unlock(&a->mu);
+  return PAR_OK;
+}
+
 void segalloc_free(segalloc *a, uint32_t seg) {
   pthread_mutex_lock(&a->mu);
   if (seg && seg < a->nsegs && test_bit(a, seg)) {

@@ -28,6 +28,8 @@ int segalloc_init(segalloc *a, par_file *file);
 void segalloc_destroy(segalloc *a);
 /* Allocates a segment, growing the file when none is free. */
 int segalloc_alloc(segalloc *a, uint32_t *seg);
+/* Allocates n consecutive segments (a value larger than one segment). */
+int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first);
 void segalloc_free(segalloc *a, uint32_t seg);
 /* Marks a segment in use while the catalog is replayed; PAR_ECORRUPT when it
  * lies outside the file or is referenced twice. */

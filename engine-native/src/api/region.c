@@ -66,23 +66,24 @@ static int new_wal_segment(void *ctx, uint64_t first_lsn, uint32_t *seg) {
 /* ---- large-log segments ---- */
 
 typedef struct vlog_add {
-  uint32_t seg, inc;
+  uint32_t seg, inc, n;
 } vlog_add;
 
 static int edit_add_vlog(region_desc *d, void *arg, seg_list *freed) {
   (void)freed;
   vlog_add *a = arg;
   a->inc = ++d->next_inc;
-  return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0});
+  return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0, a->n});
 }
 
-static int new_vlog_segment(void *ctx, uint32_t *seg, uint32_t *inc) {
+static int new_vlog_segment(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
   par_region *r = ctx;
-  int rc = segalloc_alloc(&r->vol->alloc, seg);
+  int rc = segalloc_alloc_run(&r->vol->alloc, n, seg);
   if (rc) return rc;
-  vlog_add a = {*seg, 0};
+  vlog_add a = {*seg, 0, n};
   rc = region_persist(r, edit_add_vlog, &a);
-  if (rc) segalloc_free(&r->vol->alloc, *seg);
+  if (rc)
+    for (uint32_t i = 0; i < n; i++) segalloc_free(&r->vol->alloc, *seg + i);
   *inc = a.inc;
   return rc;
 }
@@ -354,7 +355,8 @@ static int size_class(const par_options *o, size_t pair) {
 }
 
 /* Whether a put's value goes to the large log under the placement policy. */
-static int goes_to_large_log(const par_options *o, int cls) {
+static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
+  if (value_len > PAR_MAX_INLINE_VALUE) return 1;
   switch (o->placement) {
   case PAR_PLACEMENT_IN_LOG: return 1;
   case PAR_PLACEMENT_IN_PLACE: return 0;
@@ -371,7 +373,8 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
   uint8_t *ptrs = NULL;
   int rc = PAR_OK;
   for (uint32_t i = 0; i < n && !rc; i++) {
-    if (ops[i].type != WAL_PUT || !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len)))
+    if (ops[i].type != WAL_PUT ||
+        !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len), ops[i].value_len))
       continue;
     if (!logged) {
       logged = malloc(n * sizeof *logged);
@@ -383,7 +386,10 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
       memcpy(logged, ops, n * sizeof *logged);
     }
     vptr p;
-    rc = vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    if (vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE)
+      rc = vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    else
+      rc = vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
     if (rc) break;
     vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
     logged[i].type = WAL_PUT_LARGE;
@@ -475,7 +481,8 @@ PAR_API int par_batch_create(par_batch **out) {
 
 static int batch_add(par_batch *b, uint8_t type, const void *key, size_t key_len, const void *value,
                      size_t value_len) {
-  size_t enc = wal_op_size(key_len, value_len);
+  /* The WAL record holds a pointer for a value that always goes to the large log. */
+  size_t enc = wal_op_size(key_len, value_len > PAR_MAX_INLINE_VALUE ? VPTR_SIZE : value_len);
   if (b->encoded + enc > PAR_MAX_BATCH_SIZE)
     return par_error(PAR_ETOOBIG, "batch would exceed %u encoded bytes", PAR_MAX_BATCH_SIZE);
   if (b->n == b->cap) {
@@ -720,8 +727,10 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   out->wal_segments = d ? d->nwal : 0;
-  for (uint32_t i = 0; d && i < d->nvlog; i++) out->large_log_garbage_bytes += d->vlog[i].garbage;
-  out->large_log_segments = d ? d->nvlog : 0;
+  for (uint32_t i = 0; d && i < d->nvlog; i++) {
+    out->large_log_garbage_bytes += d->vlog[i].garbage;
+    out->large_log_segments += d->vlog[i].nsegs;
+  }
   pthread_mutex_unlock(&r->vol->meta_mu);
   uint64_t lsn;
   view *w = region_acquire_view(r, &lsn);

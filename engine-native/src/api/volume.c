@@ -32,6 +32,9 @@ static int check_options(const par_options *o) {
   if (o->compaction_threads > 64)
     return par_error(PAR_EINVAL, "compaction_threads %u is over 64", o->compaction_threads);
   if (o->placement > PAR_PLACEMENT_IN_LOG) return par_error(PAR_EINVAL, "unknown placement %u", o->placement);
+  if (o->large_threshold > PAR_MAX_INLINE_VALUE)
+    return par_error(PAR_EINVAL, "large_threshold %u is above %u, the largest pair kept in place", o->large_threshold,
+                     PAR_MAX_INLINE_VALUE);
   if (o->small_threshold > o->large_threshold)
     return par_error(PAR_EINVAL, "small_threshold %u is above large_threshold %u", o->small_threshold,
                      o->large_threshold);

@@ -31,7 +31,7 @@ void garbage_apply(const garbage_list *g, region_desc *d) {
     vlog_seg *s = region_desc_find_vlog(d, g->v[i].inc);
     if (!s) continue;
     s->garbage += g->v[i].bytes;
-    if (s->garbage > SEG) s->garbage = SEG;
+    if (s->garbage > (uint64_t)SEG * s->nsegs) s->garbage = (uint64_t)SEG * s->nsegs;
   }
 }
 
@@ -63,10 +63,13 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
     if (s->inc == hot || s->inc == cold || s->inc == r->gc_skip_inc || is_pending(r, s->inc)) continue;
-    if (s->garbage >= threshold && s->garbage > best) {
-      best = s->garbage;
+    /* A run holds one value: any garbage means all of it. */
+    uint64_t score = s->nsegs > 1 && s->garbage ? (uint64_t)SEG * s->nsegs : s->garbage;
+    if (score >= threshold && score > best) {
+      best = score;
       t->seg = s->seg;
       t->inc = s->inc;
+      t->nsegs = s->nsegs;
     }
   }
   pthread_mutex_unlock(&r->vol->meta_mu);
@@ -83,14 +86,19 @@ int gc_reclaimable(par_region *r) {
 
 typedef struct drop_vlog {
   uint32_t inc;
+  uint32_t seg, nsegs; /* out: what to free */
 } drop_vlog;
 
 static int edit_drop_vlog(region_desc *d, void *arg, seg_list *freed) {
-  const drop_vlog *dv = arg;
+  drop_vlog *dv = arg;
   for (uint32_t i = 0; i < d->nvlog; i++)
     if (d->vlog[i].inc == dv->inc) {
-      int rc = seg_list_push(freed, d->vlog[i].seg);
-      if (rc) return rc;
+      dv->seg = d->vlog[i].seg;
+      dv->nsegs = d->vlog[i].nsegs;
+      for (uint32_t k = 0; k < dv->nsegs; k++) {
+        int rc = seg_list_push(freed, dv->seg + k);
+        if (rc) return rc;
+      }
       memmove(d->vlog + i, d->vlog + i + 1, (d->nvlog - i - 1) * sizeof *d->vlog);
       d->nvlog--;
       break;
@@ -105,15 +113,17 @@ int gc_reclaim(par_region *r) {
       i++;
       continue;
     }
-    drop_vlog dv = {r->pending[i].inc};
+    drop_vlog dv = {r->pending[i].inc, 0, 0};
     int rc = region_persist(r, edit_drop_vlog, &dv);
     if (rc) return rc; /* stays pending; retried at the next pick */
-    segalloc_free(&r->vol->alloc, r->pending[i].seg);
-    atomic_fetch_add(&r->stats.gc_freed, 1);
+    for (uint32_t k = 0; k < dv.nsegs; k++) segalloc_free(&r->vol->alloc, dv.seg + k);
+    atomic_fetch_add(&r->stats.gc_freed, dv.nsegs);
     r->pending[i] = r->pending[--r->npending];
   }
   return PAR_OK;
 }
+
+static int retire(par_region *r, const gc_task *t, int counted);
 
 /* Re-appends the record at p if its key still points there (write_mu). */
 static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn_out) {
@@ -150,6 +160,7 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
 }
 
 int gc_run(par_region *r, const gc_task *t) {
+  if (t->nsegs > 1) return retire(r, t, 0); /* a dead run: nothing to relocate */
   uint8_t *buf = file_buf_alloc(SEG);
   if (!buf) return par_error(PAR_ENOMEM, "GC buffer");
   int rc = file_read(&r->vol->file, buf, SEG, seg_offset(t->seg));
@@ -170,9 +181,13 @@ int gc_run(par_region *r, const gc_task *t) {
   }
   free(buf);
   if (!rc && last) rc = wal_sync(&r->wal, last);
-  if (rc) return rc;
-  /* Readers that start from here on see the relocated pointers: the segment
-   * is freed once every older view is gone. */
+  return rc ? rc : retire(r, t, 1);
+}
+
+/* Readers that start from here on see the relocated pointers: the segment
+ * is freed once every older view is gone. */
+static int retire(par_region *r, const gc_task *t, int counted) {
+  int rc = PAR_OK;
   pthread_mutex_lock(&r->view_mu);
   view *n = view_clone(r->view);
   if (!n) rc = par_error(PAR_ENOMEM, "view");
@@ -193,7 +208,7 @@ int gc_run(par_region *r, const gc_task *t) {
     r->pending[r->npending].inc = t->inc;
     r->pending[r->npending].need_seq = n->seq;
     r->npending++;
-    atomic_fetch_add(&r->stats.gc_runs, 1);
+    if (counted) atomic_fetch_add(&r->stats.gc_runs, 1);
   } else if (n) {
     view_unref(n);
   }

@@ -36,7 +36,7 @@ void garbage_apply(const garbage_list *g, region_desc *d);
 void garbage_free(garbage_list *g);
 
 typedef struct gc_task {
-  uint32_t seg, inc;
+  uint32_t seg, inc, nsegs;
 } gc_task;
 
 /* With view_mu held. gc_pick finds the most garbage-laden segment over the

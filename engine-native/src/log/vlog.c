@@ -77,7 +77,7 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
   while (!rc) {
     if (!l->seg) {
       uint32_t seg, inc;
-      rc = l->new_segment(l->ctx, &seg, &inc);
+      rc = l->new_segment(l->ctx, 1, &seg, &inc);
       if (!rc) {
         l->seg = seg;
         l->inc = inc;
@@ -126,6 +126,52 @@ size_t vlog_encode(uint8_t *r, uint32_t seed, uint64_t lsn, const void *key, uin
   return size;
 }
 
+int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
+                     uint32_t value_len, vptr *out) {
+  size_t size = vlog_record_size(key_len, value_len);
+  uint32_t n = (uint32_t)((size + SEG - 1) / SEG), seg, inc;
+  int rc = l->new_segment(l->ctx, n, &seg, &inc);
+  if (rc) return rc;
+  uint8_t *buf = file_buf_alloc(SEG);
+  if (!buf) return par_error(PAR_ENOMEM, "large-value buffer");
+  /* The header and key, then the value streamed through the buffer; the
+   * checksum covers all of it, so it is computed first. */
+  uint8_t *p = buf + VLOG_HDR;
+  enc32(buf + 4, (uint32_t)(size - VLOG_HDR));
+  enc64(buf + 8, lsn);
+  p = put_varint(p, key_len);
+  p = put_varint(p, value_len);
+  memcpy(p, key, key_len);
+  p += key_len;
+  uint32_t crc = crc32c(vlog_seed(l->region_id, inc), buf + 4, (size_t)(p - buf) - 4);
+  crc = crc32c(crc, value, value_len);
+  enc32(buf, crc);
+  const uint8_t *v = value;
+  size_t left = value_len, first = SEG - (size_t)(p - buf) < left ? SEG - (size_t)(p - buf) : left;
+  memcpy(p, v, first);
+  size_t fill = (size_t)(p - buf) + first;
+  v += first;
+  left -= first;
+  for (uint64_t off = seg_offset(seg);;) {
+    size_t len = ALIGN_UP(fill, PAR_BLOCK);
+    memset(buf + fill, 0, len - fill);
+    rc = file_write(l->file, buf, len, off);
+    if (rc || !left) break;
+    off += len;
+    fill = left < SEG ? left : SEG;
+    memcpy(buf, v, fill);
+    v += fill;
+    left -= fill;
+  }
+  free(buf);
+  if (rc) return rc; /* the run stays listed, unreferenced: GC frees it when garbage shows */
+  pthread_mutex_lock(&l->mu);
+  l->bytes += size;
+  pthread_mutex_unlock(&l->mu);
+  *out = (vptr){seg, 0, inc, (uint32_t)size};
+  return PAR_OK;
+}
+
 int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out) {
   if (avail < VLOG_HDR) return PAR_ECORRUPT;
   uint32_t len = dec32(rec + 4);
@@ -170,9 +216,9 @@ int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len) {
 int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out) {
   uint64_t size = __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
   uint64_t off = seg_offset(p.seg) + p.off;
-  if (p.off >= SEG || off + VLOG_HDR > size)
+  if (p.off >= SEG || off + p.size > size || p.size < VLOG_HDR)
     return par_error(PAR_ECORRUPT, "large-log pointer %u:%u is outside the volume", p.seg, p.off);
-  if (vlog_parse(f->map + off, SEG - p.off, vlog_seed(region_id, p.inc), out) != PAR_OK)
+  if (vlog_parse(f->map + off, p.size, vlog_seed(region_id, p.inc), out) != PAR_OK)
     return par_error(PAR_ECORRUPT, "large-log record at %u:%u fails its checksum", p.seg, p.off);
   return PAR_OK;
 }

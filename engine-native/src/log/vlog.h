@@ -41,8 +41,9 @@ static inline int vptr_equal(vptr a, vptr b) {
   return a.seg == b.seg && a.off == b.off && a.inc == b.inc && a.size == b.size;
 }
 
-/* Allocates and durably records a new segment of this log. */
-typedef int (*vlog_new_segment_fn)(void *ctx, uint32_t *seg, uint32_t *inc);
+/* Allocates and durably records n new consecutive segments of this log
+ * (n > 1 for one value too large for a segment). */
+typedef int (*vlog_new_segment_fn)(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc);
 
 typedef struct vlog {
   pthread_mutex_t mu;
@@ -67,6 +68,10 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
                 uint32_t value_len, vptr *out);
 /* Writes what the buffer holds (no sync). */
 int vlog_flush(vlog *l);
+/* Writes a record too large for a segment into a run of segments of its
+ * own, at once (no sync: the WAL write that follows syncs it). */
+int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
+                     uint32_t value_len, vptr *out);
 /* Copies the value at p out of the tail buffer into a malloc'd *copy when
  * it is still there; returns 1 if it was, 0 if it is on disk. */
 int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len);

@@ -117,10 +117,11 @@ int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t
     int rc = fn(arg, d->wal[i].seg);
     if (rc) return rc;
   }
-  for (uint32_t i = 0; i < d->nvlog; i++) {
-    int rc = fn(arg, d->vlog[i].seg);
-    if (rc) return rc;
-  }
+  for (uint32_t i = 0; i < d->nvlog; i++)
+    for (uint32_t k = 0; k < d->vlog[i].nsegs; k++) {
+      int rc = fn(arg, d->vlog[i].seg + k);
+      if (rc) return rc;
+    }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
       for (uint32_t k = 0; k < d->level[i][j].segs.n; k++) {
@@ -141,7 +142,7 @@ int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t
  * ntrees x (level u8, slot u8, root u64, height u32, entries u64, bytes u64,
  *           nsegs u32, nsegs x u32, nmsegs u32, nmsegs x u32, medium_bytes u64) |
  * next_inc u32 | nvlog u32 |
- * nvlog x (seg u32, inc u32, garbage u64) */
+ * nvlog x (seg u32, inc u32, garbage u64, nsegs u32) */
 size_t region_desc_encode(const region_desc *d, uint8_t *out) {
   size_t n = 0;
   size_t name_len = strlen(d->name);
@@ -184,6 +185,7 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
     PUT(32, d->vlog[i].seg);
     PUT(32, d->vlog[i].inc);
     PUT(64, d->vlog[i].garbage);
+    PUT(32, d->vlog[i].nsegs);
   }
 #undef PUT
   return n;
@@ -247,12 +249,14 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
   GET(32, d->next_inc);
   uint32_t nvlog;
   GET(32, nvlog);
-  if (nvlog > len / 16) goto bad;
+  if (nvlog > len / 20) goto bad;
   for (uint32_t i = 0; i < nvlog; i++) {
     vlog_seg v;
     GET(32, v.seg);
     GET(32, v.inc);
     GET(64, v.garbage);
+    GET(32, v.nsegs);
+    if (v.nsegs == 0 || v.nsegs > len) goto bad;
     if (region_desc_add_vlog(d, v)) goto oom;
   }
   if (n != len) goto bad;

@@ -46,6 +46,7 @@ typedef struct vlog_seg {
   uint32_t seg;
   uint32_t inc;
   uint64_t garbage; /* record bytes known to be dead */
+  uint32_t nsegs;   /* 1, or the length of a run holding one huge value */
 } vlog_seg;
 
 /* Trees per level: [0] is the level's active tree, [1] the older tree being

@@ -164,7 +164,8 @@ class BasicTest {
       r.write(batch);
       assertNull(r.get(b("a")));
       batch.clear();
-      byte[] v = new byte[Parallax.MAX_VALUE_SIZE];
+      // Values up to 1 MiB (PAR_MAX_INLINE_VALUE) count whole against the batch limit.
+      byte[] v = new byte[1 << 20];
       batch.put(b("x1"), v);
       assertThrows(TooBigException.class, () -> batch.put(b("x2"), v));
       assertThrows(InvalidArgumentException.class, () -> r.write(null));

@@ -38,7 +38,7 @@ public final class Layout {
   public static final int VOLUME_STATS_SIZE = 32;
 
   public static final int MAX_KEY_SIZE = 1024;
-  public static final int MAX_VALUE_SIZE = 1 << 20;
+  public static final int MAX_VALUE_SIZE = 64 << 20;
   public static final int MAX_BATCH_SIZE = 1536 * 1024;
   public static final int MAX_REGION_NAME = 127;
   public static final int MAX_LEVELS = 8;
