@@ -3,6 +3,7 @@
 # policy (hybrid, in-place, in-log): a load of N pairs, then N updates, and
 # prints one Markdown table row per run. Usage:
 #   engine-native/tools/bench_placement.sh [N] [par_bench path]
+# PAR_BENCH_ARGS adds par_bench options to every run (e.g. "--l0-size 16777216").
 set -euo pipefail
 n=${1:-1000000}
 bench=${2:-engine-native/target/cmake-release/par_bench}
@@ -15,7 +16,7 @@ echo "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"
 for mix in S M L SD MD LD; do
   for placement in hybrid in-place in-log; do
     out=$("${preload[@]}" "$bench" --keys "$n" --updates "$n" --mix "$mix" --placement "$placement" \
-          --report-every "$((n * 10))")
+          --report-every "$((n * 10))" ${PAR_BENCH_ARGS:-})
     field() { grep -E "^$1:" <<<"$out" | head -1; }
     load_ops=$(field load | sed -E 's/.*= ([0-9]+) ops\/s.*/\1/')
     load_cpu=$(field load | sed -E 's/.*= ([0-9.]+) us\/op.*/\1/')
