@@ -36,6 +36,7 @@ typedef struct model {
   uint8_t *buf;  /* get buffer */
   uint32_t max_levels;
   uint64_t max_medium_segs; /* transient medium-log segments seen at once */
+  uint64_t gc_runs;         /* large-log collections, over all sessions */
   uint64_t stalls, compactions;
 } model;
 
@@ -310,6 +311,9 @@ static void test_model(void **state) {
     if (m->op % reopen_every == reopen_every - 1) {
       int flush = (int)tu_rand_range(&m->rng, 2);
       if (flush) MOK(m, par_flush(m->reg));
+      par_stats before_close;
+      MOK(m, par_region_stats(m->reg, &before_close));
+      m->gc_runs += before_close.gc_runs; /* counters restart at every open */
       model_close(m);
       model_open(m);
       model_verify_all(m, flush ? "after flush+reopen" : "after reopen");
@@ -335,8 +339,12 @@ static void test_model(void **state) {
     MFAIL(m, "IN_PLACE put values in %llu large-log segments", (unsigned long long)st.large_log_segments);
   if (placement != PAR_PLACEMENT_IN_PLACE && !st.large_log_segments)
     MFAIL(m, "placement %d left the large log empty", (int)placement);
-  fprintf(stderr, "model: up to %llu transient medium-log segments; %llu now\n",
-          (unsigned long long)m->max_medium_segs, (unsigned long long)st.medium_log_segments);
+  m->gc_runs += st.gc_runs;
+  fprintf(stderr, "model: up to %llu transient medium-log segments; %llu now; %llu GC runs\n",
+          (unsigned long long)m->max_medium_segs, (unsigned long long)st.medium_log_segments,
+          (unsigned long long)m->gc_runs);
+  if (placement != PAR_PLACEMENT_IN_PLACE && ops >= 100000 && !m->gc_runs)
+    MFAIL(m, "the large log was never garbage collected");
   if (placement == PAR_PLACEMENT_HYBRID && ops >= 100000 && !m->max_medium_segs)
     MFAIL(m, "medium pairs never went to the transient log");
   if (placement != PAR_PLACEMENT_HYBRID && m->max_medium_segs)
