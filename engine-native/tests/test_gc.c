@@ -13,6 +13,10 @@
  *  gc_huge     values larger than a segment live in runs of segments of
  *              their own; overwriting them frees the runs, and 64 MiB
  *              values read back across a reopen.
+ *  flushed_large_survives_kill
+ *              large values that a completed par_flush put into L1 are on
+ *              disk even if the WAL never wrote them (a long durability
+ *              interval) and the process is killed right after.
  *  gc_crash    a child overwrites and deletes large values with PAR_SYNC
  *              while GC runs, and is killed at random moments; after each
  *              reopen every synced write is present (or superseded by a
@@ -369,6 +373,61 @@ static void test_gc_races(void **state) {
   free(path);
 }
 
+/* ---- flushed_large_survives_kill --------------------------------------------- */
+
+static void test_flushed_large_survives_kill(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_flushkill");
+  char *path = tu_path(dir, "gc.px");
+  enum { KEYS = 300 };
+  int p[2];
+  assert_int_equal(pipe(p), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(p[0]);
+    par_options o = gc_options();
+    o.durability_interval_ms = 600000; /* the WAL thread writes nothing by itself */
+    par_volume *v;
+    par_region *r;
+    if (par_open(path, &o, &v) || par_region_open(v, "gc", 1, &r)) _exit(3);
+    uint8_t *val = malloc(8192);
+    char key[32];
+    for (uint32_t k = 0; k < KEYS; k++)
+      if (par_put(r, key, key_of(k, key), val, make_value(k, 1, val), 0)) _exit(4);
+    if (par_flush(r)) _exit(5);
+    if (write(p[1], "F", 1) != 1) _exit(6);
+    pause(); /* killed here, with nothing closed */
+    _exit(7);
+  }
+  close(p[1]);
+  char c;
+  assert_int_equal(read(p[0], &c, 1), 1);
+  close(p[0]);
+  kill(pid, SIGKILL);
+  int status;
+  waitpid(pid, &status, 0);
+  par_options o = gc_options();
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 0, &r));
+  uint8_t *buf = malloc(8192);
+  char key[32];
+  for (uint32_t k = 0; k < KEYS; k++) {
+    size_t len;
+    int rc = par_get(r, NULL, key, key_of(k, key), buf, 8192, &len);
+    if (rc != PAR_OK) fail_msg("key %u flushed before the kill: %s (%s)", k, par_strerror(rc), par_last_error());
+    assert_int_equal(value_version(k, buf, len), 1);
+  }
+  free(buf);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
 /* ---- gc_crash ---------------------------------------------------------------- */
 
 #define CRASH_KEYS 600
@@ -523,6 +582,7 @@ int main(void) {
       cmocka_unit_test(test_gc_space),
       cmocka_unit_test(test_gc_huge),
       cmocka_unit_test(test_gc_races),
+      cmocka_unit_test(test_flushed_large_survives_kill),
       cmocka_unit_test(test_gc_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

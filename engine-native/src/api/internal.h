@@ -63,6 +63,7 @@ struct par_region {
   uint64_t next_lsn;                 /* under write_mu */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
   wal wal;
+  atomic_int logging;                /* wal started (not during replay) */
   vlog hot;                          /* large log: user writes          */
   vlog cold;                         /* large log: values GC relocates  */
 

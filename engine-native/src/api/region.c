@@ -232,6 +232,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_vlog_segment, r);
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
                             new_wal_segment, flush_large_logs, r);
+    if (!rc) atomic_store(&r->logging, 1);
   }
   if (rc) {
     char msg[512];

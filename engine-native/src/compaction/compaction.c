@@ -256,6 +256,11 @@ static int merge(par_region *r, task *t, dtree **out) {
     atomic_fetch_add(&r->stats.level[level].read, src[i]->bytes_read);
     src[i]->close(src[i]);
   }
+  /* A flushed L0 may point at large-log records still in a tail buffer:
+   * they must be durable before the tree that refers to them is committed
+   * (the WAL thread writes those buffers before each WAL write). During
+   * recovery they already are. */
+  if (!rc && t->frozen && atomic_load(&r->logging)) rc = wal_sync(&r->wal, t->frozen->max_lsn);
   tree_desc d;
   if (!rc) {
     building = 0;
