@@ -122,17 +122,14 @@ int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t
       int rc = fn(arg, d->vlog[i].seg + k);
       if (rc) return rc;
     }
-  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++)
-      for (uint32_t k = 0; k < d->level[i][j].segs.n; k++) {
-        int rc = fn(arg, d->level[i][j].segs.v[k]);
-        if (rc) return rc;
-      }
-  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++)
-      for (uint32_t k = 0; k < d->level[i][j].msegs.n; k++) {
-        int rc = fn(arg, d->level[i][j].msegs.v[k]);
-        if (rc) return rc;
+  for (int pass = 0; pass < 2; pass++) /* the trees' nodes, then their medium segments */
+    for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+      for (int j = 0; j < LEVEL_TREES; j++) {
+        const seg_list *l = pass ? &d->level[i][j].msegs : &d->level[i][j].segs;
+        for (uint32_t k = 0; k < l->n; k++) {
+          int rc = fn(arg, l->v[k]);
+          if (rc) return rc;
+        }
       }
   return PAR_OK;
 }
@@ -173,10 +170,11 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
       PUT(32, t->height);
       PUT(64, t->entries);
       PUT(64, t->bytes);
-      PUT(32, t->segs.n);
-      for (uint32_t k = 0; k < t->segs.n; k++) PUT(32, t->segs.v[k]);
-      PUT(32, t->msegs.n);
-      for (uint32_t k = 0; k < t->msegs.n; k++) PUT(32, t->msegs.v[k]);
+      const seg_list *lists[2] = {&t->segs, &t->msegs};
+      for (int l = 0; l < 2; l++) {
+        PUT(32, lists[l]->n);
+        for (uint32_t k = 0; k < lists[l]->n; k++) PUT(32, lists[l]->v[k]);
+      }
       PUT(64, t->medium_bytes);
     }
   PUT(32, d->next_inc);
@@ -229,20 +227,17 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
     GET(32, td->height);
     GET(64, td->entries);
     GET(64, td->bytes);
-    uint32_t nsegs;
-    GET(32, nsegs);
-    if (!td->root || nsegs > len / 4) goto bad;
-    for (uint32_t k = 0; k < nsegs; k++) {
-      uint32_t s;
-      GET(32, s);
-      if (seg_list_push(&td->segs, s)) goto oom;
-    }
-    GET(32, nsegs);
-    if (nsegs > len / 4) goto bad;
-    for (uint32_t k = 0; k < nsegs; k++) {
-      uint32_t s;
-      GET(32, s);
-      if (seg_list_push(&td->msegs, s)) goto oom;
+    if (!td->root) goto bad;
+    seg_list *lists[2] = {&td->segs, &td->msegs};
+    for (int l = 0; l < 2; l++) {
+      uint32_t nsegs;
+      GET(32, nsegs);
+      if (nsegs > len / 4) goto bad;
+      for (uint32_t k = 0; k < nsegs; k++) {
+        uint32_t s;
+        GET(32, s);
+        if (seg_list_push(lists[l], s)) goto oom;
+      }
     }
     GET(64, td->medium_bytes);
   }
