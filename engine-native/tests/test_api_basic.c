@@ -890,6 +890,62 @@ static void test_stats(void **state) {
   assert_true(s1.levels >= 1);
 }
 
+
+/* par_snapshot_get_view hands out the values themselves: small, medium,
+ * large and larger-than-a-segment values, from L0 and from the levels, stay
+ * valid and unchanged until the snapshot goes, through overwrites, deletes,
+ * flushes and a full compaction. */
+static void test_snapshot_view(void **state) {
+  fx *f = *state;
+  static const size_t sizes[] = {10, 300, 5000, 3u << 20};
+  enum { N = sizeof sizes / sizeof *sizes };
+  uint8_t *vals[N];
+  char key[16];
+  for (int i = 0; i < N; i++) {
+    vals[i] = malloc(sizes[i]);
+    tu_fill_pattern(vals[i], sizes[i], (uint64_t)i + 1);
+    snprintf(key, sizeof key, "view%d", i);
+    assert_ok(par_put(f->reg, key, strlen(key), vals[i], sizes[i], 0)); /* not synced: in tail buffers */
+  }
+  par_snapshot *snap;
+  assert_ok(par_snapshot_create(f->reg, &snap));
+  const void *views[N];
+  for (int i = 0; i < N; i++) {
+    size_t len = 0;
+    snprintf(key, sizeof key, "view%d", i);
+    assert_ok(par_snapshot_get_view(snap, key, strlen(key), &views[i], &len));
+    assert_int_equal(len, sizes[i]);
+    assert_memory_equal(views[i], vals[i], sizes[i]);
+  }
+  const void *v;
+  size_t vl;
+  assert_par(par_snapshot_get_view(snap, "absent", 6, &v, &vl), PAR_NOT_FOUND);
+  assert_par(par_snapshot_get_view(snap, NULL, 1, &v, &vl), PAR_EINVAL);
+  /* Change everything underneath: overwrite, delete, move it all into the levels. */
+  uint8_t *other = calloc(1, 3u << 20);
+  for (int i = 0; i < N; i++) {
+    snprintf(key, sizeof key, "view%d", i);
+    if (i % 2) assert_ok(par_delete(f->reg, key, strlen(key), 0));
+    else assert_ok(par_put(f->reg, key, strlen(key), other, sizes[i], 0));
+  }
+  for (int k = 0; k < 3000; k++) { /* enough to push L0 down several times */
+    snprintf(key, sizeof key, "fill%05d", k);
+    assert_ok(par_put(f->reg, key, strlen(key), other, 700, 0));
+  }
+  assert_ok(par_compact(f->reg));
+  for (int i = 0; i < N; i++) {
+    assert_memory_equal(views[i], vals[i], sizes[i]); /* the old views */
+    size_t len = 0;
+    snprintf(key, sizeof key, "view%d", i);
+    assert_ok(par_snapshot_get_view(snap, key, strlen(key), &v, &len)); /* and new ones */
+    assert_int_equal(len, sizes[i]);
+    assert_memory_equal(v, vals[i], sizes[i]);
+  }
+  par_snapshot_release(snap);
+  free(other);
+  for (int i = 0; i < N; i++) free(vals[i]);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_options_defaults),
@@ -898,6 +954,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_region_drop_frees_space, setup, teardown),
       cmocka_unit_test_setup_teardown(test_put_get_delete_exists, setup, teardown),
       cmocka_unit_test_setup_teardown(test_get_small_buffer, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_snapshot_view, setup, teardown),
       cmocka_unit_test_setup_teardown(test_overwrite_and_empty_value, setup, teardown),
       cmocka_unit_test_setup_teardown(test_batch_basic, setup, teardown),
       cmocka_unit_test_setup_teardown(test_batch_atomic_visibility, setup, teardown),

@@ -171,6 +171,11 @@ PAR_API void par_snapshot_release(par_snapshot *s);
  * Returns PAR_NOT_FOUND when the key is absent or deleted. */
 PAR_API int par_get(par_region *r, const par_snapshot *snap, const void *key, size_t key_len,
             void *buf, size_t cap, size_t *value_len);
+/* Zero-copy lookup in a snapshot: *value points at the value itself (in L0,
+ * a level or a log, through the memory map) and stays valid, unchanged,
+ * until the snapshot is released. PAR_OK or PAR_NOT_FOUND. */
+PAR_API int par_snapshot_get_view(par_snapshot *snap, const void *key, size_t key_len,
+                                  const void **value, size_t *value_len);
 /* PAR_OK or PAR_NOT_FOUND. */
 PAR_API int par_exists(par_region *r, const par_snapshot *snap, const void *key, size_t key_len);
 

@@ -125,6 +125,11 @@ struct par_snapshot {
   par_region *region;
   view *v;
   uint64_t lsn;
+  /* Copies made by par_snapshot_get_view of values that were still in a
+   * large-log tail buffer; they live as long as the snapshot. */
+  pthread_mutex_t copies_mu;
+  uint8_t **copies;
+  uint32_t ncopies;
 };
 
 /* The value a pointer entry refers to (CAT_LARGE: the large log; CAT_MEDIUM:

@@ -564,9 +564,10 @@ PAR_API int par_write(par_region *r, const par_batch *b, unsigned flags) {
 
 PAR_API int par_snapshot_create(par_region *r, par_snapshot **out) {
   if (!r || !out) return par_error(PAR_EINVAL, "par_snapshot_create: NULL argument");
-  par_snapshot *s = malloc(sizeof *s);
+  par_snapshot *s = calloc(1, sizeof *s);
   if (!s) return par_error(PAR_ENOMEM, "snapshot");
   s->region = r;
+  pthread_mutex_init(&s->copies_mu, NULL);
   s->v = region_acquire_view(r, &s->lsn);
   *out = s;
   return PAR_OK;
@@ -575,7 +576,45 @@ PAR_API int par_snapshot_create(par_region *r, par_snapshot **out) {
 PAR_API void par_snapshot_release(par_snapshot *s) {
   if (!s) return;
   view_unref(s->v);
+  for (uint32_t i = 0; i < s->ncopies; i++) free(s->copies[i]);
+  free(s->copies);
+  pthread_mutex_destroy(&s->copies_mu);
   free(s);
+}
+
+/* The snapshot's view keeps everything a value can live in: its memtables,
+ * its trees' segments (and their medium sets), and the large-log segments
+ * GC would free only after the view is gone. */
+PAR_API int par_snapshot_get_view(par_snapshot *s, const void *key, size_t key_len, const void **value,
+                                  size_t *value_len) {
+  if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_snapshot_get_view: NULL argument");
+  int rc = check_key(key, key_len);
+  if (rc) return rc;
+  par_region *r = s->region;
+  tree_entry e;
+  rc = region_lookup(r, s->v, s->lsn, key, key_len, &e);
+  atomic_fetch_add(&r->stats.gets, 1);
+  if (rc) return rc;
+  const uint8_t *v = e.value;
+  uint32_t vl = e.value_len;
+  uint8_t *owned = NULL;
+  if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_large(r, &e, &v, &vl, &owned);
+  if (!rc && owned) {
+    pthread_mutex_lock(&s->copies_mu);
+    uint8_t **c = realloc(s->copies, (s->ncopies + 1) * sizeof *c);
+    if (c) {
+      s->copies = c;
+      s->copies[s->ncopies++] = owned;
+    } else {
+      rc = par_error(PAR_ENOMEM, "snapshot value copy");
+      free(owned);
+    }
+    pthread_mutex_unlock(&s->copies_mu);
+  }
+  if (rc) return rc;
+  *value = v;
+  *value_len = vl;
+  return PAR_OK;
 }
 
 int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e) {
