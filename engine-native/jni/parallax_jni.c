@@ -47,6 +47,7 @@ DECL(jint, snapshotCreate, jlong r, jlong out)
 DECL(void, snapshotRelease, jlong s)
 DECL(jint, get, jlong r, jlong snap, jlong k, jlong kl, jlong buf, jlong cap, jlong vlen)
 DECL(jint, exists, jlong r, jlong snap, jlong k, jlong kl)
+DECL(jint, snapshotGetView, jlong snap, jlong k, jlong kl, jlong value, jlong vlen)
 DECL(jint, scannerOpen, jlong r, jlong snap, jlong out)
 DECL(jint, scannerSeek, jlong s, jlong k, jlong kl, jint mode, jlong entry)
 DECL(jint, scannerNext, jlong s, jlong entry)
@@ -187,6 +188,10 @@ JNI_FN(void, snapshotRelease)(JNIEnv *env, jclass cls, jlong s) { par_snapshot_r
 JNI_FN(jint, get)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong k, jlong kl, jlong buf, jlong cap,
             jlong vlen) {
   return par_get(P(r), CP(snap), CP(k), (size_t)kl, P(buf), (size_t)cap, P(vlen));
+}
+JNI_FN(jint, snapshotGetView)(JNIEnv *env, jclass cls, jlong snap, jlong k, jlong kl, jlong value,
+                              jlong vlen) {
+  return par_snapshot_get_view(P(snap), CP(k), (size_t)kl, P(value), P(vlen));
 }
 JNI_FN(jint, exists)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong k, jlong kl) {
   return par_exists(P(r), CP(snap), CP(k), (size_t)kl);

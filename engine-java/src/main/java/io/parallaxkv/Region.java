@@ -439,6 +439,37 @@ public final class Region implements AutoCloseable {
     }
   }
 
+  /** A view of the value through {@code snap}; see {@link Snapshot#getView(byte[])}. */
+  ByteBuffer doGetView(HandleState snap, ByteBuffer key, Object scope) {
+    int kl = Native.checkKey(key, "key");
+    long r = state.acquire();
+    try {
+      long sp = snap.acquire();
+      try {
+        Scratch s = Scratch.get(Native.align(Native.heap(key)));
+        try {
+          long k = Native.in(api, key, s, 0);
+          int rc = api.snapshotGetView(sp, k, kl, s.address() + Scratch.OUT, s.address() + Scratch.OUT + 8);
+          if (rc == PAR_NOT_FOUND) return null;
+          Native.check(api, rc);
+          long addr = s.out(0);
+          int len = (int) s.out(1);
+          if (scope != null) return api.view(scope, addr, len);
+          ByteBuffer copy = ByteBuffer.allocateDirect(len);
+          if (len > 0) api.copyMemory(addr, api.addressAtPosition(copy), len);
+          return copy.asReadOnlyBuffer();
+        } finally {
+          s.release();
+        }
+      } finally {
+        snap.release();
+      }
+    } finally {
+      state.release();
+      Reference.reachabilityFence(key);
+    }
+  }
+
   /** Raw-address get for the MemorySegment companion: value length or NOT_FOUND. */
   long getAddress(HandleState snap, long k, long kl, long out, long cap) {
     Native.checkKeyLength(kl, "key");

@@ -12,16 +12,37 @@ import java.nio.ByteBuffer;
 public final class Snapshot implements AutoCloseable {
   final HandleState state;
   private final Region region;
+  /** Bounds the lifetime of {@link #getView} buffers (null: the backend copies). */
+  private final Object viewScope;
 
   Snapshot(Region region, long ptr) {
     var api = region.api;
     this.region = region;
+    Object scope = api.openViewScope();
+    this.viewScope = scope;
     this.state = new HandleState("Snapshot of region '" + region.name() + "'", ptr, region.state,
         p -> {
+          if (scope != null) api.closeViewScope(scope); // views throw from here on
           api.snapshotRelease(p);
           return 0;
         }, ParallaxClosedException::new, true);
     state.register(this);
+  }
+
+  /**
+   * The value of {@code key} as a read-only buffer, or null if absent. On JDK 22+ (FFM backend)
+   * the buffer is the engine's own memory — no copy — and it stays valid until this snapshot
+   * closes; reading it afterwards throws {@link IllegalStateException}. On the JNI backend it is
+   * a copy (a direct buffer's memory cannot be revoked), valid for as long as it is referenced.
+   */
+  public ByteBuffer getView(byte[] key) {
+    Native.checkKey(key, "key");
+    return region.doGetView(state, ByteBuffer.wrap(key), viewScope);
+  }
+
+  /** Like {@link #getView(byte[])} with the key given by the remaining bytes of {@code key}. */
+  public ByteBuffer getView(ByteBuffer key) {
+    return region.doGetView(state, key, viewScope);
   }
 
   /** The region this snapshot reads. */

@@ -4,6 +4,7 @@ import static io.parallaxkv.TestSupport.b;
 import static io.parallaxkv.TestSupport.s;
 import static org.junit.jupiter.api.Assertions.*;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -46,6 +47,38 @@ class BasicTest {
       assertTrue(st.level(1).entries() >= 1, st.toString());
       VolumeStats vs = db.stats();
       assertTrue(vs.volumeBytes() > 0 && vs.segmentsUsed() > 0, vs.toString());
+    }
+  }
+
+  @Test
+  void snapshotViewsStayValidUntilTheSnapshotCloses() {
+    try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
+      int[] sizes = {10, 300, 5000, 3 << 20}; // small, medium, large, larger than a segment
+      byte[][] vals = new byte[sizes.length][];
+      for (int i = 0; i < sizes.length; i++) {
+        vals[i] = new byte[sizes[i]];
+        for (int j = 0; j < sizes[i]; j++) vals[i][j] = (byte) (i * 7 + j * 13);
+        r.put(b("view" + i), vals[i]);
+      }
+      ByteBuffer[] views = new ByteBuffer[sizes.length];
+      Snapshot snap = r.snapshot();
+      for (int i = 0; i < sizes.length; i++) {
+        views[i] = snap.getView(b("view" + i));
+        assertTrue(views[i].isReadOnly());
+        assertEquals(ByteBuffer.wrap(vals[i]), views[i]);
+      }
+      assertNull(snap.getView(b("absent")));
+      for (int i = 0; i < sizes.length; i++) r.put(b("view" + i), new byte[sizes[i]]);
+      r.flush();
+      for (int i = 0; i < sizes.length; i++) assertEquals(ByteBuffer.wrap(vals[i]), views[i]);
+      snap.close();
+      assertThrows(ParallaxClosedException.class, () -> snap.getView(b("view0")));
+      if (Parallax.backend().equals("ffm")) {
+        // Zero copy: the engine's memory, revoked with the snapshot.
+        assertThrows(IllegalStateException.class, () -> views[0].get(0));
+      } else {
+        assertEquals(ByteBuffer.wrap(vals[0]), views[0]); // a copy
+      }
     }
   }
 

@@ -172,6 +172,11 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int snapshotGetView(long snap, long key, long keyLen, long valueOut, long lenOut) {
+    return JniNative.snapshotGetView(snap, key, keyLen, valueOut, lenOut);
+  }
+
+  @Override
   public int exists(long region, long snap, long key, long keyLen) {
     return JniNative.exists(region, snap, key, keyLen);
   }

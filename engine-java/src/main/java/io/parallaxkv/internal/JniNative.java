@@ -60,6 +60,8 @@ final class JniNative {
 
   static native int exists(long r, long snap, long k, long kl);
 
+  static native int snapshotGetView(long snap, long k, long kl, long value, long vlen);
+
   static native int scannerOpen(long r, long snap, long out);
 
   static native int scannerSeek(long s, long k, long kl, int mode, long entry);

@@ -68,6 +68,9 @@ public abstract class NativeApi {
 
   public abstract int exists(long region, long snap, long key, long keyLen);
 
+  /** {@code par_snapshot_get_view}: the value's address and length go to the two out slots. */
+  public abstract int snapshotGetView(long snap, long key, long keyLen, long valueOut, long lenOut);
+
   public abstract int scannerOpen(long region, long snap, long out);
 
   /**
@@ -100,9 +103,9 @@ public abstract class NativeApi {
   public abstract NativeMemory allocate(int size);
 
   /**
-   * Opens a lifetime scope for zero-copy views of engine memory (FFM: a confined arena whose
-   * closing invalidates the views), or returns null when the backend cannot check lifetimes,
-   * in which case callers copy instead.
+   * Opens a lifetime scope for zero-copy views of engine memory (FFM: a shared arena whose
+   * closing invalidates the views), or returns null when the backend cannot check lifetimes
+   * (JNI: a direct buffer cannot be revoked), in which case callers copy instead.
    */
   public Object openViewScope() {
     return null;

@@ -33,7 +33,7 @@ final class FfmBackend extends NativeApi {
   private final MethodHandle strerror, lastError, optionsInit, open, close, regionCreate,
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
-      snapshotRelease, get, exists, scannerOpen, scannerSeek, scannerValid, scannerKey,
+      snapshotRelease, get, exists, snapshotGetView, scannerOpen, scannerSeek, scannerValid, scannerKey,
       scannerValue, scannerNext, scannerClose, flush, regionStats, volumeStats;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
@@ -83,6 +83,8 @@ final class FfmBackend extends NativeApi {
         JAVA_LONG, JAVA_LONG, JAVA_LONG));
     exists = h("par_exists",
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    snapshotGetView = h("par_snapshot_get_view",
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     scannerOpen = h("par_scanner_open",
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     scannerSeek = h("par_scanner_seek",
@@ -353,6 +355,32 @@ final class FfmBackend extends NativeApi {
     } catch (Throwable t) {
       throw rethrow(t);
     }
+  }
+
+  @Override
+  public int snapshotGetView(long snap, long key, long keyLen, long valueOut, long lenOut) {
+    try {
+      return (int) snapshotGetView.invokeExact(snap, key, keyLen, valueOut, lenOut);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  /** A shared arena: views may be read from any thread; closing it invalidates them all. */
+  @Override
+  public Object openViewScope() {
+    return Arena.ofShared();
+  }
+
+  @Override
+  public ByteBuffer view(Object scope, long addr, int len) {
+    return MemorySegment.ofAddress(addr).reinterpret(len, (Arena) scope, null).asByteBuffer()
+        .asReadOnlyBuffer();
+  }
+
+  @Override
+  public void closeViewScope(Object scope) {
+    ((Arena) scope).close();
   }
 
   @Override
