@@ -20,10 +20,6 @@
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
 
-/* A tree above the merge level refers to the sets of every flush since its
- * level was last merged at the merge level: bounded by the flushes a level
- * absorbs before it spills. */
-#define MAX_SETS 256
 
 typedef struct task {
   int kind;
@@ -273,9 +269,13 @@ static int merge(par_region *r, task *t, dtree **out) {
   if (!d.root) return PAR_OK;
   /* The tree's medium sets: the one this flush wrote, and, above the merge
    * level, those of both sources, whose pointers it carries on. */
-  mseg_set *sets[1 + 2 * MAX_SETS];
+  const dtree *from[2] = {t->src, t->dst_tree};
+  uint32_t cap = 1;
+  for (int i = 0; i < 2 && !t->inline_medium; i++) cap += from[i] ? from[i]->nsets : 0;
+  mseg_set **sets = malloc(cap * sizeof *sets);
   uint32_t nsets = 0;
-  if (d.msegs.n) {
+  if (!sets) rc = par_error(PAR_ENOMEM, "medium-log sets");
+  if (!rc && d.msegs.n) {
     atomic_fetch_add(&r->stats.medium_written, (uint64_t)d.msegs.n * PAR_SEGMENT_SIZE);
     seg_list own;
     rc = seg_list_copy(&own, &d.msegs);
@@ -287,14 +287,9 @@ static int merge(par_region *r, task *t, dtree **out) {
       nsets++;
     }
   }
-  const dtree *from[2] = {t->src, t->dst_tree};
   for (int i = 0; i < 2 && !rc && !t->inline_medium; i++)
     for (uint32_t k = 0; from[i] && k < from[i]->nsets && !rc; k++) {
       mseg_set *ms = from[i]->sets[k];
-      if (nsets == sizeof sets / sizeof *sets) {
-        rc = par_error(PAR_ELIMIT, "too many medium-log sets in one tree");
-        break;
-      }
       for (uint32_t j = 0; j < ms->segs.n && !rc; j++) rc = seg_list_push(&d.msegs, ms->segs.v[j]);
       if (!rc) {
         mseg_set_ref(ms);
@@ -310,9 +305,9 @@ static int merge(par_region *r, task *t, dtree **out) {
     for (uint32_t i = 0; i < nsets; i++) mseg_set_unref(sets[i]);
     if (!nsets) for (uint32_t i = 0; i < d.msegs.n; i++) segalloc_free(&v->alloc, d.msegs.v[i]);
     tree_desc_free(&d);
-    return rc;
   }
-  return PAR_OK;
+  free(sets);
+  return rc;
 }
 
 /* Installs the merged tree (view_mu held). */
