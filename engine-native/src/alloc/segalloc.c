@@ -45,8 +45,22 @@ void segalloc_destroy(segalloc *a) {
   memset(a, 0, sizeof *a);
 }
 
+static int stopped_error(void) {
+  return par_error(PAR_EFAILED, "no space is handed out after a failed catalog write: reopen the volume");
+}
+
+void segalloc_stop(segalloc *a) {
+  pthread_mutex_lock(&a->mu);
+  a->stopped = 1;
+  pthread_mutex_unlock(&a->mu);
+}
+
 int segalloc_alloc(segalloc *a, uint32_t *seg) {
   pthread_mutex_lock(&a->mu);
+  if (a->stopped) {
+    pthread_mutex_unlock(&a->mu);
+    return stopped_error();
+  }
 retry:
   for (uint32_t s = a->hint; s < a->nsegs; s++) {
     if (!test_bit(a, s)) {
@@ -79,6 +93,10 @@ retry:
 int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first) {
   if (n <= 1) return segalloc_alloc(a, first);
   pthread_mutex_lock(&a->mu);
+  if (a->stopped) {
+    pthread_mutex_unlock(&a->mu);
+    return stopped_error();
+  }
   uint32_t run = 0, start = 0;
   for (uint32_t s = 1; s < a->nsegs; s++) {
     if (test_bit(a, s)) {
@@ -120,7 +138,10 @@ int segalloc_mark(segalloc *a, uint32_t seg) {
   int rc = PAR_OK;
   pthread_mutex_lock(&a->mu);
   if (seg == 0 || seg >= a->nsegs)
-    rc = par_error(PAR_ECORRUPT, "catalog references segment %u outside the volume (%u segments)", seg, a->nsegs);
+    rc = par_error(PAR_ECORRUPT,
+                   "catalog references segment %u, but the volume file of %llu bytes holds %u segments "
+                   "(truncated or damaged)",
+                   seg, (unsigned long long)a->file->size, a->nsegs);
   else if (test_bit(a, seg))
     rc = par_error(PAR_ECORRUPT, "catalog references segment %u twice", seg);
   else {

@@ -22,6 +22,7 @@ typedef struct segalloc {
   uint32_t cap;     /* segments the bitmap can describe                    */
   uint32_t used;
   uint32_t hint;    /* lowest possibly free segment                        */
+  int stopped;      /* segalloc_stop was called                            */
 } segalloc;
 
 int segalloc_init(segalloc *a, par_file *file);
@@ -31,8 +32,15 @@ int segalloc_alloc(segalloc *a, uint32_t *seg);
 /* Allocates n consecutive segments (a value larger than one segment). */
 int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first);
 void segalloc_free(segalloc *a, uint32_t seg);
+/* Refuses every later allocation (PAR_EFAILED) until the volume is
+ * reopened: called when a catalog write failed and the redo log cannot say
+ * whether it is durable, so the segments that record named (which its
+ * writer frees again) must keep their contents. */
+void segalloc_stop(segalloc *a);
 /* Marks a segment in use while the catalog is replayed; PAR_ECORRUPT when it
- * lies outside the file or is referenced twice. */
+ * lies outside the file (a truncated volume: refused here, before anything
+ * reads it through the map, where it would raise SIGBUS) or is referenced
+ * twice. */
 int segalloc_mark(segalloc *a, uint32_t seg);
 int segalloc_in_use(segalloc *a, uint32_t seg);
 void segalloc_counts(segalloc *a, uint32_t *total, uint32_t *used);

@@ -223,6 +223,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   uint64_t last = d.covered_lsn;
   replay_ctx ctx = {r};
   if (!rc) rc = wal_replay(&v->file, &d, replay_op, &ctx, &last);
+  if (!rc) rc = wal_check_end(&v->file, &d, last);
   uint32_t gen = d.wal_gen + 1;
   region_desc_free(&d);
   if (!rc) {

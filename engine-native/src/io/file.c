@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "io/fault.h"
 #include "util/status.h"
 
 /* Virtual range reserved for the map: the largest volume this version
@@ -65,6 +66,41 @@ void file_close(par_file *f) {
   f->fd = f->dfd = -1;
 }
 
+/* The system calls, behind the test-only fault hook (io/fault.h). */
+static ssize_t do_pread(int fd, void *p, size_t len, uint64_t off) {
+  int e = fault_check(FAULT_PREAD, off, &len);
+  if (e) {
+    errno = e;
+    return -1;
+  }
+  return len ? pread(fd, p, len, (off_t)off) : 0;
+}
+
+static ssize_t do_pwrite(int fd, const void *p, size_t len, uint64_t off) {
+  int e = fault_check(FAULT_PWRITE, off, &len);
+  if (e) {
+    errno = e;
+    return -1;
+  }
+  return len ? pwrite(fd, p, len, (off_t)off) : 0;
+}
+
+static int do_fdatasync(int fd) {
+  size_t len = 0;
+  int e = fault_check(FAULT_FSYNC, 0, &len);
+  if (e) {
+    errno = e;
+    return -1;
+  }
+  return fdatasync(fd);
+}
+
+static int do_fallocate(int fd, uint64_t off, uint64_t len) {
+  size_t n = (size_t)len;
+  int e = fault_check(FAULT_FALLOCATE, off, &n);
+  return e ? e : posix_fallocate(fd, (off_t)off, (off_t)len);
+}
+
 static int aligned(const void *p, size_t len, uint64_t off) {
   return ((uintptr_t)p % PAR_BLOCK) == 0 && len % PAR_BLOCK == 0 && off % PAR_BLOCK == 0;
 }
@@ -73,7 +109,7 @@ int file_read(par_file *f, void *buf, size_t len, uint64_t off) {
   int fd = (f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd;
   uint8_t *p = buf;
   while (len > 0) {
-    ssize_t n = pread(fd, p, len, (off_t)off);
+    ssize_t n = do_pread(fd, p, len, off);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return par_error_errno(par_status_from_errno(errno), errno, "read of volume at %llu", (unsigned long long)off);
     if (n == 0) return par_error(PAR_ECORRUPT, "volume ends at %llu, before the data it references", (unsigned long long)off);
@@ -88,7 +124,7 @@ int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {
   int fd = (f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd;
   const uint8_t *p = buf;
   while (len > 0) {
-    ssize_t n = pwrite(fd, p, len, (off_t)off);
+    ssize_t n = do_pwrite(fd, p, len, off);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) return par_error_errno(par_status_from_errno(errno), errno, "write to volume at %llu", (unsigned long long)off);
     if (n == 0) return par_error(PAR_ENOSPC, "write to volume at %llu made no progress", (unsigned long long)off);
@@ -100,7 +136,7 @@ int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {
 }
 
 int file_sync(par_file *f) {
-  while (fdatasync(f->fd) != 0) {
+  while (do_fdatasync(f->fd) != 0) {
     if (errno == EINTR) continue;
     return par_error_errno(par_status_from_errno(errno), errno, "fdatasync of volume");
   }
@@ -112,7 +148,7 @@ int file_grow(par_file *f, uint64_t new_size) {
   if (new_size > f->limit || f->is_blockdev)
     return par_error(PAR_ENOSPC, "volume would grow to %llu bytes, over its limit of %llu",
                      (unsigned long long)new_size, (unsigned long long)f->limit);
-  int e = posix_fallocate(f->fd, (off_t)f->size, (off_t)(new_size - f->size));
+  int e = do_fallocate(f->fd, f->size, new_size - f->size);
   if (e == EOPNOTSUPP || e == EINVAL) e = ftruncate(f->fd, (off_t)new_size) ? errno : 0;
   if (e) {
     /* Keep the file at a whole-segment length: a partial growth may remain. */

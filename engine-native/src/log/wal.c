@@ -58,6 +58,15 @@ static void *writer_main(void *arg) {
   wal *w = arg;
   pthread_mutex_lock(&w->mu);
   for (;;) {
+    if (w->pending && w->failed) {
+      /* After a failed write or sync nothing more is written: a later
+       * buffer reaching the disk would make durable_lsn jump over records
+       * that never did (and after a failed fdatasync the kernel may have
+       * dropped them), acknowledging sync writes that recovery cannot see. */
+      w->pending = 0;
+      pthread_cond_broadcast(&w->cv);
+      continue;
+    }
     if (w->pending) {
       int b = w->pending_buf;
       uint32_t seg = w->pending_seg, off = w->pending_off, len = w->pending_len;
@@ -83,7 +92,7 @@ static void *writer_main(void *arg) {
       continue;
     }
     uint64_t due = w->first_unflushed_ns + (uint64_t)w->interval_ms * 1000000ull;
-    if (w->fill && (w->sync_wanted || w->stop || now_ns() >= due)) {
+    if (w->fill && !w->failed && (w->sync_wanted || w->stop || now_ns() >= due)) {
       w->sync_wanted = 0;
       seal(w);
       continue;
@@ -91,7 +100,7 @@ static void *writer_main(void *arg) {
     if (w->stop) break;
     w->sync_wanted = 0;
     struct timespec ts;
-    deadline_in(&ts, w->fill ? due - now_ns() : (uint64_t)w->interval_ms * 1000000ull);
+    deadline_in(&ts, w->fill && !w->failed ? due - now_ns() : (uint64_t)w->interval_ms * 1000000ull);
     pthread_cond_timedwait(&w->work, &w->mu, &ts);
   }
   pthread_mutex_unlock(&w->mu);
@@ -298,5 +307,20 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
   }
   free(b);
   if (expect - 1 > *last_lsn) *last_lsn = expect - 1;
+  return rc;
+}
+
+int wal_check_end(par_file *f, const region_desc *d, uint64_t last_lsn) {
+  uint32_t i = 0;
+  while (i < d->nwal && d->wal[i].first_lsn <= last_lsn + 1) i++;
+  if (i == d->nwal) return PAR_OK;
+  uint8_t *b = file_buf_alloc(SEG);
+  if (!b) return par_error(PAR_ENOMEM, "WAL check buffer");
+  uint32_t size, count;
+  int rc = file_read(f, b, SEG, seg_offset(d->wal[i].seg));
+  if (!rc && parse(b, 0, crc_seed(d->id, d->wal[i].gen), d->wal[i].first_lsn, &size, &count))
+    rc = par_error(PAR_ECORRUPT, "the write-ahead log of region %u is damaged: LSNs %llu..%llu cannot be read",
+                   d->id, (unsigned long long)(last_lsn + 1), (unsigned long long)(d->wal[i].first_lsn - 1));
+  free(b);
   return rc;
 }

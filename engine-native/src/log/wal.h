@@ -96,5 +96,11 @@ int wal_sync(wal *w, uint64_t lsn);
  * the last LSN read (covered when none). */
 typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, const wal_op *op);
 int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, uint64_t *last_lsn);
+/* After a replay that ended at last_lsn: PAR_ECORRUPT when a later segment
+ * starts with its first record. Buffers are written and synced one at a
+ * time, in order, so then every record before it had been durable: the
+ * ones that stopped replay were damaged since, which a torn tail (the only
+ * way a crash ends the log) cannot explain. */
+int wal_check_end(par_file *f, const region_desc *d, uint64_t last_lsn);
 
 #endif

@@ -98,6 +98,7 @@ static int write_record_at(redolog *log, uint32_t type, const uint8_t *payload, 
   enc64(b + 24, log->sb.stream_id);
   if (len) memcpy(b + HDR, payload, len);
   enc32(b + 12, crc32c(0, b, HDR + len));
+  log->writes++;
   rc = file_write(log->file, b, total, seg_offset(seg) + off);
   if (rc) return rc;
   log->seq++;
@@ -132,9 +133,26 @@ static int append(redolog *log, uint32_t type, const uint8_t *payload, uint32_t 
   return PAR_OK;
 }
 
+/* A record or superblock write failed after it may have reached the disk. */
+static int fail(redolog *log, int rc) {
+  log->failed = rc;
+  segalloc_stop(log->alloc);
+  return rc;
+}
+
+static int failed_error(const redolog *log) {
+  return par_error(PAR_EFAILED, "a catalog write failed earlier (%s): reopen the volume", par_strerror(log->failed));
+}
+
 static int append_sync(redolog *log, uint32_t type, const uint8_t *payload, uint32_t len) {
+  if (log->failed) return failed_error(log);
+  uint64_t issued = log->writes;
   int rc = append(log, type, payload, len);
-  return rc ? rc : file_sync(log->file);
+  if (!rc) rc = file_sync(log->file);
+  /* Once a write was issued the record may be durable or not; a failure
+   * before any write (a full volume refusing a link segment, a record over
+   * the limit) leaves the log as it was. */
+  return rc && log->writes != issued ? fail(log, rc) : rc;
 }
 
 static uint8_t *encode_region(const region_desc *d, const uint32_t *freed, uint32_t nfreed,
@@ -209,10 +227,12 @@ int redolog_format(redolog *log, par_file *f, segalloc *a) {
   if (!rc) rc = append(log, REC_NEXT_ID, (const uint8_t[4]){1, 0, 0, 0}, 4);
   if (!rc) rc = file_sync(f);
   if (!rc) rc = superblock_write(f, &log->sb);
+  if (!rc) rc = superblock_mirror(f, &log->sb);
   return rc;
 }
 
 int redolog_checkpoint(redolog *log, const catalog *c) {
+  if (log->failed) return failed_error(log);
   seg_list old = log->segs;
   memset(&log->segs, 0, sizeof log->segs);
   superblock prev = log->sb;
@@ -233,7 +253,11 @@ int redolog_checkpoint(redolog *log, const catalog *c) {
     free(p);
   }
   if (!rc) rc = file_sync(log->file);
-  if (!rc) rc = superblock_write(log->file, &log->sb);
+  if (!rc && (rc = superblock_write(log->file, &log->sb))) {
+    /* Either stream may be the current one now: keep the segments of both. */
+    seg_list_free(&old);
+    return fail(log, rc);
+  }
   if (rc) { /* the old stream stays current */
     for (uint32_t i = 0; i < log->segs.n; i++) segalloc_free(log->alloc, log->segs.v[i]);
     seg_list_free(&log->segs);
@@ -244,6 +268,9 @@ int redolog_checkpoint(redolog *log, const catalog *c) {
     log->bytes = prev_bytes;
     return rc;
   }
+  /* The update is durable. The mirror only adds redundancy: if it fails,
+   * the copy it was writing is torn or older, and the new one wins. */
+  (void)superblock_mirror(log->file, &log->sb);
   for (uint32_t i = 0; i < old.n; i++) segalloc_free(log->alloc, old.v[i]);
   seg_list_free(&old);
   return PAR_OK;
@@ -274,6 +301,28 @@ static int apply(catalog *c, uint32_t type, const uint8_t *p, uint32_t len) {
   default: break;
   }
   return par_error(PAR_ECORRUPT, "redo log record of type %u is malformed", type);
+}
+
+/* Whether a valid record of this stream with a sequence number above
+ * log->seq lies in seg after off, where replay stopped. Each record is
+ * synced before the next is written, so only damage can put one there. */
+static int later_record(redolog *log, uint32_t seg, uint32_t off, int *found) {
+  *found = 0;
+  uint32_t start = off + PAR_BLOCK;
+  if (start + PAR_BLOCK > SEG) return PAR_OK;
+  int rc = ensure_buf(log, SEG - start);
+  if (!rc) rc = file_read(log->file, log->buf, SEG - start, seg_offset(seg) + start);
+  for (uint32_t o = 0; !rc && !*found && o + PAR_BLOCK <= SEG - start; o += PAR_BLOCK) {
+    uint8_t *b = log->buf + o;
+    uint32_t len = dec32(b + 8);
+    if (dec32(b) != REC_MAGIC || dec64(b + 16) <= log->seq || dec64(b + 24) != log->sb.stream_id ||
+        len > SEG - start - o - HDR)
+      continue;
+    uint32_t crc = dec32(b + 12);
+    enc32(b + 12, 0);
+    *found = crc32c(0, b, HDR + len) == crc;
+  }
+  return rc;
 }
 
 int redolog_load(redolog *log, par_file *f, segalloc *a, catalog *c) {
@@ -320,6 +369,13 @@ int redolog_load(redolog *log, par_file *f, segalloc *a, catalog *c) {
   }
   free(hdr);
   log->off = off;
+  int later = 0;
+  if (!rc && log->seq == 1)
+    rc = par_error(PAR_ECORRUPT, "the redo log named by the superblock (segment %u) holds no record", log->sb.stream_head);
+  if (!rc) rc = later_record(log, seg, off, &later);
+  if (!rc && later)
+    rc = par_error(PAR_ECORRUPT, "redo log record %llu (segment %u, offset %u) is damaged and later records follow it",
+                   (unsigned long long)log->seq, seg, off);
   if (rc) catalog_free(c);
   return rc;
 }

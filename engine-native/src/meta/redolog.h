@@ -43,12 +43,20 @@ typedef struct redolog {
   uint64_t bytes; /* bytes appended since the checkpoint       */
   uint8_t *buf;   /* block-aligned staging buffer               */
   uint32_t buf_cap;
+  /* A write or sync of a record (or of the superblock) failed, so whether
+   * it is durable is unknown: nothing more is appended, and the allocator
+   * is stopped (segalloc_stop), until the volume is reopened. */
+  int failed;
+  uint64_t writes; /* record writes issued */
 } redolog;
 
 /* Creates the first stream of a new volume (an empty catalog). */
 int redolog_format(redolog *log, par_file *f, segalloc *a);
 /* Reads the superblock and replays the stream into c; marks the stream's
- * segments in a. The caller marks the catalog's and then checkpoints. */
+ * segments in a. The caller marks the catalog's and then checkpoints. The
+ * stream ends at its first invalid record, which only a torn last write
+ * can leave: PAR_ECORRUPT when a valid later record of the stream follows
+ * it in its segment, or when the stream holds no record at all. */
 int redolog_load(redolog *log, par_file *f, segalloc *a, catalog *c);
 /* Starts a new stream holding all of c, flips the superblock, frees the old one. */
 int redolog_checkpoint(redolog *log, const catalog *c);

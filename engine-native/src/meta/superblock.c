@@ -58,11 +58,15 @@ int superblock_read(par_file *f, superblock *sb) {
   return PAR_OK;
 }
 
-int superblock_write(par_file *f, const superblock *sb) {
+static int write_copy(par_file *f, const superblock *sb, int copy) {
   uint8_t *b = file_buf_alloc(PAR_BLOCK);
   if (!b) return par_error(PAR_ENOMEM, "superblock buffer");
   encode(b, sb);
-  int rc = file_write(f, b, PAR_BLOCK, (sb->epoch % 2) * PAR_BLOCK);
+  int rc = file_write(f, b, PAR_BLOCK, (uint64_t)copy * PAR_BLOCK);
   free(b);
   return rc ? rc : file_sync(f);
 }
+
+int superblock_write(par_file *f, const superblock *sb) { return write_copy(f, sb, (int)(sb->epoch % 2)); }
+
+int superblock_mirror(par_file *f, const superblock *sb) { return write_copy(f, sb, (int)((sb->epoch + 1) % 2)); }

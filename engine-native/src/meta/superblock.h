@@ -1,7 +1,11 @@
 /* The superblock: two 4 KiB copies at the start of segment 0. Each names
  * the head segment of the current redo-log stream; the valid copy with the
  * highest epoch wins, and updates always overwrite the other copy, so a torn
- * superblock write leaves the previous one intact. */
+ * superblock write leaves the previous one intact. Once that write is
+ * durable the update is mirrored into the other copy too: the older stream
+ * is freed right after an update, so falling back to an older copy would
+ * replay a stale catalog over reused segments; two equal copies let a
+ * damaged one fall back to an identical one. */
 #ifndef PAR_META_SUPERBLOCK_H
 #define PAR_META_SUPERBLOCK_H
 
@@ -20,7 +24,9 @@ typedef struct superblock {
 /* PAR_ENOTVOLUME when neither copy carries the magic, PAR_ECORRUPT when
  * none of those that do is intact. */
 int superblock_read(par_file *f, superblock *sb);
-/* Writes copy (epoch % 2) and syncs. */
+/* Writes copy (epoch % 2) and syncs: the update is durable once this returns. */
 int superblock_write(par_file *f, const superblock *sb);
+/* Writes the same contents into the other copy and syncs. */
+int superblock_mirror(par_file *f, const superblock *sb);
 
 #endif

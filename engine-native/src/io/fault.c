@@ -1,0 +1,71 @@
+#include "io/fault.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "io/file.h"
+
+typedef struct slot {
+  fault_rule r;
+  uint64_t seen, fired;
+  int used;
+} slot;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static slot slots[FAULT_MAX_RULES];
+static atomic_int armed; /* rules in use: the fast path reads only this */
+
+int fault_arm(const fault_rule *r) {
+  pthread_mutex_lock(&mu);
+  int id = -1;
+  for (int i = 0; i < FAULT_MAX_RULES && id < 0; i++)
+    if (!slots[i].used) {
+      slots[i] = (slot){*r, 0, 0, 1};
+      id = i;
+      atomic_fetch_add(&armed, 1);
+    }
+  pthread_mutex_unlock(&mu);
+  return id;
+}
+
+uint64_t fault_fired(int id) {
+  pthread_mutex_lock(&mu);
+  uint64_t n = id >= 0 && id < FAULT_MAX_RULES ? slots[id].fired : 0;
+  pthread_mutex_unlock(&mu);
+  return n;
+}
+
+void fault_reset(void) {
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < FAULT_MAX_RULES; i++) slots[i] = (slot){0};
+  atomic_store(&armed, 0);
+  pthread_mutex_unlock(&mu);
+}
+
+static int matches(const fault_rule *r, fault_op op, uint64_t off, size_t len) {
+  if (r->op != op) return 0;
+  if (!r->hi || op == FAULT_FSYNC) return 1;
+  return off < r->hi && off + len > r->lo;
+}
+
+int fault_check(fault_op op, uint64_t off, size_t *len) {
+  if (!atomic_load_explicit(&armed, memory_order_relaxed)) return 0;
+  int err = 0;
+  pthread_mutex_lock(&mu);
+  for (int i = 0; i < FAULT_MAX_RULES; i++) {
+    slot *s = &slots[i];
+    if (!s->used || !matches(&s->r, op, off, *len)) continue;
+    if (s->seen++ < s->r.skip) continue;
+    if (s->r.times && s->fired >= s->r.times) continue;
+    s->fired++;
+    if (s->r.err) {
+      err = s->r.err;
+    } else {
+      size_t half = *len / 2;
+      *len = half >= PAR_BLOCK ? half / PAR_BLOCK * PAR_BLOCK : half;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&mu);
+  return err;
+}

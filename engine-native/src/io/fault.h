@@ -1,0 +1,45 @@
+/* Fault injection for the volume file's system calls, for tests only.
+ *
+ * Disarmed (the default) it costs one relaxed atomic load per call. Tests
+ * arm rules that make chosen pwrite/pread/fdatasync/fallocate calls fail
+ * with an errno or transfer only part of their bytes. The symbols are
+ * internal (the library is built with hidden visibility): only the static
+ * library the C tests and fuzzers link can reach them. The rules are
+ * process-wide: every open volume is affected. */
+#ifndef PAR_IO_FAULT_H
+#define PAR_IO_FAULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum fault_op { FAULT_PWRITE, FAULT_PREAD, FAULT_FSYNC, FAULT_FALLOCATE } fault_op;
+
+/* A call matches a rule when it is of the rule's op and touches [lo, hi)
+ * (hi 0: any offset; an fsync touches every offset). The rule lets `skip`
+ * matching calls through, then fires on the next `times` ones (0: on every
+ * one from then on). Firing fails the call with errno `err`, or when err
+ * is 0 (pread/pwrite only) makes it transfer only the first half of its
+ * bytes (rounded down to a block when that leaves any), as a disk that
+ * fills mid-write does. */
+typedef struct fault_rule {
+  fault_op op;
+  uint64_t skip;
+  uint64_t times;
+  uint64_t lo, hi;
+  int err;
+} fault_rule;
+
+#define FAULT_MAX_RULES 8
+
+/* Arms a rule; returns its id, or -1 when FAULT_MAX_RULES are armed. */
+int fault_arm(const fault_rule *r);
+/* How often rule id has fired. */
+uint64_t fault_fired(int id);
+/* Disarms every rule. */
+void fault_reset(void);
+
+/* For io/file.c: 0 to proceed with *len bytes (possibly shortened), or the
+ * errno the call must fail with. */
+int fault_check(fault_op op, uint64_t off, size_t *len);
+
+#endif
