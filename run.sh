@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# Builds the engine (Release, no tests) and runs par_bench, the small default benchmark.
-# Arguments are passed to par_bench. Installs nothing: it says what is missing instead.
+# Builds everything (Release, no tests) and runs the YCSB runner: Parallax vs RocksDB vs BlobDB,
+# Load A and Run A-F. Arguments go to the runner (./run.sh --help); with none it runs its small
+# default SD comparison. `./run.sh --par-bench [args]` runs the native par_bench instead.
+# Installs nothing: it says what is missing instead.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
+jdk25=${PAR_JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 missing=()
-for tool in mvn java cmake ninja gcc pkg-config; do
+for tool in mvn java cmake ninja gcc pkg-config du; do
   command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
 done
 if command -v pkg-config >/dev/null 2>&1 && ! pkg-config --exists cmocka; then
   missing+=("cmocka (libcmocka-dev)")
+fi
+if [[ ! -x "$jdk25/bin/javac" ]]; then
+  missing+=("a JDK 22+ at $jdk25 (Temurin 25; or set PAR_JDK25_HOME)")
 fi
 if ((${#missing[@]} > 0)); then
   echo "run.sh: missing: ${missing[*]}" >&2
@@ -18,15 +24,23 @@ if ((${#missing[@]} > 0)); then
   exit 1
 fi
 
-mvn -B -q -ntp package -DskipTests
+mvn -B -q -ntp package -DskipTests -Dpar.jdk25.home="$jdk25"
 
-bench=engine-native/target/cmake-release/par_bench
 multiarch=$(gcc -print-multiarch 2>/dev/null || true)
 jemalloc=/usr/lib/${multiarch:-x86_64-linux-gnu}/libjemalloc.so.2
-if [[ -e "$jemalloc" ]]; then
-  echo "run.sh: $bench $* (allocator: jemalloc, LD_PRELOAD=$jemalloc)"
-  exec env LD_PRELOAD="$jemalloc" "$bench" "$@"
-else
+
+if [[ "${1:-}" == "--par-bench" ]]; then
+  shift
+  bench=engine-native/target/cmake-release/par_bench
+  if [[ -e "$jemalloc" ]]; then
+    echo "run.sh: $bench $* (allocator: jemalloc, LD_PRELOAD=$jemalloc)"
+    exec env LD_PRELOAD="$jemalloc" "$bench" "$@"
+  fi
   echo "run.sh: $bench $* (allocator: glibc malloc; install libjemalloc2 to benchmark with jemalloc)"
   exec "$bench" "$@"
 fi
+
+# The runner's child JVMs run on the same JDK 25 (FFM backend) and preload jemalloc when it is
+# installed (--allocator auto).
+echo "run.sh: YCSB runner on $jdk25 $*"
+exec "$jdk25/bin/java" -cp benchmarks/target/benchmarks.jar io.parallaxkv.ycsb.runner.YcsbRunner "$@"

@@ -42,3 +42,7 @@ jmh side-by-side-100 "$j25" "${quiet25[@]}" -p backend=ffm,jni -p valueSize=100 
   'ParallaxBench|RocksDbBench|NativeOverheadBench'
 echo "== native baseline, 100 B"
 "$here/native-baseline.sh" 100000 3 3 4 100 | tee "$out/native-100.log"
+# 6. Scan-next (single thread), then get/put/scan-next with 2 threads: FFM, JNI and RocksJava on
+#    JDK 25, byte[] and direct-ByteBuffer variants, all value sizes.
+jmh scan-1t "$j25" "${quiet25[@]}" -p backend=ffm,jni 'ParallaxBench.scanNext|RocksDbBench.scanNext'
+jmh threads-2 "$j25" "${quiet25[@]}" -t 2 -p backend=ffm,jni 'ParallaxBench|RocksDbBench'

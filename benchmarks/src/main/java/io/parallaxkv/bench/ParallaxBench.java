@@ -2,6 +2,7 @@ package io.parallaxkv.bench;
 
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Region;
+import io.parallaxkv.Scanner;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.concurrent.TimeUnit;
@@ -18,10 +19,12 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * Single-thread get and put through the public Parallax API, {@code byte[]} and direct
+ * Get, put and scan-next through the public Parallax API, {@code byte[]} and direct
  * {@link ByteBuffer} (zero-copy) variants. Each trial opens a fresh volume with the engine
  * defaults (hybrid placement, asynchronous durability within 100 ms), preloads {@code keys}
- * pairs of {@code valueSize} bytes, then gets or overwrites keys picked uniformly at random.
+ * pairs of {@code valueSize} bytes, then gets or overwrites keys picked uniformly at random, or
+ * steps a scanner (one per thread, back to the first key at the end). Any thread count works
+ * ({@code -t 2}): keys and buffers are per thread ({@link KeyCursor}).
  *
  * <p>{@code backend} selects the binding ({@code -Dparallax.backend} set before the engine
  * loads; every trial is a fresh JVM): {@code ffm} needs JDK 22+, so on JDK 17 run with
@@ -45,7 +48,30 @@ public class ParallaxBench {
   private Parallax db;
   private Region region;
   private Workload w;
-  private ByteBuffer dst;
+
+  /** One scanner per benchmark thread over the preloaded pairs. */
+  @State(Scope.Thread)
+  public static class Scan {
+    Scanner scanner;
+
+    /** Opens this thread's scanner. */
+    @Setup(Level.Trial)
+    public void setUp(ParallaxBench b) {
+      scanner = b.region.scanner();
+    }
+
+    /** Closes it (before the volume closes). */
+    @TearDown(Level.Trial)
+    public void tearDown() {
+      scanner.close();
+    }
+
+    /** Steps to the next pair, wrapping around at the end. */
+    Scanner next() {
+      if (!scanner.next()) scanner.seekToFirst();
+      return scanner;
+    }
+  }
 
   @Setup(Level.Trial)
   public void setUp() {
@@ -55,7 +81,6 @@ public class ParallaxBench {
       throw new IllegalStateException("asked for backend " + backend + ", got " + actual);
     }
     w = new Workload(keys, valueSize);
-    dst = ByteBuffer.allocateDirect(Math.max(valueSize, 4096));
     dir = Workload.tempDir("parallax-jmh");
     db = Parallax.open(dir.resolve("bench.vol"));
     region = db.region("bench");
@@ -70,30 +95,45 @@ public class ParallaxBench {
 
   /** {@code byte[] get(byte[])}: copies the value into a new array. */
   @Benchmark
-  public byte[] getBytes() {
-    byte[] v = region.get(w.keys[w.next()]);
+  public byte[] getBytes(KeyCursor c) {
+    byte[] v = region.get(w.keys[c.next(w.n)]);
     if (v == null) throw new AssertionError("missing key");
     return v;
   }
 
   /** {@code int get(ByteBuffer, ByteBuffer)} with direct buffers: the engine writes into dst. */
   @Benchmark
-  public int getDirect() {
-    dst.clear();
-    int n = region.get(w.directKeys[w.next()], dst);
+  public int getDirect(KeyCursor c) {
+    c.dst.clear();
+    int n = region.get(w.directKeys[c.next(w.n)], c.dst);
     if (n < 0) throw new AssertionError("missing key");
     return n;
   }
 
   /** {@code put(byte[], byte[])}: overwrites a present key. */
   @Benchmark
-  public void putBytes() {
-    region.put(w.keys[w.next()], w.value);
+  public void putBytes(KeyCursor c) {
+    region.put(w.keys[c.next(w.n)], w.value);
   }
 
   /** {@code put(ByteBuffer, ByteBuffer)} with direct buffers: no copy on the Java side. */
   @Benchmark
-  public void putDirect() {
-    region.put(w.directKeys[w.next()], w.directValue);
+  public void putDirect(KeyCursor c) {
+    region.put(w.directKeys[c.next(w.n)], w.directValue);
+  }
+
+  /** {@code Scanner.next()} then {@code key()} and {@code value()}: copies into new arrays. */
+  @Benchmark
+  public int scanNextBytes(Scan s) {
+    Scanner sc = s.next();
+    return sc.key().length + sc.value().length;
+  }
+
+  /** {@code Scanner.next()} then {@code key(dst)} and {@code value(dst)} into a direct buffer. */
+  @Benchmark
+  public int scanNextDirect(Scan s, KeyCursor c) {
+    Scanner sc = s.next();
+    c.dst.clear();
+    return sc.key(c.dst) + sc.value(c.dst);
   }
 }
