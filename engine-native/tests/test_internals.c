@@ -49,7 +49,9 @@
 #include "index/node.h"
 #include "index/tree.h"
 #include "io/file.h"
+#include "log/vlog.h"
 #include "log/wal.h"
+#include "scan/merge.h"
 #include "meta/catalog.h"
 #include "meta/redolog.h"
 #include "meta/superblock.h"
@@ -626,20 +628,36 @@ static int pair_cmp(const void *a, const void *b) {
   return tu_key_cmp(x->key, x->klen, y->key, y->klen);
 }
 
+/* Medium pairs go through the builder's transient log (region id 0). */
 static void build_tree(scratch *s, const pairs *p, tree_desc *t) {
   tree_builder b;
   assert_ok(builder_init(&b, &s->file, &s->alloc));
   for (size_t i = 0; i < p->n; i++) {
     const pair *e = &p->v[i];
-    assert_ok(builder_add(&b, e->cat, e->key, e->klen, e->val, e->vlen));
+    if (e->cat == CAT_MEDIUM) assert_ok(builder_add_medium(&b, 0, e->key, e->klen, e->val, e->vlen));
+    else assert_ok(builder_add(&b, e->cat, e->key, e->klen, e->val, e->vlen));
   }
   assert_ok(builder_finish(&b, t));
 }
 
-static void assert_entry(const tree_entry *e, const pair *p) {
-  assert_int_equal(e->cat, p->cat);
-  assert_bytes(e->key, e->key_len, p->key, p->klen);
-  assert_bytes(e->value, e->value_len, p->val, p->vlen);
+/* e (whose key may be a prefix, resolved through e->ks) holds pair p; a
+ * medium entry's value is read from its log record. */
+static void assert_entry(const tree_entry *e0, const pair *p) {
+  tree_entry e = *e0;
+  assert_int_equal(e.cat, p->cat);
+  assert_int_equal(entry_key_len(&e), p->klen);
+  assert_memory_equal(e.key, p->key, e.key_len);
+  assert_ok(entry_resolve_key(&e));
+  assert_bytes(e.key, e.key_len, p->key, p->klen);
+  if (e.cat != CAT_MEDIUM) {
+    assert_bytes(e.value, e.value_len, p->val, p->vlen);
+    return;
+  }
+  assert_int_equal(e.value_len, VPTR_SIZE);
+  vlog_record rec;
+  assert_ok(vlog_read_mapped(e.ks->file, e.ks->region_id, vptr_decode(e.value), &rec));
+  assert_bytes(rec.key, rec.key_len, p->key, p->klen);
+  assert_bytes(rec.value, rec.value_len, p->val, p->vlen);
 }
 
 /* Walks the subtree at off: every node's checksum and height, pivots equal to
@@ -647,6 +665,7 @@ static void assert_entry(const tree_entry *e, const pair *p) {
  * the input. Adds the node bytes to *bytes. */
 typedef struct walk {
   const par_file *f;
+  const key_source *ks;
   const pairs *p;
   size_t next; /* index of the next leaf entry expected */
   uint64_t bytes;
@@ -665,12 +684,17 @@ static void walk_node(walk *w, uint64_t off, int height, const uint8_t **first, 
   if (height == 0) {
     for (uint32_t i = 0; i < h.nslots; i++) {
       tree_entry e;
-      assert_ok(leaf_entry(node, &h, i, &e.cat, &e.key, &e.key_len, &e.value, &e.value_len));
+      assert_ok(leaf_entry(node, &h, i, &e));
+      e.ks = w->ks;
       assert_true(w->next < w->p->n);
-      assert_entry(&e, &w->p->v[w->next++]);
+      const pair *x = &w->p->v[w->next++];
+      assert_entry(&e, x);
+      /* Pointer entries keep a prefix only. */
+      size_t stored = x->cat == CAT_MEDIUM && x->klen > KEY_PREFIX ? KEY_PREFIX : x->klen;
+      assert_int_equal(e.key_len, stored);
       if (i == 0) {
-        *first = e.key;
-        *first_len = e.key_len;
+        *first = x->key;
+        *first_len = x->klen;
       }
     }
     return;
@@ -693,6 +717,7 @@ static void walk_node(walk *w, uint64_t off, int height, const uint8_t **first, 
 /* Checks a built tree against the sorted input p; seeks every stride-th key. */
 static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t stride) {
   const par_file *f = &s->file;
+  key_source ks = {f, 0};
   assert_int_equal(t->entries, p->n);
   if (p->n == 0) {
     assert_int_equal(t->root, 0);
@@ -706,7 +731,7 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
       assert_true(segalloc_in_use(&s->alloc, t->segs.v[k]));
       for (uint32_t j = 0; j < k; j++) assert_int_not_equal(t->segs.v[j], t->segs.v[k]);
     }
-    walk w = {f, p, 0, 0, 0};
+    walk w = {f, &ks, p, 0, 0, 0};
     const uint8_t *first;
     uint16_t first_len;
     walk_node(&w, t->root, (int)t->height - 1, &first, &first_len);
@@ -720,16 +745,16 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
   for (size_t i = 0; i < p->n; i++) {
     const pair *x = &p->v[i];
     memset(&e, 0, sizeof e);
-    assert_ok(tree_get(f, t, x->key, x->klen, &e));
+    assert_ok(tree_get(&ks, t, x->key, x->klen, &e));
     assert_entry(&e, x);
   }
   uint8_t probe[PAR_MAX_KEY_SIZE + 2];
-  assert_par(tree_get(f, t, probe, 0, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, probe, 0, &e), PAR_NOT_FOUND);
   memset(probe, 0xff, sizeof probe);
-  assert_par(tree_get(f, t, probe, sizeof probe, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, probe, sizeof probe, &e), PAR_NOT_FOUND);
 
   tree_cursor c;
-  tree_cursor_init(&c, f, t);
+  tree_cursor_init(&c, &ks, t);
   for (size_t i = 0; i < p->n; i += stride) {
     const pair *x = &p->v[i];
     /* x's key with a 0 byte appended: after x, at or before the next key. */
@@ -737,7 +762,7 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
     probe[x->klen] = 0;
     size_t plen = (size_t)x->klen + 1;
     int is_next = i + 1 < p->n && tu_key_cmp(probe, plen, p->v[i + 1].key, p->v[i + 1].klen) == 0;
-    if (!is_next) assert_par(tree_get(f, t, probe, plen, &e), PAR_NOT_FOUND);
+    if (!is_next) assert_par(tree_get(&ks, t, probe, plen, &e), PAR_NOT_FOUND);
     for (int excl = 0; excl < 2; excl++) {
       assert_ok(tree_cursor_seek(&c, x->key, x->klen, excl));
       size_t want = i + (size_t)excl;
@@ -773,7 +798,7 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
 
   /* The compaction stream yields the same pairs, reading every segment once. */
   tree_stream st;
-  assert_ok(tree_stream_open(&st, &s->file, t));
+  assert_ok(tree_stream_open(&st, &s->file, &ks, t));
   size_t n = 0;
   while (st.valid) {
     assert_true(n < p->n);
@@ -844,7 +869,7 @@ static void test_tree_many(void **state) {
   tree_entry e;
   for (uint32_t i = 1; i < 400000; i += 1002) { /* odd numbers only */
     int klen = snprintf(key, sizeof key, "key%010u", i);
-    assert_par(tree_get(&s.file, &t, key, (size_t)klen, &e), PAR_NOT_FOUND);
+    assert_par(tree_get(&(key_source){&s.file, 0}, &t, key, (size_t)klen, &e), PAR_NOT_FOUND);
   }
   tree_desc_free(&t);
   pairs_free(&p);
@@ -861,7 +886,7 @@ static void test_tree_jumbo(void **state) {
   /* The largest value that fits an empty leaf with this key, and one more byte. */
   const size_t klen = 10;
   size_t fit = 0;
-  while (NODE_HDR + leaf_entry_size(klen, fit + 1) <= LEAF_SIZE) fit++;
+  while (NODE_HDR + leaf_entry_size(klen, klen, fit + 1) <= LEAF_SIZE) fit++;
   const size_t sizes[] = {100000, 5, 7, 100000, 9, fit, fit + 1, 11, 300000, PAR_MAX_INLINE_VALUE,
                           3, 8000, 8200, 100000, 2};
   const size_t nsizes = sizeof sizes / sizeof *sizes;
@@ -896,14 +921,15 @@ static void test_tree_jumbo(void **state) {
   pairs_add_pattern(&p, "solo", 4, 500000, 1, CAT_INLINE);
   build_and_verify(&s, &p, 1, &t);
   assert_int_equal(t.height, 1);
-  assert_int_equal(t.bytes, ALIGN_UP(NODE_HDR + leaf_entry_size(4, 500000), PAR_BLOCK));
+  assert_int_equal(t.bytes, ALIGN_UP(NODE_HDR + leaf_entry_size(4, 4, 500000), PAR_BLOCK));
   tree_desc_free(&t);
   pairs_free(&p);
   scratch_close(&s);
 }
 
-/* Keys of every length 1..1024, many of them prefixes of others, and 3000
- * keys of the maximum size: deep index levels (few 1 KiB pivots per node). */
+/* Keys of every length 1..1024, many of them prefixes of others (a fifth of
+ * them medium pairs, whose leaves keep a key prefix), and 3000 keys of the
+ * maximum size: deep index levels (few 1 KiB pivots per node). */
 static void test_tree_max_keys(void **state) {
   (void)state;
   scratch s;
@@ -912,7 +938,8 @@ static void test_tree_max_keys(void **state) {
   uint8_t key[PAR_MAX_KEY_SIZE];
   memset(key, 'K', sizeof key);
   for (size_t len = 1; len <= PAR_MAX_KEY_SIZE; len++)
-    pairs_add_pattern(&p, key, len, len % 50, len, len % 5 == 0 ? CAT_TOMBSTONE : CAT_INLINE);
+    pairs_add_pattern(&p, key, len, len % 50, len,
+                      len % 5 == 0 ? CAT_TOMBSTONE : len % 5 == 1 ? CAT_MEDIUM : CAT_INLINE);
   for (uint32_t i = 0; i < 3000; i++) {
     char tail[32];
     snprintf(tail, sizeof tail, "%024u", i * 7919u % 3001u);
@@ -928,6 +955,71 @@ static void test_tree_max_keys(void **state) {
   assert_true(t.height >= 4);
   tree_desc_free(&t);
   pairs_free(&p);
+  scratch_close(&s);
+}
+
+static void count_shadowed(void *arg, const tree_entry *e) {
+  (void)e;
+  (*(size_t *)arg)++;
+}
+
+/* Medium pairs keep a 12-byte key prefix in the leaves: keys that tie on it
+ * (one 12-byte start shared by all, keys shorter than, as long as and one
+ * byte longer than the prefix) are told apart through their log records —
+ * in point reads, seeks and streams, and in a merge of two trees into a
+ * third, whose pivots must be whole keys. */
+static void test_tree_key_prefixes(void **state) {
+  (void)state;
+  scratch s;
+  scratch_open(&s, "internals_tree_prefix", 1, 0);
+  pairs a = {0}, b = {0}, want = {0};
+  char key[64];
+  size_t overlaps = 0;
+  for (uint32_t i = 0; i < 20000; i++) {
+    int klen = snprintf(key, sizeof key, "sharedprefix%07u", i);
+    int cat = i % 3 == 0 ? CAT_INLINE : i % 7 == 1 ? CAT_TOMBSTONE : CAT_MEDIUM;
+    size_t vlen = cat == CAT_TOMBSTONE ? 0 : 100 + i % 50;
+    pairs_add_pattern(i % 2 ? &b : &a, key, (size_t)klen, vlen, i, cat);
+    pairs_add_pattern(&want, key, (size_t)klen, vlen, i, cat);
+    if (i % 10 == 0) { /* an older version in b, which a's shadows */
+      pairs_add_pattern(&b, key, (size_t)klen, 120, i + 1000000, CAT_MEDIUM);
+      overlaps++;
+    }
+  }
+  static const char *edge[] = {"sharedprefi", "sharedprefix", "sharedprefix0", "sharedprefiy", "s"};
+  for (size_t i = 0; i < sizeof edge / sizeof *edge; i++) {
+    pairs_add_pattern(i % 2 ? &b : &a, edge[i], strlen(edge[i]), 130, 50000 + i, CAT_MEDIUM);
+    pairs_add_pattern(&want, edge[i], strlen(edge[i]), 130, 50000 + i, CAT_MEDIUM);
+  }
+  pairs *all[] = {&a, &b, &want};
+  for (int i = 0; i < 3; i++) qsort(all[i]->v, all[i]->n, sizeof *all[i]->v, pair_cmp);
+  tree_desc ta, tb, tm;
+  build_and_verify(&s, &a, 3, &ta);
+  build_and_verify(&s, &b, 3, &tb);
+  assert_true(ta.height >= 2 && tb.height >= 2);
+
+  key_source ks = {&s.file, 0};
+  kv_source *src[2] = {tree_stream_source(&s.file, &ks, &ta), tree_stream_source(&s.file, &ks, &tb)};
+  assert_non_null(src[0]);
+  assert_non_null(src[1]);
+  size_t shadowed = 0;
+  merge_iter m = {src, 2, -1, 0, count_shadowed, &shadowed};
+  tree_builder bld;
+  assert_ok(builder_init(&bld, &s.file, &s.alloc));
+  assert_ok(merge_settle(&m));
+  while (m.cur >= 0) {
+    assert_ok(builder_add_entry(&bld, merge_entry(&m)));
+    assert_ok(merge_next(&m));
+  }
+  assert_ok(builder_finish(&bld, &tm));
+  for (int i = 0; i < 2; i++) src[i]->close(src[i]);
+  assert_int_equal(shadowed, overlaps);
+  verify_tree(&s, &tm, &want, 7);
+  tree_desc *trees[] = {&ta, &tb, &tm};
+  for (int i = 0; i < 3; i++) {
+    tree_desc_free(trees[i]);
+    pairs_free(all[i]);
+  }
   scratch_close(&s);
 }
 
@@ -1695,6 +1787,7 @@ int main(void) {
       cmocka_unit_test(test_tree_many),
       cmocka_unit_test(test_tree_jumbo),
       cmocka_unit_test(test_tree_max_keys),
+      cmocka_unit_test(test_tree_key_prefixes),
       cmocka_unit_test(test_tree_builder_abort),
       cmocka_unit_test(test_memtable_versions),
       cmocka_unit_test(test_memtable_random),

@@ -16,17 +16,18 @@
 #include "testutil.h"
 
 static size_t medium_value(uint32_t k, uint32_t round, uint8_t *out) {
-  size_t len = 150 + tu_mix64(k * 31ull + round) % 800; /* with a 10-byte key: medium */
+  size_t len = 150 + tu_mix64(k * 31ull + round) % 800; /* with a 19-byte key: medium */
   tu_fill_pattern(out, len, (uint64_t)k << 8 | round);
   return len;
 }
 
-static size_t medium_key(uint32_t k, char *out) { return (size_t)snprintf(out, 16, "md%08u", k); }
+/* Longer than the 12-byte prefix leaves keep, which all keys share. */
+static size_t medium_key(uint32_t k, char *out) { return (size_t)snprintf(out, 32, "medium.key.%08u", k); }
 
 /* Keys below `updated` hold round + 1, the others round. */
 static void check_all(par_region *r, uint32_t keys, uint32_t round, uint32_t updated) {
   uint8_t want[1024], got[1024];
-  char key[16];
+  char key[32];
   for (uint32_t k = 0; k < keys; k++) {
     size_t len, wl = medium_value(k, k < updated ? round + 1 : round, want);
     int rc = par_get(r, NULL, key, medium_key(k, key), got, sizeof got, &len);
@@ -46,7 +47,7 @@ static void run(uint32_t merge_level) {
   assert_ok(par_region_open(v, "m", 1, &r));
   enum { KEYS = 40000 };
   uint8_t val[1024];
-  char key[16];
+  char key[32];
   uint64_t max_medium = 0;
   uint32_t max_levels = 0;
   for (uint32_t round = 1; round <= 2; round++)
@@ -85,6 +86,9 @@ static void run(uint32_t merge_level) {
   assert_true(max_medium > 0);
   assert_true(before.medium_log_segments > 0);
   assert_true(before.medium_log_bytes_written > 0);
+  /* Only medium pairs were written: the leaves of L1 got medium entries only. */
+  assert_true(before.level_medium_bytes[1] > 0);
+  assert_int_equal(before.level_small_bytes[1] + before.level_large_bytes[1], 0);
 
   assert_ok(par_compact(r));
   par_stats after;
@@ -96,6 +100,7 @@ static void run(uint32_t merge_level) {
   assert_int_equal(after.medium_log_segments, 0);
   /* One level is left; the transient segments went back to the volume. */
   for (uint32_t l = 1; l < after.levels; l++) assert_int_equal(after.level[l].entries, 0);
+  assert_true(after.level_medium_bytes[after.levels] > before.level_medium_bytes[after.levels]);
   if (vafter.segments_used >= vbefore.segments_used)
     fail_msg("volume still uses %llu segments (was %llu with %llu transient ones)",
              (unsigned long long)vafter.segments_used, (unsigned long long)vbefore.segments_used,

@@ -360,6 +360,11 @@ int main(int argc, char **argv) {
          "%" PRIu64 " segments; GC %" PRIu64 " runs, %.1f MiB relocated, %" PRIu64 " segments freed\n",
          st.small_puts, st.medium_puts, st.large_puts, st.large_log_bytes_appended / 1048576.0,
          st.large_log_segments, st.gc_runs, st.gc_bytes_relocated / 1048576.0, st.gc_segments_freed);
+  printf("leaf bytes written by class (small/medium/large, MiB):");
+  for (uint32_t i = 1; i <= st.levels; i++)
+    printf(" L%u=%.1f/%.1f/%.1f", i, st.level_small_bytes[i] / 1048576.0, st.level_medium_bytes[i] / 1048576.0,
+           st.level_large_bytes[i] / 1048576.0);
+  printf("; medium log %.1f MiB written\n", st.medium_log_bytes_written / 1048576.0);
   if (cfg.verify && !cfg.updates) run_phase("verify", verify_thread, cfg.keys);
 
   rc = par_region_close(region);

@@ -242,6 +242,13 @@ typedef struct par_stats {
   uint64_t gc_segments_freed;
   uint64_t medium_log_segments;      /* transient medium-log segments now  */
   uint64_t medium_log_bytes_written; /* by flushes since the region opened */
+  /* Leaf bytes compactions wrote into each level ([1..PAR_MAX_LEVELS]), by
+   * the class of the pair: small (tombstones too), medium (in place or as
+   * a key prefix and pointer), large. Medium values themselves are counted
+   * in medium_log_bytes_written, large ones in large_log_bytes_appended. */
+  uint64_t level_small_bytes[PAR_MAX_LEVELS + 1];
+  uint64_t level_medium_bytes[PAR_MAX_LEVELS + 1];
+  uint64_t level_large_bytes[PAR_MAX_LEVELS + 1];
 } par_stats;
 
 PAR_API int par_region_stats(par_region *r, par_stats *out);

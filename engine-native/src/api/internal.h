@@ -52,11 +52,13 @@ uint64_t view_oldest_seq(par_region *r);
 
 typedef struct level_counters {
   atomic_uint_fast64_t read, written;
+  atomic_uint_fast64_t class_bytes[3]; /* leaf bytes written, by class: small, medium, large */
 } level_counters;
 
 struct par_region {
   par_volume *vol;
   uint32_t id;
+  key_source keys;                   /* resolves key prefixes in this region's trees */
   char name[PAR_MAX_REGION_NAME + 1];
 
   pthread_mutex_t write_mu;

@@ -112,7 +112,7 @@ int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value,
   vlog_record rec;
   int rc = vlog_read_mapped(&r->vol->file, r->id, p, &rec);
   if (rc) return rc;
-  if (rec.key_len != e->key_len || memcmp(rec.key, e->key, e->key_len) != 0)
+  if (rec.key_len != entry_key_len(e) || memcmp(rec.key, e->key, e->key_len) != 0)
     return par_error(PAR_ECORRUPT, "large-log record at %u:%u belongs to another key", p.seg, p.off);
   *value = rec.value;
   *value_len = rec.value_len;
@@ -208,6 +208,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   if (!rc) rc = region_desc_copy(&d, cur);
   if (!rc) {
     r->id = cur->id;
+    r->keys = (key_source){&v->file, r->id};
     snprintf(r->name, sizeof r->name, "%s", name);
     r->next_open = v->open;
     v->open = r;
@@ -624,18 +625,15 @@ int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, s
     if (!mts[i]) continue;
     const mt_entry *m = memtable_get(mts[i], key, key_len, lsn);
     if (m) {
-      e->cat = mt_category(m);
-      e->key = mt_key(m);
-      e->key_len = m->key_len;
-      e->value = mt_value(m);
-      e->value_len = m->value_len;
+      *e = (tree_entry){.cat = mt_category(m), .key = mt_key(m), .key_len = m->key_len,
+                        .value = mt_value(m), .value_len = m->value_len};
       return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
     }
   }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
       if (!w->tree[i][j]) continue;
-      int rc = tree_get(&r->vol->file, &w->tree[i][j]->d, key, key_len, e);
+      int rc = tree_get(&r->keys, &w->tree[i][j]->d, key, key_len, e);
       if (rc == PAR_NOT_FOUND) continue;
       if (rc) return rc;
       return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
@@ -793,6 +791,9 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
     }
     l->compaction_bytes_read = atomic_load(&r->stats.level[i].read);
     l->compaction_bytes_written = atomic_load(&r->stats.level[i].written);
+    out->level_small_bytes[i] = atomic_load(&r->stats.level[i].class_bytes[0]);
+    out->level_medium_bytes[i] = atomic_load(&r->stats.level[i].class_bytes[1]);
+    out->level_large_bytes[i] = atomic_load(&r->stats.level[i].class_bytes[2]);
   }
   view_unref(w);
   return PAR_OK;

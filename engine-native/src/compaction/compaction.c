@@ -209,11 +209,11 @@ static int merge(par_region *r, task *t, dtree **out) {
     src[n] = memtable_source(t->frozen, UINT64_MAX, count_shadowed, t);
     if (src[n]) rc = src[n]->seek(src[n], NULL, 0, 0);
   } else {
-    src[n] = tree_stream_source(&v->file, &t->src->d);
+    src[n] = tree_stream_source(&v->file, &r->keys, &t->src->d);
   }
   if (!src[n++]) rc = par_error(PAR_ENOMEM, "compaction source");
   if (!rc && t->dst_tree) {
-    src[n] = tree_stream_source(&v->file, &t->dst_tree->d);
+    src[n] = tree_stream_source(&v->file, &r->keys, &t->dst_tree->d);
     if (!src[n++]) rc = par_error(PAR_ECORRUPT, "compaction cannot read level %d", t->dst);
   }
   tree_builder b;
@@ -223,25 +223,33 @@ static int merge(par_region *r, task *t, dtree **out) {
   merge_iter m = {src, n, -1, 0, count_shadowed, t};
   const par_options *o = &v->opts;
   if (!rc) rc = merge_settle(&m);
+  uint64_t class_bytes[3] = {0};
   while (!rc && m.cur >= 0) {
-    const tree_entry *e = merge_entry(&m);
-    size_t pair = (size_t)e->key_len + e->value_len;
+    tree_entry *e = merge_entry(&m);
+    size_t pair = (size_t)entry_key_len(e) + e->value_len;
     if (t->drop_tombstones && e->cat == CAT_TOMBSTONE) {
       /* gone for good */
     } else if (t->frozen && m.cur == 0 && e->cat == CAT_INLINE && !t->inline_medium &&
                pair >= o->small_threshold && pair < o->large_threshold) {
       /* A medium pair leaves L0: its value goes to the transient log, sorted. */
       rc = builder_add_medium(&b, r->id, e->key, e->key_len, e->value, e->value_len);
+      class_bytes[1] += leaf_entry_size(entry_stored_len(CAT_MEDIUM, e->key_len), e->key_len, VPTR_SIZE);
     } else if (e->cat == CAT_MEDIUM && t->inline_medium) {
-      /* The merge level: the value moves into the leaf. */
+      /* The merge level: the value and the whole key move into the leaf. */
       const uint8_t *val;
       uint32_t vl;
-      uint8_t *owned;
-      rc = region_read_large(r, e, &val, &vl, &owned);
+      uint8_t *owned = NULL;
+      rc = entry_resolve_key(e);
+      if (!rc) rc = region_read_large(r, e, &val, &vl, &owned);
       if (!rc) rc = builder_add(&b, CAT_INLINE, e->key, e->key_len, val, vl);
+      if (!rc) class_bytes[1] += leaf_entry_size(e->key_len, e->key_len, vl);
       free(owned);
     } else {
-      rc = builder_add(&b, e->cat, e->key, e->key_len, e->value, e->value_len);
+      uint16_t kl = entry_key_len(e), stored = entry_stored_len(e->cat, kl);
+      int cls = e->cat == CAT_LARGE ? 2 : e->cat == CAT_MEDIUM ? 1 : e->cat == CAT_TOMBSTONE ? 0
+                : pair < o->small_threshold ? 0 : pair < o->large_threshold ? 1 : 2;
+      class_bytes[cls] += leaf_entry_size(stored, kl, e->value_len);
+      rc = builder_add_entry(&b, e);
     }
     if (!rc) rc = merge_next(&m);
   }
@@ -265,6 +273,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   if (building) builder_abort(&b);
   if (rc) return rc;
   atomic_fetch_add(&r->stats.level[t->dst].written, d.bytes);
+  for (int i = 0; i < 3; i++) atomic_fetch_add(&r->stats.level[t->dst].class_bytes[i], class_bytes[i]);
   *out = NULL;
   if (!d.root) return PAR_OK;
   /* The tree's medium sets: the one this flush wrote, and, above the merge

@@ -57,11 +57,11 @@ static int write_segment(tree_builder *b) {
   return rc;
 }
 
-static int add_to_level(tree_builder *b, int h, int cat, const void *key, uint16_t key_len,
-                        const void *value, uint32_t value_len, uint64_t child);
+static int add_index(tree_builder *b, int h, const void *key, uint16_t key_len, uint64_t child);
 
 /* Places the node (size bytes at node) in the segment buffer and passes its
- * first key up to level h + 1. */
+ * first key up to level h + 1: for a leaf, the whole key kept in
+ * first_key, since the leaf may hold only its prefix. */
 static int emit(tree_builder *b, int h, uint8_t *node, uint32_t size, uint32_t nslots,
                 uint32_t data_start) {
   uint32_t pages = size / PAR_BLOCK;
@@ -92,17 +92,15 @@ static int emit(tree_builder *b, int h, uint8_t *node, uint32_t size, uint32_t n
   memcpy(b->seg_buf + b->fill, node, size);
   b->fill += size;
   b->out.bytes += size;
-  /* The node's first key goes up as its pivot. */
-  const uint8_t *k = NULL, *v;
-  uint16_t kl = 0;
-  uint32_t vl;
-  uint64_t child;
-  int cat;
-  node_hdr nh = {.type = h ? NODE_INDEX : NODE_LEAF, .height = (uint16_t)h, .pages = pages,
-                 .nslots = nslots, .data_start = data_start};
-  int rc = h ? index_entry(node, &nh, 0, &child, &k, &kl)
-             : leaf_entry(node, &nh, 0, &cat, &k, &kl, &v, &vl);
-  if (rc) return rc;
+  const uint8_t *k = b->first_key;
+  uint16_t kl = b->first_len;
+  if (h) {
+    uint64_t child;
+    node_hdr nh = {.type = NODE_INDEX, .height = (uint16_t)h, .pages = pages, .nslots = nslots,
+                   .data_start = data_start};
+    int rc = index_entry(node, &nh, 0, &child, &k, &kl);
+    if (rc) return rc;
+  }
   if (h + 1 >= NODE_MAX_HEIGHT) return par_error(PAR_ELIMIT, "B+-tree too tall");
   if (h + 1 == b->levels) {
     build_level *p = &b->lvl[h + 1];
@@ -112,57 +110,75 @@ static int emit(tree_builder *b, int h, uint8_t *node, uint32_t size, uint32_t n
     node_reset(p, h + 1);
     b->levels++;
   }
-  /* k points into node, which add_to_level may reset only at level h. */
-  return add_to_level(b, h + 1, 0, k, kl, NULL, 0, off);
+  /* k points into node or first_key, which only level h resets. */
+  return add_index(b, h + 1, k, kl, off);
 }
 
-/* Appends an entry to the open node of level h, emitting it first when full. */
-static int add_to_level(tree_builder *b, int h, int cat, const void *key, uint16_t key_len,
-                        const void *value, uint32_t value_len, uint64_t child) {
+/* Appends a pivot to the open index node of level h, emitting it first when full. */
+static int add_index(tree_builder *b, int h, const void *key, uint16_t key_len, uint64_t child) {
   build_level *l = &b->lvl[h];
-  size_t need = h ? index_entry_size(key_len) : leaf_entry_size(key_len, value_len);
+  size_t need = index_entry_size(key_len);
   if (NODE_HDR + 4ull * l->nslots + (l->size - l->data_start) + need > l->size) {
-    if (l->nslots) {
-      int rc = emit(b, h, l->buf, l->size, l->nslots, l->data_start);
-      if (rc) return rc;
-      node_reset(l, h);
-    }
-    if (NODE_HDR + need > l->size) { /* one pair larger than a leaf: a leaf of its own */
-      uint32_t size = (uint32_t)ALIGN_UP(NODE_HDR + need, PAR_BLOCK);
-      free(b->jumbo);
-      b->jumbo = malloc(size);
-      if (!b->jumbo) return par_error(PAR_ENOMEM, "leaf of %u bytes", size);
-      memset(b->jumbo, 0, NODE_HDR);
-      enc16(b->jumbo + 4, NODE_LEAF);
-      uint32_t off = size - (uint32_t)(need - 4);
-      enc32(b->jumbo + NODE_HDR, ((uint32_t)cat << 29) | off);
-      leaf_entry_encode(b->jumbo + off, key, key_len, value, value_len);
-      b->out.entries++;
-      return emit(b, 0, b->jumbo, size, 1, off);
-    }
+    int rc = emit(b, h, l->buf, l->size, l->nslots, l->data_start);
+    if (rc) return rc;
+    node_reset(l, h);
   }
-  uint32_t esize = (uint32_t)need - 4;
-  l->data_start -= esize;
+  l->data_start -= (uint32_t)need - 4;
   uint8_t *e = l->buf + l->data_start;
-  if (h) {
-    enc64(e, child);
-    enc16(e + 8, key_len);
-    memcpy(e + INDEX_ENTRY_HDR, key, key_len);
-    enc32(l->buf + NODE_HDR + 4 * l->nslots, l->data_start);
-  } else {
-    leaf_entry_encode(e, key, key_len, value, value_len);
-    enc32(l->buf + NODE_HDR + 4 * l->nslots, ((uint32_t)cat << 29) | l->data_start);
-    b->out.entries++;
+  enc64(e, child);
+  enc16(e + 8, key_len);
+  memcpy(e + INDEX_ENTRY_HDR, key, key_len);
+  enc32(l->buf + NODE_HDR + 4 * l->nslots, l->data_start);
+  l->nslots++;
+  return PAR_OK;
+}
+
+/* Appends an entry to the open leaf, emitting it first when full. The
+ * first entry of a leaf has its whole key read: it becomes the pivot. */
+static int add_leaf(tree_builder *b, tree_entry *x) {
+  build_level *l = &b->lvl[0];
+  uint16_t key_len = entry_key_len(x), stored = entry_stored_len(x->cat, key_len);
+  size_t need = leaf_entry_size(stored, key_len, x->value_len);
+  if (l->nslots && NODE_HDR + 4ull * l->nslots + (l->size - l->data_start) + need > l->size) {
+    int rc = emit(b, 0, l->buf, l->size, l->nslots, l->data_start);
+    if (rc) return rc;
+    node_reset(l, 0);
   }
+  if (!l->nslots) {
+    int rc = entry_resolve_key(x);
+    if (rc) return rc;
+    memcpy(b->first_key, x->key, x->key_len);
+    b->first_len = x->key_len;
+  }
+  if (x->cat == CAT_MEDIUM && x->value_len == VPTR_SIZE) b->out.medium_bytes += vptr_decode(x->value).size;
+  b->out.entries++;
+  uint32_t slot_cat = (uint32_t)x->cat << 29;
+  if (NODE_HDR + need > l->size) { /* one pair larger than a leaf: a leaf of its own */
+    uint32_t size = (uint32_t)ALIGN_UP(NODE_HDR + need, PAR_BLOCK);
+    free(b->jumbo);
+    b->jumbo = malloc(size);
+    if (!b->jumbo) return par_error(PAR_ENOMEM, "leaf of %u bytes", size);
+    memset(b->jumbo, 0, NODE_HDR);
+    enc16(b->jumbo + 4, NODE_LEAF);
+    uint32_t off = size - (uint32_t)(need - 4);
+    enc32(b->jumbo + NODE_HDR, slot_cat | off);
+    leaf_entry_encode(b->jumbo + off, x->key, stored, key_len, x->value, x->value_len);
+    return emit(b, 0, b->jumbo, size, 1, off);
+  }
+  l->data_start -= (uint32_t)need - 4;
+  leaf_entry_encode(l->buf + l->data_start, x->key, stored, key_len, x->value, x->value_len);
+  enc32(l->buf + NODE_HDR + 4 * l->nslots, slot_cat | l->data_start);
   l->nslots++;
   return PAR_OK;
 }
 
 int builder_add(tree_builder *b, int cat, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len) {
-  if (cat == CAT_MEDIUM && value_len == VPTR_SIZE) b->out.medium_bytes += vptr_decode(value).size;
-  return add_to_level(b, 0, cat, key, key_len, value, value_len, 0);
+  tree_entry e = {.cat = cat, .key = key, .key_len = key_len, .value = value, .value_len = value_len};
+  return add_leaf(b, &e);
 }
+
+int builder_add_entry(tree_builder *b, tree_entry *e) { return add_leaf(b, e); }
 
 static int write_medium_segment(tree_builder *b) {
   memset(b->mbuf + b->mfill, 0, SEG - b->mfill);

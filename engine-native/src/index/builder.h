@@ -31,12 +31,18 @@ typedef struct tree_builder {
   build_level lvl[NODE_MAX_HEIGHT];
   int levels;         /* index levels with a node open, plus the leaf level */
   uint8_t *jumbo;     /* a leaf for a single pair larger than LEAF_SIZE */
+  uint8_t first_key[PAR_MAX_KEY_SIZE]; /* whole first key of the open leaf */
+  uint16_t first_len;
 } tree_builder;
 
 int builder_init(tree_builder *b, par_file *f, segalloc *a);
-/* Adds a pair; keys must strictly increase. */
+/* Adds a pair; keys must strictly increase. A leaf keeps only a prefix of
+ * the key of a medium or large pair (index/entry.h). */
 int builder_add(tree_builder *b, int cat, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len);
+/* Adds an entry read from another tree, whose key may be a prefix; it is
+ * resolved only if it starts a leaf. */
+int builder_add_entry(tree_builder *b, tree_entry *e);
 /* Writes a medium value to the tree's transient medium-log segments (they
  * end up in out->msegs) and adds a CAT_MEDIUM pointer to it. */
 int builder_add_medium(tree_builder *b, uint32_t region_id, const void *key, uint16_t key_len,

@@ -31,8 +31,7 @@ static int bad_entry(const uint8_t *node, uint32_t i) {
   return par_error(PAR_ECORRUPT, "B+-tree node entry %u lies outside its node", i);
 }
 
-int leaf_entry(const uint8_t *node, const node_hdr *h, uint32_t i, int *cat, const uint8_t **key,
-               uint16_t *key_len, const uint8_t **value, uint32_t *value_len) {
+int leaf_entry(const uint8_t *node, const node_hdr *h, uint32_t i, tree_entry *e) {
   uint32_t slot = dec32(node + NODE_HDR + 4 * i);
   uint32_t off = SLOT_OFF(slot), size = h->pages * PAR_BLOCK;
   if (off < h->data_start || off >= size) return bad_entry(node, i);
@@ -40,27 +39,30 @@ int leaf_entry(const uint8_t *node, const node_hdr *h, uint32_t i, int *cat, con
   uint32_t kl = 0, vl = 0;
   p = get_varint32(p, end, &kl);
   if (p) p = get_varint32(p, end, &vl);
-  if (!p || kl > PAR_MAX_KEY_SIZE || (size_t)(end - p) < (size_t)kl + vl) return bad_entry(node, i);
-  *cat = (int)SLOT_CAT(slot);
-  *key = p;
-  *key_len = (uint16_t)kl;
-  *value = p + kl;
-  *value_len = vl;
+  if (!p || kl > PAR_MAX_KEY_SIZE) return bad_entry(node, i);
+  int cat = (int)SLOT_CAT(slot);
+  uint16_t stored = entry_stored_len(cat, (uint16_t)kl);
+  if ((size_t)(end - p) < (size_t)stored + vl) return bad_entry(node, i);
+  e->cat = cat;
+  e->key = p;
+  e->key_len = stored;
+  e->full_len = stored < kl ? (uint16_t)kl : 0;
+  e->value = p + stored;
+  e->value_len = vl;
+  e->ks = NULL;
   return PAR_OK;
 }
 
-int leaf_lower_bound(const uint8_t *node, const node_hdr *h, const void *key, size_t key_len,
-                     int exclusive, uint32_t *idx) {
+int leaf_lower_bound(const uint8_t *node, const node_hdr *h, const key_source *ks, const void *key,
+                     size_t key_len, int exclusive, uint32_t *idx) {
   uint32_t lo = 0, hi = h->nslots;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
-    int cat;
-    const uint8_t *k = NULL, *v;
-    uint16_t kl = 0;
-    uint32_t vl;
-    int rc = leaf_entry(node, h, mid, &cat, &k, &kl, &v, &vl);
+    tree_entry e;
+    int c, rc = leaf_entry(node, h, mid, &e);
+    e.ks = ks;
+    if (!rc) rc = entry_cmp_key(&e, key, key_len, &c);
     if (rc) return rc;
-    int c = key_cmp(k, kl, key, key_len);
     if (c < 0 || (exclusive && c == 0)) lo = mid + 1;
     else hi = mid;
   }
@@ -68,13 +70,13 @@ int leaf_lower_bound(const uint8_t *node, const node_hdr *h, const void *key, si
   return PAR_OK;
 }
 
-size_t leaf_entry_encode(uint8_t *dst, const void *key, uint16_t key_len, const void *value,
-                         uint32_t value_len) {
+size_t leaf_entry_encode(uint8_t *dst, const void *key, uint16_t stored_len, uint16_t key_len,
+                         const void *value, uint32_t value_len) {
   uint8_t *p = put_varint(dst, key_len);
   p = put_varint(p, value_len);
-  memcpy(p, key, key_len);
-  if (value_len) memcpy(p + key_len, value, value_len);
-  return (size_t)(p - dst) + key_len + value_len;
+  memcpy(p, key, stored_len);
+  if (value_len) memcpy(p + stored_len, value, value_len);
+  return (size_t)(p - dst) + stored_len + value_len;
 }
 
 int index_entry(const uint8_t *node, const node_hdr *h, uint32_t i, uint64_t *child,

@@ -10,8 +10,10 @@
  *
  * Leaf slot:  category (top 3 bits) | offset of the entry (low 29 bits)
  * Leaf entry: key_len varint | value_len varint | key | value
- *   category INLINE: the value itself; TOMBSTONE: no value; LARGE: a
- *   pointer into the large log (segment, offset, incarnation, size).
+ *   category INLINE: the value itself; TOMBSTONE: no value; MEDIUM and
+ *   LARGE: a 16-byte pointer into the medium or large log (segment,
+ *   offset, incarnation, size). A MEDIUM entry's key holds only the first
+ *   min(key_len, KEY_PREFIX) bytes of the key (index/entry.h).
  * Index slot:  offset of the entry
  * Index entry: child offset u64 | key_len u16 | key  — the first key of the
  *   child's subtree; slot 0's key is a lower bound only.
@@ -25,6 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "index/entry.h"
 #include "util/coding.h"
 
 #define NODE_HDR 32u
@@ -50,12 +53,13 @@ typedef struct node_hdr {
 int node_header(const uint8_t *node, uint64_t off, node_hdr *h);
 uint32_t node_crc(const uint8_t *node, uint32_t size);
 
-/* Leaf access; return PAR_ECORRUPT for an entry outside its node. */
-int leaf_entry(const uint8_t *node, const node_hdr *h, uint32_t i, int *cat, const uint8_t **key,
-               uint16_t *key_len, const uint8_t **value, uint32_t *value_len);
-/* First slot whose key is >= key (> key when exclusive); h->nslots if none. */
-int leaf_lower_bound(const uint8_t *node, const node_hdr *h, const void *key, size_t key_len,
-                     int exclusive, uint32_t *idx);
+/* Leaf access; return PAR_ECORRUPT for an entry outside its node. The
+ * entry's ks is left NULL for the caller to set. */
+int leaf_entry(const uint8_t *node, const node_hdr *h, uint32_t i, tree_entry *e);
+/* First slot whose key is >= key (> key when exclusive); h->nslots if none.
+ * ks resolves the keys of prefix entries whose prefix ties with key. */
+int leaf_lower_bound(const uint8_t *node, const node_hdr *h, const key_source *ks, const void *key,
+                     size_t key_len, int exclusive, uint32_t *idx);
 
 int index_entry(const uint8_t *node, const node_hdr *h, uint32_t i, uint64_t *child,
                 const uint8_t **key, uint16_t *key_len);
@@ -63,13 +67,15 @@ int index_entry(const uint8_t *node, const node_hdr *h, uint32_t i, uint64_t *ch
 int index_child_for(const uint8_t *node, const node_hdr *h, const void *key, size_t key_len,
                     uint32_t *idx);
 
-/* Bytes a pair takes in a leaf, slot included. */
-static inline size_t leaf_entry_size(size_t klen, size_t vlen) {
-  return varint_size(klen) + varint_size(vlen) + klen + vlen + 4;
+/* Bytes a pair takes in a leaf, slot included: stored_len bytes of a key
+ * of key_len bytes. */
+static inline size_t leaf_entry_size(size_t stored_len, size_t key_len, size_t vlen) {
+  return varint_size(key_len) + varint_size(vlen) + stored_len + vlen + 4;
 }
-/* Writes a leaf entry at dst; returns its size (without the slot). */
-size_t leaf_entry_encode(uint8_t *dst, const void *key, uint16_t key_len, const void *value,
-                         uint32_t value_len);
+/* Writes a leaf entry at dst (stored_len bytes of the key at key); returns
+ * its size (without the slot). */
+size_t leaf_entry_encode(uint8_t *dst, const void *key, uint16_t stored_len, uint16_t key_len,
+                         const void *value, uint32_t value_len);
 static inline size_t index_entry_size(size_t klen) { return INDEX_ENTRY_HDR + klen + 4; }
 
 #endif

@@ -100,7 +100,8 @@ static int load_node(const par_file *f, uint64_t off, int height, const uint8_t 
   return PAR_OK;
 }
 
-int tree_get(const par_file *f, const tree_desc *t, const void *key, size_t key_len, tree_entry *e) {
+int tree_get(const key_source *ks, const tree_desc *t, const void *key, size_t key_len, tree_entry *e) {
+  const par_file *f = ks->file;
   if (!t->root) return PAR_NOT_FOUND;
   uint64_t off = t->root;
   for (int height = (int)t->height - 1; height >= 0; height--) {
@@ -117,26 +118,34 @@ int tree_get(const par_file *f, const tree_desc *t, const void *key, size_t key_
       if (rc) return rc;
       continue;
     }
-    rc = leaf_lower_bound(n, &h, key, key_len, 0, &idx);
+    rc = leaf_lower_bound(n, &h, ks, key, key_len, 0, &idx);
     if (rc) return rc;
     if (idx == h.nslots) return PAR_NOT_FOUND;
-    rc = leaf_entry(n, &h, idx, &e->cat, &e->key, &e->key_len, &e->value, &e->value_len);
+    rc = leaf_entry(n, &h, idx, e);
+    e->ks = ks;
+    int c;
+    if (!rc) rc = entry_cmp_key(e, key, key_len, &c);
     if (rc) return rc;
-    return key_cmp(e->key, e->key_len, key, key_len) == 0 ? PAR_OK : PAR_NOT_FOUND;
+    if (c) return PAR_NOT_FOUND;
+    e->key = key; /* whole, where the leaf may hold a prefix */
+    e->key_len = (uint16_t)key_len;
+    e->full_len = 0;
+    return PAR_OK;
   }
   return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
 }
 
-void tree_cursor_init(tree_cursor *c, const par_file *f, const tree_desc *t) {
+void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t) {
   memset(c, 0, sizeof *c);
-  c->file = f;
+  c->ks = ks;
   c->tree = t;
 }
 
 static int load_current(tree_cursor *c) {
   typeof(c->path[0]) *p = &c->path[c->depth - 1];
-  tree_entry *e = &c->cur;
-  return leaf_entry(p->node, &p->h, p->idx, &e->cat, &e->key, &e->key_len, &e->value, &e->value_len);
+  int rc = leaf_entry(p->node, &p->h, p->idx, &c->cur);
+  c->cur.ks = c->ks;
+  return rc;
 }
 
 /* Descends from path[depth-1]'s current child to the leftmost leaf. */
@@ -148,7 +157,7 @@ static int descend_leftmost(tree_cursor *c) {
     const uint8_t *k;
     uint16_t kl;
     int rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
-    if (!rc) rc = load_node(c->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (!rc) rc = load_node(c->ks->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
     if (rc) return rc;
     c->path[c->depth].idx = 0;
     c->depth++;
@@ -173,13 +182,13 @@ static int advance_leaf(tree_cursor *c) {
 int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive) {
   c->depth = 0;
   if (!c->tree->root) return PAR_OK;
-  int rc = load_node(c->file, c->tree->root, (int)c->tree->height - 1, &c->path[0].node, &c->path[0].h);
+  int rc = load_node(c->ks->file, c->tree->root, (int)c->tree->height - 1, &c->path[0].node, &c->path[0].h);
   if (rc) return rc;
   c->depth = 1;
   for (;;) {
     typeof(c->path[0]) *p = &c->path[c->depth - 1];
     if (p->h.height == 0) {
-      if (key) rc = leaf_lower_bound(p->node, &p->h, key, key_len, exclusive, &p->idx);
+      if (key) rc = leaf_lower_bound(p->node, &p->h, c->ks, key, key_len, exclusive, &p->idx);
       else p->idx = 0;
       if (rc) return rc;
       if (p->idx < p->h.nslots) return load_current(c);
@@ -191,7 +200,7 @@ int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclus
     const uint8_t *k;
     uint16_t kl;
     if (!rc) rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
-    if (!rc) rc = load_node(c->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (!rc) rc = load_node(c->ks->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
     if (rc) {
       c->depth = 0;
       return rc;
@@ -227,9 +236,9 @@ static int stream_load_segment(tree_stream *s) {
 static int stream_advance(tree_stream *s) {
   for (;;) {
     if (s->valid && s->h.type == NODE_LEAF && s->slot < s->h.nslots) {
-      tree_entry *e = &s->cur;
-      return leaf_entry(s->buf + s->off, &s->h, s->slot, &e->cat, &e->key, &e->key_len, &e->value,
-                        &e->value_len);
+      int rc = leaf_entry(s->buf + s->off, &s->h, s->slot, &s->cur);
+      s->cur.ks = s->ks;
+      return rc;
     }
     if (s->valid) s->off += s->h.pages * PAR_BLOCK; /* past the node just read */
     s->valid = 1;
@@ -250,9 +259,10 @@ static int stream_advance(tree_stream *s) {
   }
 }
 
-int tree_stream_open(tree_stream *s, par_file *f, const tree_desc *t) {
+int tree_stream_open(tree_stream *s, par_file *f, const key_source *ks, const tree_desc *t) {
   memset(s, 0, sizeof *s);
   s->file = f;
+  s->ks = ks;
   s->tree = t;
   if (!t->root) return PAR_OK;
   s->buf = file_buf_alloc(SEG);

@@ -55,18 +55,12 @@ void dtree_ref(dtree *t);
 void dtree_unref(dtree *t);
 void dtree_retire(dtree *t);
 
-typedef struct tree_entry {
-  int cat;
-  const uint8_t *key, *value;
-  uint16_t key_len;
-  uint32_t value_len;
-} tree_entry;
+/* PAR_OK with *e set (its key whole), PAR_NOT_FOUND, or PAR_ECORRUPT. */
+int tree_get(const key_source *ks, const tree_desc *t, const void *key, size_t key_len, tree_entry *e);
 
-/* PAR_OK with *e set, PAR_NOT_FOUND, or PAR_ECORRUPT. */
-int tree_get(const par_file *f, const tree_desc *t, const void *key, size_t key_len, tree_entry *e);
-
+/* Cursor and stream entries may hold a key prefix (index/entry.h). */
 typedef struct tree_cursor {
-  const par_file *file;
+  const key_source *ks;
   const tree_desc *tree;
   int depth; /* entries in path; 0 = not positioned */
   struct {
@@ -77,7 +71,7 @@ typedef struct tree_cursor {
   tree_entry cur;
 } tree_cursor;
 
-void tree_cursor_init(tree_cursor *c, const par_file *f, const tree_desc *t);
+void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t);
 /* Positions at the first key >= key (> key when exclusive; the first key
  * when key is NULL). Sets c->depth = 0 when there is none. */
 int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive);
@@ -86,6 +80,7 @@ static inline int tree_cursor_valid(const tree_cursor *c) { return c->depth > 0;
 
 typedef struct tree_stream {
   par_file *file;
+  const key_source *ks;
   const tree_desc *tree;
   uint8_t *buf;     /* one segment */
   uint32_t seg_idx; /* next segment of tree->segs to read */
@@ -97,7 +92,7 @@ typedef struct tree_stream {
   uint64_t bytes_read;
 } tree_stream;
 
-int tree_stream_open(tree_stream *s, par_file *f, const tree_desc *t);
+int tree_stream_open(tree_stream *s, par_file *f, const key_source *ks, const tree_desc *t);
 int tree_stream_next(tree_stream *s);
 void tree_stream_close(tree_stream *s);
 

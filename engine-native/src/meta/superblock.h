@@ -13,7 +13,7 @@
 
 #include "io/file.h"
 
-#define PAR_FORMAT_VERSION 1u
+#define PAR_FORMAT_VERSION 2u /* 2: leaves keep key prefixes of log pairs */
 
 typedef struct superblock {
   uint64_t epoch;

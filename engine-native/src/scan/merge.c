@@ -24,16 +24,14 @@ static void mt_load(mt_source *s) {
   s->base.valid = s->i < s->n;
   if (!s->base.valid) return;
   const mt_entry *e = s->batch[s->i];
-  s->base.e.cat = mt_category(e);
-  s->base.e.key = mt_key(e);
-  s->base.e.key_len = e->key_len;
-  s->base.e.value = mt_value(e);
-  s->base.e.value_len = e->value_len;
+  s->base.e = (tree_entry){.cat = mt_category(e), .key = mt_key(e), .key_len = e->key_len,
+                           .value = mt_value(e), .value_len = e->value_len};
 }
 
 static void mt_shadowed(void *arg, const mt_entry *e) {
   mt_source *s = arg;
-  tree_entry t = {mt_category(e), mt_key(e), mt_value(e), e->key_len, e->value_len};
+  tree_entry t = {.cat = mt_category(e), .key = mt_key(e), .key_len = e->key_len,
+                  .value = mt_value(e), .value_len = e->value_len};
   s->shadowed(s->arg, &t);
 }
 
@@ -111,12 +109,12 @@ static void cur_close(kv_source *b) {
   free(s);
 }
 
-kv_source *tree_cursor_source(const par_file *f, dtree *t) {
+kv_source *tree_cursor_source(const key_source *ks, dtree *t) {
   cursor_source *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   dtree_ref(t);
   s->t = t;
-  tree_cursor_init(&s->c, f, &t->d);
+  tree_cursor_init(&s->c, ks, &t->d);
   s->base.next = cur_next;
   s->base.seek = cur_seek;
   s->base.close = cur_close;
@@ -148,12 +146,12 @@ static void st_close(kv_source *b) {
   free(s);
 }
 
-kv_source *tree_stream_source(par_file *f, const tree_desc *t) {
+kv_source *tree_stream_source(par_file *f, const key_source *ks, const tree_desc *t) {
   stream_source *s = calloc(1, sizeof *s);
   if (!s) return NULL;
   s->base.next = st_next;
   s->base.close = st_close;
-  if (st_sync(s, tree_stream_open(&s->st, f, t))) {
+  if (st_sync(s, tree_stream_open(&s->st, f, ks, t))) {
     st_close(&s->base);
     return NULL;
   }
@@ -162,29 +160,33 @@ kv_source *tree_stream_source(par_file *f, const tree_desc *t) {
 
 /* ---- merge ---- */
 
-static int min_source(const merge_iter *m) {
-  int best = -1;
+/* Sets *best to the source with the smallest key (-1 when all are done). */
+static int min_source(merge_iter *m, int *best) {
+  *best = -1;
   for (int i = 0; i < m->n; i++) {
-    const kv_source *s = m->src[i];
+    kv_source *s = m->src[i];
     if (!s->valid) continue;
-    if (best < 0 || key_cmp(s->e.key, s->e.key_len, m->src[best]->e.key, m->src[best]->e.key_len) < 0)
-      best = i; /* ties keep the lower index: the newer source */
+    int c = -1;
+    int rc = *best < 0 ? PAR_OK : entry_cmp(&s->e, &m->src[*best]->e, &c);
+    if (rc) return rc;
+    if (c < 0) *best = i; /* ties keep the lower index: the newer source */
   }
-  return best;
+  return PAR_OK;
 }
 
 /* Advances every source positioned on the current key. */
 static int skip_current(merge_iter *m) {
-  const tree_entry *cur = &m->src[m->cur]->e;
-  const uint8_t *k = cur->key;
-  uint16_t kl = cur->key_len;
-  /* Advance the owner last: k points into its buffer. */
+  tree_entry *cur = &m->src[m->cur]->e;
+  /* Advance the owner last: cur's key points into its buffer. */
   for (int i = 0; i < m->n; i++) {
     kv_source *s = m->src[i];
     if (i == m->cur || !s->valid) continue;
-    if (key_cmp(s->e.key, s->e.key_len, k, kl) == 0) {
+    int c;
+    int rc = entry_cmp(&s->e, cur, &c);
+    if (rc) return rc;
+    if (c == 0) {
       if (m->shadowed) m->shadowed(m->shadowed_arg, &s->e);
-      int rc = s->next(s);
+      rc = s->next(s);
       if (rc) return rc;
     }
   }
@@ -193,9 +195,9 @@ static int skip_current(merge_iter *m) {
 
 int merge_settle(merge_iter *m) {
   for (;;) {
-    m->cur = min_source(m);
-    if (m->cur < 0 || !m->skip_tombstones || m->src[m->cur]->e.cat != CAT_TOMBSTONE) return PAR_OK;
-    int rc = skip_current(m);
+    int rc = min_source(m, &m->cur);
+    if (!rc && (m->cur < 0 || !m->skip_tombstones || m->src[m->cur]->e.cat != CAT_TOMBSTONE)) return PAR_OK;
+    if (!rc) rc = skip_current(m);
     if (rc) {
       m->cur = -1;
       return rc;

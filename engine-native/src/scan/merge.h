@@ -15,7 +15,7 @@ struct kv_source {
   int (*seek)(kv_source *s, const void *key, size_t key_len, int exclusive);
   void (*close)(kv_source *s);
   int valid;
-  tree_entry e; /* cat is CAT_INLINE or CAT_TOMBSTONE */
+  tree_entry e; /* its key may be a prefix (index/entry.h) */
   uint64_t bytes_read; /* device bytes read so far */
 };
 
@@ -27,9 +27,9 @@ typedef void (*shadowed_fn)(void *arg, const tree_entry *e);
  * Older versions inside the memtable go to shadowed, if not NULL. */
 kv_source *memtable_source(memtable *m, uint64_t snap, shadowed_fn shadowed, void *arg);
 /* A device tree walked through the memory map (scans). */
-kv_source *tree_cursor_source(const par_file *f, dtree *t);
+kv_source *tree_cursor_source(const key_source *ks, dtree *t);
 /* A device tree streamed with direct reads (compaction). */
-kv_source *tree_stream_source(par_file *f, const tree_desc *t);
+kv_source *tree_stream_source(par_file *f, const key_source *ks, const tree_desc *t);
 
 typedef struct merge_iter {
   kv_source **src;
@@ -44,6 +44,7 @@ typedef struct merge_iter {
 int merge_settle(merge_iter *m);
 int merge_next(merge_iter *m);
 int merge_seek(merge_iter *m, const void *key, size_t key_len, int exclusive);
-static inline const tree_entry *merge_entry(const merge_iter *m) { return &m->src[m->cur]->e; }
+/* The current entry; its key may be a prefix until entry_resolve_key. */
+static inline tree_entry *merge_entry(const merge_iter *m) { return &m->src[m->cur]->e; }
 
 #endif

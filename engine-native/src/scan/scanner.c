@@ -38,7 +38,7 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   if (s->v->frozen) s->src[n++] = memtable_source(s->v->frozen, lsn, NULL, NULL);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
-      if (s->v->tree[i][j]) s->src[n++] = tree_cursor_source(&r->vol->file, s->v->tree[i][j]);
+      if (s->v->tree[i][j]) s->src[n++] = tree_cursor_source(&r->keys, s->v->tree[i][j]);
   for (int i = 0; i < n; i++)
     if (!s->src[i]) {
       par_scanner_close(s);
@@ -53,6 +53,14 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   return PAR_OK;
 }
 
+/* Reads the whole key of the entry the scanner is on, if its leaf holds
+ * only a prefix: callers get whole keys. */
+static int settle(par_scanner *s) {
+  if (!s->error && s->m.cur >= 0) s->error = entry_resolve_key(merge_entry(&s->m));
+  if (s->error) s->m.cur = -1;
+  return s->error;
+}
+
 PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, par_seek_mode mode) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_seek: NULL scanner");
   if (mode != PAR_SEEK_FIRST) {
@@ -65,7 +73,7 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
   free(s->owned);
   s->owned = NULL;
   s->error = merge_seek(&s->m, mode == PAR_SEEK_FIRST ? NULL : key, key_len, mode == PAR_SEEK_GT);
-  return s->error;
+  return settle(s);
 }
 
 PAR_API int par_scanner_valid(const par_scanner *s) { return s && s->m.cur >= 0; }
@@ -104,7 +112,7 @@ PAR_API int par_scanner_next(par_scanner *s) {
   free(s->owned);
   s->owned = NULL;
   s->error = merge_next(&s->m);
-  return s->error;
+  return settle(s);
 }
 
 PAR_API void par_scanner_close(par_scanner *s) {
