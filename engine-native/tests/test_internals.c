@@ -745,16 +745,16 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
   for (size_t i = 0; i < p->n; i++) {
     const pair *x = &p->v[i];
     memset(&e, 0, sizeof e);
-    assert_ok(tree_get(&ks, t, x->key, x->klen, &e));
+    assert_ok(tree_get(&ks, t, NULL, x->key, x->klen, &e));
     assert_entry(&e, x);
   }
   uint8_t probe[PAR_MAX_KEY_SIZE + 2];
-  assert_par(tree_get(&ks, t, probe, 0, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, NULL, probe, 0, &e), PAR_NOT_FOUND);
   memset(probe, 0xff, sizeof probe);
-  assert_par(tree_get(&ks, t, probe, sizeof probe, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, NULL, probe, sizeof probe, &e), PAR_NOT_FOUND);
 
   tree_cursor c;
-  tree_cursor_init(&c, &ks, t);
+  tree_cursor_init(&c, &ks, t, NULL);
   for (size_t i = 0; i < p->n; i += stride) {
     const pair *x = &p->v[i];
     /* x's key with a 0 byte appended: after x, at or before the next key. */
@@ -762,7 +762,7 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
     probe[x->klen] = 0;
     size_t plen = (size_t)x->klen + 1;
     int is_next = i + 1 < p->n && tu_key_cmp(probe, plen, p->v[i + 1].key, p->v[i + 1].klen) == 0;
-    if (!is_next) assert_par(tree_get(&ks, t, probe, plen, &e), PAR_NOT_FOUND);
+    if (!is_next) assert_par(tree_get(&ks, t, NULL, probe, plen, &e), PAR_NOT_FOUND);
     for (int excl = 0; excl < 2; excl++) {
       assert_ok(tree_cursor_seek(&c, x->key, x->klen, excl));
       size_t want = i + (size_t)excl;
@@ -869,7 +869,7 @@ static void test_tree_many(void **state) {
   tree_entry e;
   for (uint32_t i = 1; i < 400000; i += 1002) { /* odd numbers only */
     int klen = snprintf(key, sizeof key, "key%010u", i);
-    assert_par(tree_get(&(key_source){&s.file, 0}, &t, key, (size_t)klen, &e), PAR_NOT_FOUND);
+    assert_par(tree_get(&(key_source){&s.file, 0}, &t, NULL, key, (size_t)klen, &e), PAR_NOT_FOUND);
   }
   tree_desc_free(&t);
   pairs_free(&p);
@@ -999,9 +999,9 @@ static void test_tree_key_prefixes(void **state) {
   assert_true(ta.height >= 2 && tb.height >= 2);
 
   key_source ks = {&s.file, 0};
-  kv_source *src[2] = {tree_stream_source(&s.file, &ks, &ta), tree_stream_source(&s.file, &ks, &tb)};
-  assert_non_null(src[0]);
-  assert_non_null(src[1]);
+  kv_source *src[2];
+  assert_ok(tree_stream_source(&s.file, &ks, &ta, &src[0]));
+  assert_ok(tree_stream_source(&s.file, &ks, &tb, &src[1]));
   size_t shadowed = 0;
   merge_iter m = {src, 2, -1, 0, count_shadowed, &shadowed};
   tree_builder bld;

@@ -633,7 +633,7 @@ int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, s
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
       if (!w->tree[i][j]) continue;
-      int rc = tree_get(&r->keys, &w->tree[i][j]->d, key, key_len, e);
+      int rc = tree_get(&r->keys, &w->tree[i][j]->d, &w->tree[i][j]->checks, key, key_len, e);
       if (rc == PAR_NOT_FOUND) continue;
       if (rc) return rc;
       return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;

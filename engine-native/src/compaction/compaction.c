@@ -207,15 +207,12 @@ static int merge(par_region *r, task *t, dtree **out) {
   int n = 0, rc = PAR_OK;
   if (t->frozen) {
     src[n] = memtable_source(t->frozen, UINT64_MAX, count_shadowed, t);
-    if (src[n]) rc = src[n]->seek(src[n], NULL, 0, 0);
+    rc = src[n] ? src[n]->seek(src[n], NULL, 0, 0) : par_error(PAR_ENOMEM, "compaction source");
   } else {
-    src[n] = tree_stream_source(&v->file, &r->keys, &t->src->d);
+    rc = tree_stream_source(&v->file, &r->keys, &t->src->d, &src[n]);
   }
-  if (!src[n++]) rc = par_error(PAR_ENOMEM, "compaction source");
-  if (!rc && t->dst_tree) {
-    src[n] = tree_stream_source(&v->file, &r->keys, &t->dst_tree->d);
-    if (!src[n++]) rc = par_error(PAR_ECORRUPT, "compaction cannot read level %d", t->dst);
-  }
+  n++;
+  if (!rc && t->dst_tree) rc = tree_stream_source(&v->file, &r->keys, &t->dst_tree->d, &src[n++]);
   tree_builder b;
   int building = 0;
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);

@@ -29,10 +29,57 @@ void mseg_set_unref(mseg_set *s) {
   free(s);
 }
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+int node_checks_init(node_checks *c, const seg_list *segs) {
+  memset(c, 0, sizeof *c);
+  if (!segs->n) return PAR_OK;
+  size_t words = (size_t)segs->n * (SEG / PAR_BLOCK / 64);
+  c->segs = malloc(segs->n * sizeof *c->segs);
+  c->bits = calloc(words, sizeof *c->bits);
+  if (!c->segs || !c->bits) {
+    node_checks_free(c);
+    return par_error(PAR_ENOMEM, "node checksum bitmap");
+  }
+  memcpy(c->segs, segs->v, segs->n * sizeof *c->segs);
+  qsort(c->segs, segs->n, sizeof *c->segs, cmp_u32);
+  c->nsegs = segs->n;
+  return PAR_OK;
+}
+
+void node_checks_free(node_checks *c) {
+  free(c->segs);
+  free((void *)c->bits);
+  memset(c, 0, sizeof *c);
+}
+
+/* Verifies the checksum of the node at off once; PAR_ECORRUPT if it fails
+ * or the node lies outside the tree's segments. */
+static int check_node(node_checks *c, const uint8_t *node, uint64_t off, const node_hdr *h) {
+  uint32_t seg = (uint32_t)(off / SEG), lo = 0, hi = c->nsegs;
+  while (lo < hi) {
+    uint32_t mid = (lo + hi) / 2;
+    if (c->segs[mid] < seg) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == c->nsegs || c->segs[lo] != seg)
+    return par_error(PAR_ECORRUPT, "B+-tree node at offset %llu is outside its tree", (unsigned long long)off);
+  uint64_t bit = (uint64_t)lo * (SEG / PAR_BLOCK) + off % SEG / PAR_BLOCK;
+  uint64_t mask = 1ull << (bit % 64);
+  if (atomic_load_explicit(&c->bits[bit / 64], memory_order_acquire) & mask) return PAR_OK;
+  if (node_crc(node, h->pages * PAR_BLOCK) != dec32(node))
+    return par_error(PAR_ECORRUPT, "B+-tree node at offset %llu fails its checksum", (unsigned long long)off);
+  atomic_fetch_or_explicit(&c->bits[bit / 64], mask, memory_order_release);
+  return PAR_OK;
+}
+
 dtree *dtree_create_shared(segalloc *a, tree_desc *d, mseg_set **sets, uint32_t n) {
   dtree *t = malloc(sizeof *t);
   mseg_set **v = n ? malloc(n * sizeof *v) : NULL;
-  if (!t || (n && !v)) {
+  if (!t || (n && !v) || node_checks_init(&t->checks, &d->segs)) {
     free(t);
     free(v);
     return NULL;
@@ -82,12 +129,15 @@ void dtree_unref(dtree *t) {
     for (uint32_t i = 0; i < t->d.segs.n; i++) segalloc_free(t->alloc, t->d.segs.v[i]);
   for (uint32_t i = 0; i < t->nsets; i++) mseg_set_unref(t->sets[i]);
   free(t->sets);
+  node_checks_free(&t->checks);
   tree_desc_free(&t->d);
   free(t);
 }
 
-/* The node at off, checked against the file and its expected height. */
-static int load_node(const par_file *f, uint64_t off, int height, const uint8_t **node, node_hdr *h) {
+/* The node at off, checked against the file, its expected height and, if
+ * checks is not NULL, its checksum. */
+static int load_node(const par_file *f, node_checks *checks, uint64_t off, int height,
+                     const uint8_t **node, node_hdr *h) {
   uint64_t size = __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
   if (off + NODE_HDR > size)
     return par_error(PAR_ECORRUPT, "B+-tree node offset %llu is outside the volume", (unsigned long long)off);
@@ -96,18 +146,20 @@ static int load_node(const par_file *f, uint64_t off, int height, const uint8_t 
   if (rc) return rc;
   if (h->height != height || off + (uint64_t)h->pages * PAR_BLOCK > size)
     return par_error(PAR_ECORRUPT, "B+-tree node at %llu has the wrong height or size", (unsigned long long)off);
+  if (checks && (rc = check_node(checks, n, off, h))) return rc;
   *node = n;
   return PAR_OK;
 }
 
-int tree_get(const key_source *ks, const tree_desc *t, const void *key, size_t key_len, tree_entry *e) {
+int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+             size_t key_len, tree_entry *e) {
   const par_file *f = ks->file;
   if (!t->root) return PAR_NOT_FOUND;
   uint64_t off = t->root;
   for (int height = (int)t->height - 1; height >= 0; height--) {
     const uint8_t *n = NULL;
     node_hdr h;
-    int rc = load_node(f, off, height, &n, &h);
+    int rc = load_node(f, checks, off, height, &n, &h);
     if (rc) return rc;
     uint32_t idx;
     if (height) {
@@ -135,9 +187,10 @@ int tree_get(const key_source *ks, const tree_desc *t, const void *key, size_t k
   return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
 }
 
-void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t) {
+void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t, node_checks *checks) {
   memset(c, 0, sizeof *c);
   c->ks = ks;
+  c->checks = checks;
   c->tree = t;
 }
 
@@ -157,7 +210,7 @@ static int descend_leftmost(tree_cursor *c) {
     const uint8_t *k;
     uint16_t kl;
     int rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
-    if (!rc) rc = load_node(c->ks->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (!rc) rc = load_node(c->ks->file, c->checks, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
     if (rc) return rc;
     c->path[c->depth].idx = 0;
     c->depth++;
@@ -182,7 +235,7 @@ static int advance_leaf(tree_cursor *c) {
 int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive) {
   c->depth = 0;
   if (!c->tree->root) return PAR_OK;
-  int rc = load_node(c->ks->file, c->tree->root, (int)c->tree->height - 1, &c->path[0].node, &c->path[0].h);
+  int rc = load_node(c->ks->file, c->checks, c->tree->root, (int)c->tree->height - 1, &c->path[0].node, &c->path[0].h);
   if (rc) return rc;
   c->depth = 1;
   for (;;) {
@@ -200,7 +253,7 @@ int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclus
     const uint8_t *k;
     uint16_t kl;
     if (!rc) rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
-    if (!rc) rc = load_node(c->ks->file, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (!rc) rc = load_node(c->ks->file, c->checks, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
     if (rc) {
       c->depth = 0;
       return rc;

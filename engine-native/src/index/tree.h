@@ -1,7 +1,8 @@
 /* Reading a device level's B+-tree.
  *
  * Point reads and scans walk the tree through the volume's memory map (no
- * user-space cache: the page cache holds hot nodes). Compaction instead
+ * user-space cache: the page cache holds hot nodes), checking each node's
+ * checksum the first time any reader reaches it. Compaction instead
  * streams a tree's segments in write order with large direct reads — leaves
  * were written in key order, so this yields the pairs sorted — and checks
  * every node's checksum on the way. */
@@ -33,6 +34,19 @@ mseg_set *mseg_set_create(segalloc *a, seg_list *segs); /* takes segs' memory */
 void mseg_set_ref(mseg_set *s);
 void mseg_set_unref(mseg_set *s);
 
+/* Which nodes of a tree passed their checksum: one bit per 4 KiB page of
+ * its segments (a node starts on a page), found through the segments in
+ * sorted order. Nodes never change once written, so a bit once set stays
+ * true; readers set bits concurrently with an atomic OR. */
+typedef struct node_checks {
+  uint32_t nsegs;
+  uint32_t *segs; /* sorted */
+  _Atomic uint64_t *bits;
+} node_checks;
+
+int node_checks_init(node_checks *c, const seg_list *segs);
+void node_checks_free(node_checks *c);
+
 /* A tree shared by the region's views. Once a compaction has durably
  * replaced it, it is retired, and the last reference frees its segments
  * (so a scanner keeps the segments it reads alive). A tree that is merely
@@ -44,6 +58,7 @@ typedef struct dtree {
   segalloc *alloc;
   mseg_set **sets;  /* the medium-log segments its pointers refer to */
   uint32_t nsets;
+  node_checks checks;
 } dtree;
 
 /* Takes d's memory; the tree owns one set made of d->msegs (recovery). */
@@ -55,13 +70,16 @@ void dtree_ref(dtree *t);
 void dtree_unref(dtree *t);
 void dtree_retire(dtree *t);
 
-/* PAR_OK with *e set (its key whole), PAR_NOT_FOUND, or PAR_ECORRUPT. */
-int tree_get(const key_source *ks, const tree_desc *t, const void *key, size_t key_len, tree_entry *e);
+/* PAR_OK with *e set (its key whole), PAR_NOT_FOUND, or PAR_ECORRUPT.
+ * checks, if not NULL, records the nodes whose checksum was verified. */
+int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+             size_t key_len, tree_entry *e);
 
 /* Cursor and stream entries may hold a key prefix (index/entry.h). */
 typedef struct tree_cursor {
   const key_source *ks;
   const tree_desc *tree;
+  node_checks *checks;
   int depth; /* entries in path; 0 = not positioned */
   struct {
     const uint8_t *node;
@@ -71,7 +89,7 @@ typedef struct tree_cursor {
   tree_entry cur;
 } tree_cursor;
 
-void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t);
+void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t, node_checks *checks);
 /* Positions at the first key >= key (> key when exclusive; the first key
  * when key is NULL). Sets c->depth = 0 when there is none. */
 int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive);

@@ -114,7 +114,7 @@ kv_source *tree_cursor_source(const key_source *ks, dtree *t) {
   if (!s) return NULL;
   dtree_ref(t);
   s->t = t;
-  tree_cursor_init(&s->c, ks, &t->d);
+  tree_cursor_init(&s->c, ks, &t->d, &t->checks);
   s->base.next = cur_next;
   s->base.seek = cur_seek;
   s->base.close = cur_close;
@@ -146,16 +146,19 @@ static void st_close(kv_source *b) {
   free(s);
 }
 
-kv_source *tree_stream_source(par_file *f, const key_source *ks, const tree_desc *t) {
+int tree_stream_source(par_file *f, const key_source *ks, const tree_desc *t, kv_source **out) {
+  *out = NULL;
   stream_source *s = calloc(1, sizeof *s);
-  if (!s) return NULL;
+  if (!s) return par_error(PAR_ENOMEM, "compaction source");
   s->base.next = st_next;
   s->base.close = st_close;
-  if (st_sync(s, tree_stream_open(&s->st, f, ks, t))) {
+  int rc = st_sync(s, tree_stream_open(&s->st, f, ks, t));
+  if (rc) {
     st_close(&s->base);
-    return NULL;
+    return rc;
   }
-  return &s->base;
+  *out = &s->base;
+  return PAR_OK;
 }
 
 /* ---- merge ---- */

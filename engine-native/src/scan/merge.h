@@ -28,8 +28,9 @@ typedef void (*shadowed_fn)(void *arg, const tree_entry *e);
 kv_source *memtable_source(memtable *m, uint64_t snap, shadowed_fn shadowed, void *arg);
 /* A device tree walked through the memory map (scans). */
 kv_source *tree_cursor_source(const key_source *ks, dtree *t);
-/* A device tree streamed with direct reads (compaction). */
-kv_source *tree_stream_source(par_file *f, const key_source *ks, const tree_desc *t);
+/* A device tree streamed with direct reads (compaction): PAR_OK and *out,
+ * or the status of the first read. */
+int tree_stream_source(par_file *f, const key_source *ks, const tree_desc *t, kv_source **out);
 
 typedef struct merge_iter {
   kv_source **src;
