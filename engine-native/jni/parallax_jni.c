@@ -82,6 +82,7 @@ JNI_FN(jlongArray, layout)(JNIEnv *env, jclass cls) {
       (jlong)offsetof(par_stats, level),
       (jlong)offsetof(par_stats, small_puts),
       (jlong)offsetof(par_stats, medium_log_bytes_written),
+      (jlong)offsetof(par_stats, level_small_bytes),
       (jlong)sizeof(par_level_stats),
       (jlong)offsetof(par_level_stats, height),
       (jlong)sizeof(par_volume_stats),

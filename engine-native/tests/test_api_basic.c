@@ -679,6 +679,31 @@ static void test_scanner_seek_modes(void **state) {
   par_scanner_close(s);
 }
 
+/* A large value still in the log's tail buffer is copied out for the
+ * scanner: asking for it twice gives the same bytes, valid until the scanner
+ * moves (under ASan a freed first copy would be caught). */
+static void test_scanner_value_stable_until_move(void **state) {
+  fx *f = *state;
+  uint8_t big[5000];
+  tu_fill_pattern(big, sizeof big, 42);
+  assert_ok(par_put(f->reg, "big", 3, big, sizeof big, 0));
+  assert_ok(par_put(f->reg, "next", 4, "n", 1, 0));
+  par_scanner *s;
+  assert_ok(par_scanner_open(f->reg, NULL, &s));
+  assert_ok(par_scanner_seek(s, "big", 3, PAR_SEEK_GE));
+  const void *v1, *v2;
+  size_t l1, l2;
+  assert_ok(par_scanner_value(s, &v1, &l1));
+  assert_ok(par_scanner_value(s, &v2, &l2));
+  assert_ptr_equal(v1, v2);
+  assert_int_equal(l1, sizeof big);
+  assert_true(tu_check_pattern(v1, l1, 42));
+  assert_ok(par_scanner_next(s));
+  assert_ok(par_scanner_value(s, &v2, &l2));
+  assert_int_equal(l2, 1);
+  par_scanner_close(s);
+}
+
 static void test_scanner_implicit_snapshot(void **state) {
   fx *f = *state;
   assert_ok(put_s(f->reg, "k1", "v1"));
@@ -965,6 +990,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_reopen_without_flush, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reopen_with_flush, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scanner_value_stable_until_move, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,8 +15,20 @@ struct par_scanner {
   kv_source *src[MAX_SOURCES];
   merge_iter m;
   int error;      /* a corrupt node ends the scan with this status */
-  uint8_t *owned; /* a large value copied out of a tail buffer */
+  /* The current entry's log value, once read: par_scanner_value hands out
+   * the same bytes until the scanner moves. owned: a copy out of a tail
+   * buffer, freed when the scanner moves. */
+  const uint8_t *value;
+  uint32_t value_len;
+  uint8_t *owned;
 };
+
+/* Forgets the current entry's value before the scanner moves. */
+static void drop_value(par_scanner *s) {
+  free(s->owned);
+  s->owned = NULL;
+  s->value = NULL;
+}
 
 PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanner **out) {
   if (!r || !out) return par_error(PAR_EINVAL, "par_scanner_open: NULL argument");
@@ -70,8 +82,7 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
   }
   if (mode != PAR_SEEK_FIRST && mode != PAR_SEEK_GE && mode != PAR_SEEK_GT)
     return par_error(PAR_EINVAL, "unknown seek mode %d", (int)mode);
-  free(s->owned);
-  s->owned = NULL;
+  drop_value(s);
   s->error = merge_seek(&s->m, mode == PAR_SEEK_FIRST ? NULL : key, key_len, mode == PAR_SEEK_GT);
   return settle(s);
 }
@@ -96,21 +107,22 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
     *value_len = e->value_len;
     return PAR_OK;
   }
-  free(s->owned);
-  const uint8_t *v;
-  uint32_t vl;
-  int rc = region_read_large(s->region, e, &v, &vl, &s->owned);
-  if (rc) return rc;
-  *value = v;
-  *value_len = vl;
+  if (!s->value) {
+    int rc = region_read_large(s->region, e, &s->value, &s->value_len, &s->owned);
+    if (rc) {
+      s->value = NULL;
+      return rc;
+    }
+  }
+  *value = s->value;
+  *value_len = s->value_len;
   return PAR_OK;
 }
 
 PAR_API int par_scanner_next(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_next: NULL scanner");
   if (s->m.cur < 0) return s->error;
-  free(s->owned);
-  s->owned = NULL;
+  drop_value(s);
   s->error = merge_next(&s->m);
   return settle(s);
 }

@@ -90,11 +90,31 @@ public final class Options {
       if (!ok) throw new InvalidArgumentException(what);
     }
 
-    /** Bytes of one in-memory L0 (default 64 MiB); a full L0 is compacted into L1. */
+    /**
+     * Bytes of one in-memory L0 (default 64 MiB, at least 64 KiB); a full L0 is compacted into
+     * L1. This is the engine's main memory knob, and it applies <em>per region</em>: each open
+     * region holds up to two L0s (one taking writes, one being compacted; writes stall when both
+     * are full), plus older ones that its open snapshots and scanners still read. Reads of the
+     * device levels go through the page cache (memory-mapped), which this does not bound.
+     */
     public Builder l0Size(long bytes) {
       require(bytes > 0, "l0Size must be positive");
       l0Size = bytes;
       return this;
+    }
+
+    /**
+     * The memory budget of one open region's write path: sets {@link #l0Size} to half of it,
+     * since a region holds up to two L0s (one taking writes, one being compacted). With several
+     * regions open, give each its share. Not included: L0s that open snapshots and scanners keep
+     * alive, the region's four 256 KiB log buffers, a running compaction's 2 MiB buffers, and the
+     * page cache through which device levels and logs are read (bound that with a cgroup).
+     *
+     * @param bytes at least 128 KiB
+     */
+    public Builder memoryBudget(long bytes) {
+      require(bytes >= 128 << 10, "memoryBudget must be at least 128 KiB");
+      return l0Size(bytes / 2);
     }
 
     /** Size ratio of adjacent levels (default 8). */

@@ -310,8 +310,11 @@ public final class Region implements AutoCloseable {
         List<LevelStats> levels = new ArrayList<>(Parallax.MAX_LEVELS);
         for (int l = 1; l <= Parallax.MAX_LEVELS; l++) {
           int lo = o + Layout.STATS_LEVEL + l * Layout.LEVEL_STATS_SIZE;
+          int classes = o + Layout.STATS_LEVEL_CLASS_BYTES + 8 * l;
+          int perClass = 8 * (Parallax.MAX_LEVELS + 1);
           levels.add(new LevelStats(l, b.getLong(lo), b.getLong(lo + 8), b.getLong(lo + 16),
-              b.getLong(lo + 24), b.getLong(lo + 32), b.getInt(lo + Layout.LEVEL_HEIGHT)));
+              b.getLong(lo + 24), b.getLong(lo + 32), b.getInt(lo + Layout.LEVEL_HEIGHT),
+              b.getLong(classes), b.getLong(classes + perClass), b.getLong(classes + 2 * perClass)));
         }
         long[] q = new long[Layout.STATS_PLACEMENT_COUNTERS];
         for (int i = 0; i < q.length; i++) q[i] = b.getLong(o + Layout.STATS_SMALL_PUTS + 8 * i);

@@ -137,12 +137,17 @@ public final class ParallaxSegments {
     });
   }
 
-  /** The scanner's current key as a read-only segment; same lifetime as {@link Scanner#keyView()}. */
+  /**
+   * The scanner's current key as a read-only segment, with the lifetime of
+   * {@link Scanner#keyView()}: on the FFM backend the engine's memory, whose scope is confined to
+   * the calling thread and closed when the scanner moves or closes (access then throws
+   * {@link IllegalStateException}); on the JNI backend a copy the scanner reuses for later entries.
+   */
   public static MemorySegment key(Scanner scanner) {
     return MemorySegment.ofBuffer(nonNullScanner(scanner).keyView());
   }
 
-  /** The scanner's current value as a read-only segment; same lifetime as {@link Scanner#valueView()}. */
+  /** Like {@link #key(Scanner)}, for the current value ({@link Scanner#valueView()}). */
   public static MemorySegment value(Scanner scanner) {
     return MemorySegment.ofBuffer(nonNullScanner(scanner).valueView());
   }

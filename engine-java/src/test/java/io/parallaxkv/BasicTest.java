@@ -51,6 +51,20 @@ class BasicTest {
   }
 
   @Test
+  void levelStatsCountLeafBytesByClass() {
+    try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
+      r.put(b("small"), new byte[10]);
+      r.put(b("medium"), new byte[300]);
+      r.put(b("large"), new byte[5000]);
+      r.flush();
+      LevelStats l1 = r.stats().level(1);
+      assertTrue(l1.smallBytesWritten() > 0, l1.toString());
+      assertTrue(l1.mediumBytesWritten() > 300, l1.toString()); // L1 is the last level: in place
+      assertTrue(l1.largeBytesWritten() > 0 && l1.largeBytesWritten() < 5000, l1.toString());
+    }
+  }
+
+  @Test
   void snapshotViewsStayValidUntilTheSnapshotCloses() {
     try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
       int[] sizes = {10, 300, 5000, 3 << 20}; // small, medium, large, larger than a segment
@@ -159,6 +173,19 @@ class BasicTest {
     assertThrows(InvalidArgumentException.class, () -> Parallax.open(dir.resolve("x"), null));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().l0Size(0));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().growthFactor(1));
+    assertThrows(InvalidArgumentException.class, () -> Options.builder().memoryBudget(100 << 10));
+  }
+
+  @Test
+  void memoryBudgetBoundsTheRegionsTwoL0s() {
+    assertEquals(32L << 20, Options.builder().memoryBudget(64L << 20).build().l0Size);
+    Options o = Options.builder().memoryBudget(512 << 10).build();
+    try (Parallax db = Parallax.open(dir.resolve("budget.vol"), o); Region r = db.region("r")) {
+      byte[] v = new byte[100];
+      for (int i = 0; i < 20000; i++) r.put(b(String.format("k%06d", i)), v);
+      RegionStats st = r.stats();
+      assertTrue(st.compactions() >= 2, st.toString()); // 2.4 MB through a 256 KiB L0
+    }
   }
 
   @Test

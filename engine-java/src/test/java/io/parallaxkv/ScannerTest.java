@@ -3,6 +3,7 @@ package io.parallaxkv;
 import static io.parallaxkv.TestSupport.b;
 import static io.parallaxkv.TestSupport.s;
 import static org.junit.jupiter.api.Assertions.*;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -105,6 +106,51 @@ class ScannerTest {
     byte[] a = new byte[b.remaining()];
     b.duplicate().get(a);
     return a;
+  }
+
+  /** Views of small, medium and large values, in L0 and (after a flush) on the device levels. */
+  @Test
+  void viewsHoldTheCurrentEntry() {
+    byte[] medium = new byte[500];
+    byte[] large = new byte[64 << 10];
+    java.util.Arrays.fill(medium, (byte) 'm');
+    new java.util.Random(7).nextBytes(large);
+    r.put(b("m"), medium);
+    r.put(b("n"), large);
+    for (int round = 0; round < 2; round++) {
+      try (Scanner s = r.scanner()) {
+        int n = 0;
+        for (; s.isValid(); s.next(), n++) {
+          ByteBuffer k = s.keyView();
+          ByteBuffer v = s.valueView();
+          assertTrue(k.isReadOnly() && v.isReadOnly());
+          assertArrayEquals(s.key(), bytes(k));
+          assertArrayEquals(s.value(), bytes(v));
+          assertArrayEquals(s.value(), bytes(s.valueView()), "a second view of the entry");
+          if (s(s.key()).equals("n")) assertArrayEquals(large, bytes(v));
+          if (s(s.key()).equals("m")) assertArrayEquals(medium, bytes(v));
+        }
+        assertEquals(8, n);
+      }
+      r.flush();
+    }
+    try (Scanner s = r.scanner()) {
+      s.seek(b("b2"));
+      assertTrue(s.seekAfter(s.keyView()), "a view as the seek key");
+      assertEquals("b3", s(s.key()));
+    }
+  }
+
+  @Test
+  void jniViewsAreCopiesThatStayReadable() {
+    assumeTrue("jni".equals(Parallax.backend()), "JNI views are copies");
+    try (Scanner s = r.scanner()) {
+      ByteBuffer k = s.keyView();
+      assertEquals("a", s(bytes(k)));
+      s.next();
+      assertEquals(1, k.remaining());
+      k.get(0); // another entry's byte now, but never an error
+    }
   }
 
   @Test

@@ -53,8 +53,15 @@ class SegmentsTest {
       assertTrue(r.exists(b("seg-key")));
       assertFalse(r.exists(b("heap-key")));
       try (Scanner sc = r.scanner()) {
-        assertEquals("seg-key", new String(ParallaxSegments.key(sc).toArray(ValueLayout.JAVA_BYTE)));
+        MemorySegment key = ParallaxSegments.key(sc);
+        assertEquals("seg-key", new String(key.toArray(ValueLayout.JAVA_BYTE)));
+        assertTrue(key.isReadOnly());
         assertEquals(100, ParallaxSegments.value(sc).byteSize());
+        sc.next();
+        if ("ffm".equals(Parallax.backend())) {
+          assertThrows(IllegalStateException.class, () -> key.get(ValueLayout.JAVA_BYTE, 0),
+              "the engine's memory of an entry is revoked when the scanner moves");
+        }
       }
       assertThrows(InvalidArgumentException.class, () -> ParallaxSegments.put(r, null, v));
       assertThrows(InvalidArgumentException.class, () -> ParallaxSegments.put(r, arena.allocate(0), v));

@@ -52,6 +52,7 @@ public final class HandleState {
   private final LongUnaryOperator closer;
   private final ClosedError closedError;
   private final Throwable origin;
+  private final Runnable beforeClose;
   private long ptr;
   private Cleaner.Cleanable cleanable;
 
@@ -64,6 +65,18 @@ public final class HandleState {
    */
   public HandleState(String kind, long ptr, HandleState parent, LongUnaryOperator closer,
       ClosedError closedError, boolean alwaysTrack) {
+    this(kind, ptr, parent, closer, closedError, alwaysTrack, null);
+  }
+
+  /**
+   * Like the other constructor, plus {@code beforeClose}: run by every {@link #close()} of this
+   * handle or of an ancestor, on the closing thread, before that close waits for anything. A
+   * scanner releases there the views that thread holds, which a close already running on another
+   * thread may be waiting for (without it, the two closes would wait for each other).
+   */
+  public HandleState(String kind, long ptr, HandleState parent, LongUnaryOperator closer,
+      ClosedError closedError, boolean alwaysTrack, Runnable beforeClose) {
+    this.beforeClose = beforeClose;
     this.kind = kind;
     this.ptr = ptr;
     this.parent = parent;
@@ -122,9 +135,15 @@ public final class HandleState {
    * close status (0 if this call did not close).
    */
   public int close() {
+    runBeforeClose();
     int rc = closeNow();
     if (cleanable != null) cleanable.clean(); // runs closeLeaked, which finds it done
     return rc;
+  }
+
+  private void runBeforeClose() {
+    if (beforeClose != null) beforeClose.run();
+    for (HandleState c : children) c.runBeforeClose();
   }
 
   private synchronized int closeNow() {

@@ -25,7 +25,7 @@ public final class Layout {
   public static final int OPT_GC_THRESHOLD_PCT = 52;
   public static final int OPT_MEDIUM_MERGE_LEVEL = 56;
 
-  public static final int STATS_SIZE = 664;
+  public static final int STATS_SIZE = 880;
   public static final int STATS_PUTS = 0;
   public static final int STATS_LAST_LSN = 96;
   public static final int STATS_LEVELS = 104;
@@ -33,6 +33,8 @@ public final class Layout {
   public static final int STATS_SMALL_PUTS = 544;
   public static final int STATS_PLACEMENT_COUNTERS = 15;
   public static final int STATS_MEDIUM_LOG_BYTES = 656;
+  /** Three arrays of (MAX_LEVELS + 1) u64: leaf bytes written per level, small/medium/large. */
+  public static final int STATS_LEVEL_CLASS_BYTES = 664;
   public static final int LEVEL_STATS_SIZE = 48;
   public static final int LEVEL_HEIGHT = 40;
   public static final int VOLUME_STATS_SIZE = 32;
@@ -49,7 +51,8 @@ public final class Layout {
         OPT_COMPACTION_THREADS, OPT_DIRECT_IO, OPT_MAX_VOLUME_SIZE, OPT_CREATE_IF_MISSING,
         OPT_PLACEMENT, OPT_SMALL_THRESHOLD, OPT_LARGE_THRESHOLD, OPT_GC_THRESHOLD_PCT,
         OPT_MEDIUM_MERGE_LEVEL, STATS_SIZE, STATS_PUTS, STATS_LAST_LSN, STATS_LEVELS,
-        STATS_LEVEL, STATS_SMALL_PUTS, STATS_MEDIUM_LOG_BYTES, LEVEL_STATS_SIZE,
+        STATS_LEVEL, STATS_SMALL_PUTS, STATS_MEDIUM_LOG_BYTES, STATS_LEVEL_CLASS_BYTES,
+        LEVEL_STATS_SIZE,
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
         MAX_REGION_NAME, MAX_LEVELS};
   }

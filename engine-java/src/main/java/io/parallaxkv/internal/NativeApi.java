@@ -118,4 +118,19 @@ public abstract class NativeApi {
 
   /** Closes a scope from {@link #openViewScope()}; its views then throw on access. */
   public void closeViewScope(Object scope) {}
+
+  /** True when {@link #openThreadViewScope} gives zero-copy views (FFM), false on JNI. */
+  public boolean supportsThreadViews() {
+    return false;
+  }
+
+  /**
+   * Opens a scope for zero-copy views that only the calling thread can read and close (FFM: a
+   * confined arena, whose close costs nanoseconds where a shared arena's handshakes with every
+   * thread). {@code keepAlive} stays reachable for as long as any view of the scope is.
+   * Closed with {@link #closeViewScope}, by the same thread.
+   */
+  public Object openThreadViewScope(Object keepAlive) {
+    throw new UnsupportedOperationException();
+  }
 }

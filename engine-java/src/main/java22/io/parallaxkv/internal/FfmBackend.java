@@ -13,6 +13,7 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
+import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -381,6 +382,24 @@ final class FfmBackend extends NativeApi {
   @Override
   public void closeViewScope(Object scope) {
     ((Arena) scope).close();
+  }
+
+  @Override
+  public boolean supportsThreadViews() {
+    return true;
+  }
+
+  @Override
+  public Object openThreadViewScope(Object keepAlive) {
+    Arena arena = Arena.ofConfined();
+    // Views reference the arena's scope, not the Arena object. This no-op cleanup is held by the
+    // scope, so every view keeps the Arena (which its owner closes through a weak reference) and
+    // keepAlive reachable.
+    MemorySegment.NULL.reinterpret(0, arena, unused -> {
+      Reference.reachabilityFence(arena);
+      Reference.reachabilityFence(keepAlive);
+    });
+    return arena;
   }
 
   @Override
