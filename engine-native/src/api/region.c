@@ -254,6 +254,29 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   return PAR_OK;
 }
 
+static int apply_garbage(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  garbage_apply(arg, d);
+  return PAR_OK;
+}
+
+/* A head segment's unwritten tail is never appended to again (the next
+ * session starts fresh segments), so it counts as garbage: GC then collects
+ * a segment that short sessions left mostly empty. (After a crash the tail
+ * is not counted; the segment is collected once its values die.) */
+static int count_head_tails(par_region *r) {
+  garbage_list g = {0};
+  vlog *heads[2] = {&r->hot, &r->cold};
+  for (int i = 0; i < 2; i++) {
+    uint32_t used = (uint32_t)ALIGN_UP(heads[i]->base + heads[i]->fill, PAR_BLOCK);
+    if (heads[i]->seg && used < PAR_SEGMENT_SIZE)
+      garbage_add(&g, (vptr){heads[i]->seg, used, heads[i]->inc, PAR_SEGMENT_SIZE - used});
+  }
+  int rc = g.n ? region_persist(r, apply_garbage, &g) : PAR_OK;
+  garbage_free(&g);
+  return rc;
+}
+
 PAR_API int par_region_close(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_region_close: NULL region");
   par_volume *v = r->vol;
@@ -264,6 +287,8 @@ PAR_API int par_region_close(par_region *r) {
   pthread_mutex_unlock(&v->sched_mu);
   compaction_drain(r);
   int rc = wal_stop(&r->wal); /* also writes the large logs' buffers */
+  /* On a full volume the count waits for a later session: nothing is lost. */
+  if (!rc && (rc = count_head_tails(r)) == PAR_ENOSPC) rc = PAR_OK;
   vlog_destroy(&r->hot);
   vlog_destroy(&r->cold);
   unlink_open(v, r);

@@ -97,7 +97,9 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   if (!rc) rc = redolog_load(&v->log, &v->file, &v->alloc, &v->cat);
   for (uint32_t i = 0; !rc && i < v->cat.n; i++)
     rc = region_desc_for_each_seg(v->cat.regions[i], mark_seg, &v->alloc);
-  if (!rc) rc = redolog_checkpoint(&v->log, &v->cat);
+  /* A full volume opens with the recovered stream; the first catalog change
+   * checkpoints it (redolog.h), or fails with PAR_ENOSPC as it would anyway. */
+  if (!rc && (rc = redolog_checkpoint(&v->log, &v->cat)) == PAR_ENOSPC) rc = PAR_OK;
   pthread_mutex_init(&v->meta_mu, NULL);
   if (!rc) rc = compaction_start(v);
   if (rc) {
@@ -129,9 +131,10 @@ PAR_API int par_close(par_volume *v) {
   }
   compaction_stop(v);
   pthread_mutex_lock(&v->meta_mu);
+  /* Only compacts the redo log: on a full volume the current stream stays. */
   int rc2 = redolog_checkpoint(&v->log, &v->cat);
   pthread_mutex_unlock(&v->meta_mu);
-  if (rc2 && !rc) rc = rc2;
+  if (rc2 && rc2 != PAR_ENOSPC && !rc) rc = rc2;
   catalog_free(&v->cat);
   redolog_close(&v->log);
   segalloc_destroy(&v->alloc);

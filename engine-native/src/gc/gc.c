@@ -54,7 +54,9 @@ static int is_pending(const par_region *r, uint32_t inc) {
 }
 
 int gc_pick(par_region *r, gc_task *t, int dry) {
-  if (r->gc_running || r->closing) return 0;
+  /* A relocation appends to the large log and the WAL, which start only
+   * after the region's WAL replay (whose flushes wake the workers). */
+  if (r->gc_running || r->closing || !atomic_load(&r->logging)) return 0;
   uint32_t hot = head_inc(&r->hot), cold = head_inc(&r->cold);
   uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100;
   uint64_t best = 0;

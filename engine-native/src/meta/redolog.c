@@ -146,6 +146,10 @@ static int failed_error(const redolog *log) {
 
 static int append_sync(redolog *log, uint32_t type, const uint8_t *payload, uint32_t len) {
   if (log->failed) return failed_error(log);
+  if (log->stale) {
+    int rc = redolog_checkpoint(log, log->cat);
+    if (rc) return rc;
+  }
   uint64_t issued = log->writes;
   int rc = append(log, type, payload, len);
   if (!rc) rc = file_sync(log->file);
@@ -273,6 +277,7 @@ int redolog_checkpoint(redolog *log, const catalog *c) {
   (void)superblock_mirror(log->file, &log->sb);
   for (uint32_t i = 0; i < old.n; i++) segalloc_free(log->alloc, old.v[i]);
   seg_list_free(&old);
+  log->stale = 0;
   return PAR_OK;
 }
 
@@ -377,6 +382,8 @@ int redolog_load(redolog *log, par_file *f, segalloc *a, catalog *c) {
     rc = par_error(PAR_ECORRUPT, "redo log record %llu (segment %u, offset %u) is damaged and later records follow it",
                    (unsigned long long)log->seq, seg, off);
   if (rc) catalog_free(c);
+  log->stale = 1;
+  log->cat = c;
   return rc;
 }
 

@@ -48,6 +48,12 @@ typedef struct redolog {
    * is stopped (segalloc_stop), until the volume is reopened. */
   int failed;
   uint64_t writes; /* record writes issued */
+  /* The stream was recovered and not rewritten yet: its tail may hide a
+   * torn record, so the next append first checkpoints cat (the catalog the
+   * stream was loaded into). Open checkpoints at once; on a full volume
+   * that waits until a change needs it. */
+  int stale;
+  const catalog *cat;
 } redolog;
 
 /* Creates the first stream of a new volume (an empty catalog). */

@@ -1,7 +1,6 @@
 package io.parallaxkv;
 
 import java.time.Duration;
-import java.util.Objects;
 
 /**
  * Engine options for {@link Parallax#open(java.nio.file.Path, Options)}: every field of the C
@@ -126,7 +125,7 @@ public final class Options {
 
     /** Writes without {@link WriteOptions#sync()} are durable within this (default 100 ms). */
     public Builder durabilityInterval(Duration interval) {
-      Objects.requireNonNull(interval, "interval");
+      require(interval != null, "durabilityInterval must not be null");
       require(!interval.isNegative() && !interval.isZero() && interval.toMillis() <= Integer.MAX_VALUE,
           "durabilityInterval must be between 1 ms and 2^31 ms");
       durabilityIntervalMs = (int) Math.max(1, interval.toMillis());

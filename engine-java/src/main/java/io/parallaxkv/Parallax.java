@@ -42,7 +42,7 @@ import java.util.List;
 public final class Parallax implements AutoCloseable {
   /** Largest key in bytes (keys are 1..1024 bytes). */
   public static final int MAX_KEY_SIZE = Layout.MAX_KEY_SIZE;
-  /** Largest value in bytes (values are 0..1 MiB). */
+  /** Largest value in bytes (values are 0..64 MiB; those over 1 MiB always go to the large log). */
   public static final int MAX_VALUE_SIZE = Layout.MAX_VALUE_SIZE;
   /** Largest encoded batch in bytes. */
   public static final int MAX_BATCH_SIZE = Layout.MAX_BATCH_SIZE;
