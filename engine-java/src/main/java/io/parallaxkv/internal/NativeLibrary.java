@@ -2,6 +2,7 @@ package io.parallaxkv.internal;
 
 import java.io.IOException;
 import java.io.InputStream;
+import java.io.UncheckedIOException;
 import java.lang.reflect.Method;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.Files;
@@ -13,11 +14,13 @@ import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Locale;
+import java.util.stream.Stream;
 
 /**
  * Finds {@code libparallax.so}: an explicit path ({@code -Dparallax.library.path} or
- * {@code PARALLAX_LIBRARY_PATH}), else the copy embedded in the jar at
- * {@code /native/linux-x86_64/libparallax.so}, extracted once per content hash into a cache
+ * {@code PARALLAX_LIBRARY_PATH}), else the copy embedded in the jar for this platform at
+ * {@code /native/<platform>/libparallax.so} ({@code linux-x86_64} and {@code linux-aarch64} for
+ * glibc 2.17+, {@code linux-x86_64-musl}), extracted once per content hash into a cache
  * directory ({@code -Dparallax.cache.dir}, {@code PARALLAX_CACHE_DIR}, else
  * {@code $XDG_CACHE_HOME/parallax} or {@code ~/.cache/parallax}, else
  * {@code java.io.tmpdir/parallax-<user>}) and reused by every later run.
@@ -42,13 +45,30 @@ public final class NativeLibrary {
   static String platform() {
     String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
     String arch = System.getProperty("os.arch", "").toLowerCase(Locale.ROOT);
+    boolean musl = os.startsWith("linux") && isMusl();
+    String platform = null;
     if (os.startsWith("linux") && (arch.equals("amd64") || arch.equals("x86_64"))) {
-      return "linux-x86_64";
+      platform = musl ? "linux-x86_64-musl" : "linux-x86_64";
+    } else if (os.startsWith("linux") && arch.equals("aarch64") && !musl) {
+      platform = "linux-aarch64";
     }
-    throw new IllegalStateException("unsupported platform " + System.getProperty("os.name") + "/"
-        + System.getProperty("os.arch") + ": the jar embeds libparallax.so for linux-x86_64 only;"
-        + " build the engine for this platform and set -D" + PATH_PROPERTY + "=/path/to/"
-        + LIBRARY);
+    if (platform == null) {
+      throw new IllegalStateException("unsupported platform " + System.getProperty("os.name") + "/"
+          + System.getProperty("os.arch") + (musl ? " (musl)" : "") + ": the jar embeds "
+          + LIBRARY + " for linux-x86_64 and linux-aarch64 (glibc 2.17+) and linux-x86_64-musl;"
+          + " build the engine for this platform and set -D" + PATH_PROPERTY + "=/path/to/"
+          + LIBRARY);
+    }
+    return platform;
+  }
+
+  /** Whether this JVM runs on musl: its own dynamic loader is musl's ({@code ld-musl-*}). */
+  static boolean isMusl() {
+    try (Stream<String> maps = Files.lines(Paths.get("/proc/self/maps"))) {
+      return maps.anyMatch(line -> line.contains("/ld-musl-"));
+    } catch (IOException | UncheckedIOException | SecurityException e) {
+      return false;
+    }
   }
 
   /** The library file to load: the override, or the extracted embedded copy. */
@@ -136,12 +156,40 @@ public final class NativeLibrary {
     }
   }
 
-  /** {@code System.load} with an explanation of the usual failures. */
+  /**
+   * {@code System.load} with an explanation of the usual failures. The JVM lets one class loader
+   * load a library file through JNI; when another loader (an application server's, a test
+   * framework's) already holds {@code file}, this loader loads a private copy, removed from the
+   * directory as soon as it is loaded (the mapping outlives the name).
+   */
   static void systemLoad(Path file) {
     try {
       System.load(file.toString());
+      return;
     } catch (UnsatisfiedLinkError e) {
-      throw new IllegalStateException(explain(file, e.getMessage()), e);
+      String m = String.valueOf(e.getMessage());
+      if (!m.contains("already loaded in another classloader")) {
+        throw new IllegalStateException(explain(file, m), e);
+      }
+    }
+    Path copy = null;
+    try {
+      copy = Files.createTempFile(file.getParent(), ".libparallax-loader-", ".so");
+      Files.copy(file, copy, StandardCopyOption.REPLACE_EXISTING);
+      System.load(copy.toString());
+    } catch (IOException e) {
+      throw new IllegalStateException("cannot copy " + file + " for a second class loader: " + e
+          + "; point -D" + CACHE_PROPERTY + " at a writable directory", e);
+    } catch (UnsatisfiedLinkError e) {
+      throw new IllegalStateException(explain(copy, e.getMessage()), e);
+    } finally {
+      if (copy != null) {
+        try {
+          Files.deleteIfExists(copy);
+        } catch (IOException e) {
+          LOG.log(System.Logger.Level.WARNING, "cannot remove " + copy + ": " + e);
+        }
+      }
     }
   }
 
