@@ -2,27 +2,15 @@
 # Builds everything (Release, no tests) and runs the YCSB runner: Parallax vs RocksDB vs BlobDB,
 # Load A and Run A-F. Arguments go to the runner (./run.sh --help); with none it runs its small
 # default SD comparison. `./run.sh --par-bench [args]` runs the native par_bench instead.
-# Installs nothing: it says what is missing instead.
+# Installs what the build needs first (scripts/prereqs.sh build: apt packages as root or through
+# sudo; it says what to run where it cannot). Needs no JAVA_HOME: Maven's own JDK builds the JNI
+# bridge, and the FFM backend is built with the JDK 25 at $PAR_JDK25_HOME.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")"
 
 jdk25=${PAR_JDK25_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
-missing=()
-for tool in mvn java cmake ninja gcc pkg-config du; do
-  command -v "$tool" >/dev/null 2>&1 || missing+=("$tool")
-done
-if command -v pkg-config >/dev/null 2>&1 && ! pkg-config --exists cmocka; then
-  missing+=("cmocka (libcmocka-dev)")
-fi
-if [[ ! -x "$jdk25/bin/javac" ]]; then
-  missing+=("a JDK 22+ at $jdk25 (Temurin 25; or set PAR_JDK25_HOME)")
-fi
-if ((${#missing[@]} > 0)); then
-  echo "run.sh: missing: ${missing[*]}" >&2
-  echo "run.sh: on Debian/Ubuntu: sudo apt-get install cmake ninja-build gcc libcmocka-dev pkg-config libjemalloc2 maven openjdk-17-jdk-headless" >&2
-  exit 1
-fi
+scripts/prereqs.sh build
 
 mvn -B -q -ntp package -DskipTests -Dpar.jdk25.home="$jdk25"
 
