@@ -9,11 +9,14 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.Paths;
 import java.nio.file.StandardCopyOption;
+import java.nio.file.attribute.PosixFilePermission;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
 import java.util.HexFormat;
 import java.util.Locale;
+import java.util.Set;
 import java.util.stream.Stream;
 
 /**
@@ -38,6 +41,8 @@ public final class NativeLibrary {
   static final String RESOURCE_DIR = "/native/";
   static final String LIBRARY = "libparallax.so";
   private static final System.Logger LOG = System.getLogger("io.parallaxkv");
+  private static final Set<PosixFilePermission> EXECUTABLE =
+      PosixFilePermissions.fromString("rwxr-xr-x");
 
   private NativeLibrary() {}
 
@@ -126,12 +131,16 @@ public final class NativeLibrary {
     try {
       if (Files.isRegularFile(target) && Files.size(target) == bytes.length
           && Arrays.equals(bytes, Files.readAllBytes(target))) {
+        if (!Files.isExecutable(target)) Files.setPosixFilePermissions(target, EXECUTABLE);
         return target;
       }
       Files.createDirectories(dir);
       Path tmp = Files.createTempFile(dir, ".libparallax-", ".tmp");
       try {
         Files.write(tmp, bytes);
+        // Executable, as the loader installs libraries: explain() then tells a noexec mount by
+        // access(X_OK) failing, since FFM's error does not say why dlopen failed.
+        Files.setPosixFilePermissions(tmp, EXECUTABLE);
         try {
           Files.move(tmp, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
         } catch (AtomicMoveNotSupportedException e) {
@@ -197,7 +206,10 @@ public final class NativeLibrary {
   public static String explain(Path file, String dlerror) {
     String m = dlerror == null ? "" : dlerror;
     String hint;
-    if (m.contains("GLIBC_") || m.contains("version `")) {
+    if (file != null && Files.isRegularFile(file) && !Files.isExecutable(file)) {
+      hint = "the directory is probably mounted noexec; set -D" + CACHE_PROPERTY
+          + " to a directory that allows executables";
+    } else if (m.contains("GLIBC_") || m.contains("version `")) {
       hint = "the C library of this system is older than the one the engine was built against";
     } else if (m.contains("failed to map segment") || m.contains("Operation not permitted")) {
       hint = "the directory is probably mounted noexec; set -D" + CACHE_PROPERTY
