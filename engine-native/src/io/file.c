@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "io/fault.h"
+#include "io/powerloss.h"
 #include "util/status.h"
 
 /* Virtual range reserved for the map: the largest volume this version
@@ -66,7 +67,8 @@ void file_close(par_file *f) {
   f->fd = f->dfd = -1;
 }
 
-/* The system calls, behind the test-only fault hook (io/fault.h). */
+/* The system calls, behind the test-only fault hook (io/fault.h) and
+ * power-loss journal (io/powerloss.h). */
 static ssize_t do_pread(int fd, void *p, size_t len, uint64_t off) {
   int e = fault_check(FAULT_PREAD, off, &len);
   if (e) {
@@ -82,7 +84,8 @@ static ssize_t do_pwrite(int fd, const void *p, size_t len, uint64_t off) {
     errno = e;
     return -1;
   }
-  return len ? pwrite(fd, p, len, (off_t)off) : 0;
+  if (!len) return 0;
+  return powerloss_armed() ? powerloss_pwrite(fd, p, len, off) : pwrite(fd, p, len, (off_t)off);
 }
 
 static int do_fdatasync(int fd) {
@@ -92,7 +95,7 @@ static int do_fdatasync(int fd) {
     errno = e;
     return -1;
   }
-  return fdatasync(fd);
+  return powerloss_armed() ? powerloss_fdatasync(fd) : fdatasync(fd);
 }
 
 static int do_fallocate(int fd, uint64_t off, uint64_t len) {
