@@ -68,6 +68,7 @@ struct par_region {
   atomic_int logging;                /* wal started (not during replay) */
   vlog hot;                          /* large log: user writes          */
   vlog cold;                         /* large log: values GC relocates  */
+  uint64_t large_synced;             /* vlog_written of both at the WAL writer's last sync */
 
   pthread_mutex_t view_mu;
   pthread_cond_t view_cv;            /* a view change or a finished compaction */

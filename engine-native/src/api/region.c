@@ -88,11 +88,22 @@ static int new_vlog_segment(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc)
   return rc;
 }
 
-/* The WAL's pointer records reach the disk after the values they point to. */
+/* The WAL's pointer records reach the disk after the values they point to,
+ * and those are durable first: one fdatasync covering both would let a power
+ * cut keep the WAL block and lose the value (the key would then fail its
+ * reads; for a GC relocation, the index would point at the torn copy while
+ * the next GC pass frees the good one). Called by the WAL writer thread only,
+ * which alone touches large_synced. */
 static int flush_large_logs(void *ctx) {
   par_region *r = ctx;
   int rc = vlog_flush(&r->hot);
-  return rc ? rc : vlog_flush(&r->cold);
+  if (!rc) rc = vlog_flush(&r->cold);
+  uint64_t written = vlog_written(&r->hot) + vlog_written(&r->cold);
+  if (!rc && written != r->large_synced) {
+    rc = file_sync(&r->vol->file);
+    if (!rc) r->large_synced = written;
+  }
+  return rc;
 }
 
 int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,

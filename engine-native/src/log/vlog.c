@@ -57,6 +57,7 @@ static int write_buffer(vlog *l) {
   }
   l->base += len;
   l->fill = 0;
+  l->written += len;
   if (l->base >= SEG) l->seg = 0;
   return PAR_OK;
 }
@@ -66,6 +67,13 @@ int vlog_flush(vlog *l) {
   int rc = l->failed ? l->failed : write_buffer(l);
   pthread_mutex_unlock(&l->mu);
   return rc;
+}
+
+uint64_t vlog_written(vlog *l) {
+  pthread_mutex_lock(&l->mu);
+  uint64_t n = l->written;
+  pthread_mutex_unlock(&l->mu);
+  return n;
 }
 
 int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
@@ -167,6 +175,7 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
   if (rc) return rc; /* the run stays listed, unreferenced: GC frees it when garbage shows */
   pthread_mutex_lock(&l->mu);
   l->bytes += size;
+  l->written += size;
   pthread_mutex_unlock(&l->mu);
   *out = (vptr){seg, 0, inc, (uint32_t)size};
   return PAR_OK;

@@ -58,6 +58,7 @@ typedef struct vlog {
   uint32_t cap;
   int failed;
   uint64_t bytes;      /* record bytes appended */
+  uint64_t written;    /* bytes written to the file (buffers and huge values) */
 } vlog;
 
 static inline size_t vlog_record_size(size_t klen, size_t vlen);
@@ -68,8 +69,12 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
                 uint32_t value_len, vptr *out);
 /* Writes what the buffer holds (no sync). */
 int vlog_flush(vlog *l);
+/* Bytes written to the file so far: a caller that must make records durable
+ * syncs the file when this changed since its last sync. */
+uint64_t vlog_written(vlog *l);
 /* Writes a record too large for a segment into a run of segments of its
- * own, at once (no sync: the WAL write that follows syncs it). */
+ * own, at once (no sync: the WAL writer syncs it before the WAL block that
+ * points at it, see vlog_written). */
 int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
                      uint32_t value_len, vptr *out);
 /* Copies the value at p out of the tail buffer into a malloc'd *copy when
