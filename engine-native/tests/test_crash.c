@@ -377,7 +377,7 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
      * compaction's spare copy may take a few times that; a leak grows without
      * bound across cycles. */
     if (vs.segments_used > max_segments) max_segments = vs.segments_used;
-    if (vs.segments_used > 200)
+    if (vs.segments_used > 48)
       fail_msg("seed %llu cycle %d: %llu segments in use for at most ~40 segments of live data: "
                "space is leaking", (unsigned long long)seed, cycle,
                (unsigned long long)vs.segments_used);

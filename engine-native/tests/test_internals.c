@@ -359,7 +359,7 @@ static void make_desc(region_desc *d, uint32_t id, const char *name, uint32_t va
   }
   uint32_t nvlog = variant % 3;
   for (uint32_t i = 0; i < nvlog; i++) {
-    vlog_seg v = {take_seg(src), 7 + i, 12345ull * (i + variant), 1};
+    vlog_seg v = {take_seg(src), 7 + i, 12345ull * (i + variant), 1, (i + variant) % 2};
     assert_ok(region_desc_add_vlog(d, v));
   }
   d->next_inc = 7 + nvlog;
@@ -396,6 +396,8 @@ static void assert_desc_equal(const region_desc *a, const region_desc *b) {
     assert_int_equal(a->vlog[i].seg, b->vlog[i].seg);
     assert_int_equal(a->vlog[i].inc, b->vlog[i].inc);
     assert_int_equal(a->vlog[i].garbage, b->vlog[i].garbage);
+    assert_int_equal(a->vlog[i].nsegs, b->vlog[i].nsegs);
+    assert_int_equal(a->vlog[i].open, b->vlog[i].open);
   }
 }
 

@@ -67,20 +67,24 @@ static int new_wal_segment(void *ctx, uint64_t first_lsn, uint32_t *seg) {
 
 typedef struct vlog_add {
   uint32_t seg, inc, n;
+  const vptr *left;
 } vlog_add;
 
 static int edit_add_vlog(region_desc *d, void *arg, seg_list *freed) {
   (void)freed;
   vlog_add *a = arg;
+  if (a->left) garbage_close_head(d, *a->left);
   a->inc = ++d->next_inc;
-  return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0, a->n});
+  /* A single segment becomes a head; a run holds one huge value, written whole. */
+  return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0, a->n, a->n == 1});
 }
 
-static int new_vlog_segment(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
+static int new_vlog_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg,
+                            uint32_t *inc) {
   par_region *r = ctx;
   int rc = segalloc_alloc_run(&r->vol->alloc, n, seg);
   if (rc) return rc;
-  vlog_add a = {*seg, 0, n};
+  vlog_add a = {*seg, 0, n, left};
   rc = region_persist(r, edit_add_vlog, &a);
   if (rc)
     for (uint32_t i = 0; i < n; i++) segalloc_free(&r->vol->alloc, *seg + i);
@@ -243,6 +247,8 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
     atomic_store(&r->last_lsn, last);
     rc = vlog_init(&r->hot, &v->file, r->id, new_vlog_segment, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_vlog_segment, r);
+    /* On a full volume the count waits for a later session: nothing is lost. */
+    if (!rc && (rc = gc_count_crashed_heads(r)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
                             new_wal_segment, flush_large_logs, r);
     if (!rc) atomic_store(&r->logging, 1);
@@ -265,25 +271,19 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   return PAR_OK;
 }
 
-static int apply_garbage(region_desc *d, void *arg, seg_list *freed) {
-  (void)freed;
-  garbage_apply(arg, d);
-  return PAR_OK;
-}
-
 /* A head segment's unwritten tail is never appended to again (the next
  * session starts fresh segments), so it counts as garbage: GC then collects
- * a segment that short sessions left mostly empty. (After a crash the tail
- * is not counted; the segment is collected once its values die.) */
+ * a segment that short sessions left mostly empty. (After a crash the next
+ * open counts it: gc_count_crashed_heads.) */
 static int count_head_tails(par_region *r) {
   garbage_list g = {0};
   vlog *heads[2] = {&r->hot, &r->cold};
   for (int i = 0; i < 2; i++) {
     uint32_t used = (uint32_t)ALIGN_UP(heads[i]->base + heads[i]->fill, PAR_BLOCK);
-    if (heads[i]->seg && used < PAR_SEGMENT_SIZE)
+    if (heads[i]->seg)
       garbage_add(&g, (vptr){heads[i]->seg, used, heads[i]->inc, PAR_SEGMENT_SIZE - used});
   }
-  int rc = g.n ? region_persist(r, apply_garbage, &g) : PAR_OK;
+  int rc = g.n ? garbage_close_heads(r, &g) : PAR_OK;
   garbage_free(&g);
   return rc;
 }

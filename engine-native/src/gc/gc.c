@@ -1,5 +1,6 @@
 #include "gc/gc.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,6 +39,56 @@ void garbage_apply(const garbage_list *g, region_desc *d) {
 void garbage_free(garbage_list *g) {
   free(g->v);
   memset(g, 0, sizeof *g);
+}
+
+void garbage_close_head(region_desc *d, vptr tail) {
+  vlog_seg *s = region_desc_find_vlog(d, tail.inc);
+  if (!s) return;
+  assert(s->nsegs == 1 && tail.size <= SEG);
+  s->garbage += tail.size;
+  if (s->garbage > SEG) s->garbage = SEG;
+  s->open = 0;
+}
+
+static int edit_close_heads(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  const garbage_list *g = arg;
+  for (uint32_t i = 0; i < g->n; i++)
+    garbage_close_head(d, (vptr){0, 0, g->v[i].inc, (uint32_t)g->v[i].bytes});
+  return PAR_OK;
+}
+
+int garbage_close_heads(par_region *r, const garbage_list *tails) {
+  return region_persist(r, edit_close_heads, (void *)tails);
+}
+
+int gc_count_crashed_heads(par_region *r) {
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  uint32_t n = 0;
+  gc_task *open = d && d->nvlog ? malloc(d->nvlog * sizeof *open) : NULL;
+  for (uint32_t i = 0; open && i < d->nvlog; i++)
+    if (d->vlog[i].open) open[n++] = (gc_task){d->vlog[i].seg, d->vlog[i].inc, 1};
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  if (!n) {
+    free(open);
+    return PAR_OK;
+  }
+  uint8_t *buf = file_buf_alloc(SEG);
+  garbage_list tails = {0};
+  for (uint32_t i = 0; buf && i < n; i++) {
+    if (file_read(&r->vol->file, buf, SEG, seg_offset(open[i].seg)) != PAR_OK) continue;
+    uint32_t off = 0, seed = vlog_seed(r->id, open[i].inc);
+    vlog_record rec;
+    while (vlog_next(buf, &off, seed, &rec) == PAR_OK) off += rec.size;
+    uint32_t used = ALIGN_UP(off, PAR_BLOCK);
+    garbage_add(&tails, (vptr){open[i].seg, used, open[i].inc, SEG - used});
+  }
+  int rc = tails.n ? garbage_close_heads(r, &tails) : PAR_OK;
+  garbage_free(&tails);
+  free(buf);
+  free(open);
+  return rc;
 }
 
 static uint32_t head_inc(vlog *l) {
@@ -169,14 +220,8 @@ int gc_run(par_region *r, const gc_task *t) {
   uint32_t seed = vlog_seed(r->id, t->inc);
   uint64_t last = 0;
   uint32_t off = 0;
-  while (!rc && off + VLOG_HDR <= SEG) {
-    vlog_record rec;
-    if (vlog_parse(buf + off, SEG - off, seed, &rec) != PAR_OK) {
-      uint32_t next = ALIGN_UP(off, PAR_BLOCK); /* a flush's padding */
-      if (next == off || next + VLOG_HDR > SEG || vlog_parse(buf + next, SEG - next, seed, &rec) != PAR_OK)
-        break; /* the end of the segment's records */
-      off = next;
-    }
+  vlog_record rec;
+  while (!rc && vlog_next(buf, &off, seed, &rec) == PAR_OK) {
     atomic_fetch_add(&r->stats.gc_scanned, rec.size);
     rc = relocate(r, &rec, (vptr){t->seg, off, t->inc, rec.size}, &last);
     off += rec.size;

@@ -35,6 +35,19 @@ void garbage_add(garbage_list *g, vptr p);
 void garbage_apply(const garbage_list *g, region_desc *d);
 void garbage_free(garbage_list *g);
 
+/* A head segment that its log left or closed: its unwritten tail (the
+ * pointer's size) becomes garbage and the segment stops being open. */
+void garbage_close_head(region_desc *d, vptr tail);
+/* The same for a list of tails, persisted. */
+int garbage_close_heads(par_region *r, const garbage_list *tails);
+/* At open, before the region's logs append: the heads an earlier session
+ * left open by crashing. Their tails are found by reading each up to the
+ * end of its records (the records a power cut tore are past that end: no
+ * durable pointer refers to them, since values are synced before the WAL
+ * blocks that point at them), so that GC can collect them like any other
+ * segment once their values die. A head that cannot be read stays open. */
+int gc_count_crashed_heads(par_region *r);
+
 typedef struct gc_task {
   uint32_t seg, inc, nsegs;
 } gc_task;

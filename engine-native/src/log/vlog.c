@@ -58,7 +58,10 @@ static int write_buffer(vlog *l) {
   l->base += len;
   l->fill = 0;
   l->written += len;
-  if (l->base >= SEG) l->seg = 0;
+  if (l->base >= SEG) {
+    l->left = (vptr){l->seg, SEG, l->inc, 0};
+    l->seg = 0;
+  }
   return PAR_OK;
 }
 
@@ -85,8 +88,9 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
   while (!rc) {
     if (!l->seg) {
       uint32_t seg, inc;
-      rc = l->new_segment(l->ctx, 1, &seg, &inc);
+      rc = l->new_segment(l->ctx, 1, l->left.inc ? &l->left : NULL, &seg, &inc);
       if (!rc) {
+        l->left = (vptr){0};
         l->seg = seg;
         l->inc = inc;
         l->base = l->fill = 0;
@@ -94,7 +98,10 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
       }
     } else if (l->base + l->fill + size > SEG || l->fill + size > l->cap) {
       if (l->fill) rc = write_buffer(l);
-      else if (l->base + size > SEG) l->seg = 0; /* the rest of the segment stays unused */
+      else if (l->base + size > SEG) { /* the rest of the segment stays unused */
+        l->left = (vptr){l->seg, l->base, l->inc, SEG - l->base};
+        l->seg = 0;
+      }
       else {
         uint32_t cap = ALIGN_UP((uint32_t)size, PAR_BLOCK);
         uint8_t *b = file_buf_alloc(cap);
@@ -138,7 +145,7 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
                      uint32_t value_len, vptr *out) {
   size_t size = vlog_record_size(key_len, value_len);
   uint32_t n = (uint32_t)((size + SEG - 1) / SEG), seg, inc;
-  int rc = l->new_segment(l->ctx, n, &seg, &inc);
+  int rc = l->new_segment(l->ctx, n, NULL, &seg, &inc);
   if (rc) return rc;
   uint8_t *buf = file_buf_alloc(SEG);
   if (!buf) return par_error(PAR_ENOMEM, "large-value buffer");
@@ -196,6 +203,16 @@ int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out
   out->value = p + kl;
   out->value_len = vl;
   out->size = VLOG_HDR + len;
+  return PAR_OK;
+}
+
+int vlog_next(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out) {
+  uint32_t o = *off;
+  if (o + VLOG_HDR <= SEG && vlog_parse(seg_image + o, SEG - o, seed, out) == PAR_OK) return PAR_OK;
+  uint32_t next = ALIGN_UP(o, PAR_BLOCK); /* a flush's padding */
+  if (next == o || next + VLOG_HDR > SEG || vlog_parse(seg_image + next, SEG - next, seed, out) != PAR_OK)
+    return PAR_NOT_FOUND;
+  *off = next;
   return PAR_OK;
 }
 

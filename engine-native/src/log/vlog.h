@@ -43,7 +43,12 @@ static inline int vptr_equal(vptr a, vptr b) {
 
 /* Allocates and durably records n new consecutive segments of this log
  * (n > 1 for one value too large for a segment). */
-typedef int (*vlog_new_segment_fn)(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc);
+/* Allocates and durably records n segments for the log; left, when not NULL,
+ * is the head segment the log has just stopped appending to, as the pointer
+ * to its unwritten tail ({seg, used bytes, inc, unused bytes}), recorded in
+ * the same change so that the tail counts as garbage. */
+typedef int (*vlog_new_segment_fn)(void *ctx, uint32_t n, const vptr *left, uint32_t *seg,
+                                   uint32_t *inc);
 
 typedef struct vlog {
   pthread_mutex_t mu;
@@ -53,6 +58,7 @@ typedef struct vlog {
   void *ctx;
   uint32_t seg, inc;   /* current segment; seg == 0 until one is needed */
   uint32_t base, fill; /* buf holds [base, base + fill) of seg */
+  vptr left;           /* the head just left (inc 0: none), see vlog_new_segment_fn */
   uint32_t seed;
   uint8_t *buf;
   uint32_t cap;
@@ -92,6 +98,10 @@ typedef struct vlog_record {
 
 uint32_t vlog_seed(uint32_t region_id, uint32_t inc);
 int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out);
+/* In seg_image, a whole segment read from the file: the record at *off or,
+ * past a flush's padding, at the next block; sets *off to it. PAR_OK, or
+ * PAR_NOT_FOUND where the segment's records end. */
+int vlog_next(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out);
 /* Encodes a record at dst (lsn 0 for the medium log); returns its size. */
 size_t vlog_encode(uint8_t *dst, uint32_t seed, uint64_t lsn, const void *key, uint16_t key_len,
                    const void *value, uint32_t value_len);

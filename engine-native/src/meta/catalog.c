@@ -139,7 +139,7 @@ int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t
  * ntrees x (level u8, slot u8, root u64, height u32, entries u64, bytes u64,
  *           nsegs u32, nsegs x u32, nmsegs u32, nmsegs x u32, medium_bytes u64) |
  * next_inc u32 | nvlog u32 |
- * nvlog x (seg u32, inc u32, garbage u64, nsegs u32) */
+ * nvlog x (seg u32, inc u32, garbage u64, nsegs u32, open u32) */
 size_t region_desc_encode(const region_desc *d, uint8_t *out) {
   size_t n = 0;
   size_t name_len = strlen(d->name);
@@ -184,6 +184,7 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
     PUT(32, d->vlog[i].inc);
     PUT(64, d->vlog[i].garbage);
     PUT(32, d->vlog[i].nsegs);
+    PUT(32, d->vlog[i].open);
   }
 #undef PUT
   return n;
@@ -244,14 +245,15 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
   GET(32, d->next_inc);
   uint32_t nvlog;
   GET(32, nvlog);
-  if (nvlog > len / 20) goto bad;
+  if (nvlog > len / 24) goto bad;
   for (uint32_t i = 0; i < nvlog; i++) {
     vlog_seg v;
     GET(32, v.seg);
     GET(32, v.inc);
     GET(64, v.garbage);
     GET(32, v.nsegs);
-    if (v.nsegs == 0 || v.nsegs > len) goto bad;
+    GET(32, v.open);
+    if (v.nsegs == 0 || v.nsegs > len || v.open > 1 || (v.open && v.nsegs != 1)) goto bad;
     if (region_desc_add_vlog(d, v)) goto oom;
   }
   if (n != len) goto bad;

@@ -47,6 +47,10 @@ typedef struct vlog_seg {
   uint32_t inc;
   uint64_t garbage; /* record bytes known to be dead */
   uint32_t nsegs;   /* 1, or the length of a run holding one huge value */
+  uint32_t open;    /* a log's head when last persisted: the unwritten tail
+                       after its records is not counted as garbage yet (the
+                       log counts it when it moves on or closes; after a
+                       crash, the next open does: gc_count_crashed_heads) */
 } vlog_seg;
 
 /* Trees per level: [0] is the level's active tree, [1] the older tree being

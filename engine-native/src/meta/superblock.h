@@ -13,7 +13,8 @@
 
 #include "io/file.h"
 
-#define PAR_FORMAT_VERSION 2u /* 2: leaves keep key prefixes of log pairs */
+#define PAR_FORMAT_VERSION 3u /* 2: leaves keep key prefixes of log pairs;
+                                 3: large-log segments say whether they are a head */
 
 typedef struct superblock {
   uint64_t epoch;
