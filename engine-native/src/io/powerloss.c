@@ -205,7 +205,7 @@ int powerloss_crash(const char *volume_path, const char *journal_path, uint64_t 
    * by undoing the later ones newest first from the file's current bytes. */
   int fd = err ? -1 : open(volume_path, O_RDWR | O_CLOEXEC);
   if (!err && fd < 0) err = errno;
-  if (!err) qsort(t, count, sizeof *t, by_sector_then_seq);
+  if (!err && count) qsort(t, count, sizeof *t, by_sector_then_seq);
   uint8_t sector[POWERLOSS_SECTOR];
   for (size_t i = 0; i < count && !err;) {
     size_t end = i;
