@@ -92,7 +92,8 @@ static void *writer_main(void *arg) {
       continue;
     }
     uint64_t due = w->first_unflushed_ns + (uint64_t)w->interval_ms * 1000000ull;
-    if (w->fill && !w->failed && (w->sync_wanted || w->stop || now_ns() >= due)) {
+    uint64_t now = now_ns();
+    if (w->fill && !w->failed && (w->sync_wanted || w->stop || now >= due)) {
       w->sync_wanted = 0;
       seal(w);
       continue;
@@ -100,7 +101,9 @@ static void *writer_main(void *arg) {
     if (w->stop) break;
     w->sync_wanted = 0;
     struct timespec ts;
-    deadline_in(&ts, w->fill && !w->failed ? due - now_ns() : (uint64_t)w->interval_ms * 1000000ull);
+    /* One reading of the clock: a second one could be past due, and due - now
+     * would wrap to a wait of centuries, leaving async writes unsynced. */
+    deadline_in(&ts, w->fill && !w->failed ? due - now : (uint64_t)w->interval_ms * 1000000ull);
     pthread_cond_timedwait(&w->work, &w->mu, &ts);
   }
   pthread_mutex_unlock(&w->mu);
