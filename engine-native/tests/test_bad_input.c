@@ -471,6 +471,35 @@ static void test_not_a_volume(void **state) {
     assert_memory_equal(head, text, sizeof head);
     free(p);
   }
+  /* A file that is not empty but starts with a segment of zeros (a sparse
+   * file, a disk image, someone's data) is not formatted unless asked. */
+  {
+    char *p = tu_path(f->dir, "zeros-then-data.bin");
+    size_t size = 3u << 20;
+    char *data = calloc(1, size);
+    assert_non_null(data);
+    memset(data + (2u << 20), 0xab, 1u << 20);
+    write_file(p, data, size);
+    o.create_if_missing = 1;
+    assert_par(par_open(p, &o, &v), PAR_ENOTVOLUME);
+    expect_error_message();
+    char *after = malloc(size);
+    int fd = open(p, O_RDONLY);
+    assert_true(fd >= 0);
+    assert_int_equal(read(fd, after, size), (ssize_t)size);
+    close(fd);
+    assert_memory_equal(after, data, size);
+    o.format_existing = 1;
+    assert_ok(par_open(p, &o, &v));
+    assert_ok(par_close(v));
+    o.format_existing = 0;
+    assert_ok(par_open(p, &o, &v)); /* a volume now */
+    assert_ok(par_close(v));
+    v = NULL;
+    free(after);
+    free(data);
+    free(p);
+  }
   /* A directory is not a volume either (whatever the code, no crash). */
   o.create_if_missing = 1;
   int rc = par_open(f->dir, &o, &v);

@@ -92,9 +92,12 @@ typedef struct par_options {
                                      (falls back when the file system refuses) */
   uint64_t max_volume_size;       /* bytes the volume file may grow to; 0 = the
                                      largest this version maps (512 GiB)       */
-  uint32_t create_if_missing;     /* create the file, or format a blank (all-zero)
-                                     pre-sized file or device; default 1          */
-  uint32_t reserved;
+  uint32_t create_if_missing;     /* create the file if it does not exist (or
+                                     format it if it is empty); default 1         */
+  uint32_t format_existing;       /* format a file or block device that is not
+                                     empty but whose first segment is all zeros
+                                     (pre-sized, or a new device); default 0:
+                                     refused, as it may hold someone's data      */
   uint32_t placement;             /* a par_placement; default HYBRID             */
   uint32_t small_threshold;       /* a pair (key + value bytes) is small below
                                      this; default 120                           */

@@ -82,8 +82,13 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   }
   int fresh;
   rc = is_blank(&v->file, &fresh);
-  if (!rc && fresh && !o.create_if_missing)
-    rc = par_error(PAR_ENOTVOLUME, "%s is blank and create_if_missing is off", path);
+  if (!rc && fresh && v->file.size > 0 && !o.format_existing)
+    rc = par_error(PAR_ENOTVOLUME,
+                   "%s is not a volume: it is not empty but its first %u bytes are zeros (a "
+                   "pre-sized file, a new device, or someone's data); set format_existing to "
+                   "format it, which overwrites it", path, PAR_SEGMENT_SIZE);
+  else if (!rc && fresh && !v->file.size && !o.create_if_missing)
+    rc = par_error(PAR_ENOTVOLUME, "%s is empty and create_if_missing is off", path);
   if (!rc && fresh) rc = file_grow(&v->file, PAR_SEGMENT_SIZE);
   if (!rc) rc = segalloc_init(&v->alloc, &v->file);
   if (!rc && fresh) {

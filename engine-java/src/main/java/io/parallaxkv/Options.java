@@ -152,7 +152,10 @@ public final class Options {
       return this;
     }
 
-    /** Create the volume file (or format a blank pre-sized file) if needed (default true). */
+    /**
+     * Create the volume file if it does not exist, or format it if it is empty (default true). A
+     * file that is not empty but is not a volume is refused either way.
+     */
     public Builder createIfMissing(boolean on) {
       createIfMissing = on;
       return this;
