@@ -14,8 +14,9 @@
 
 typedef enum fault_op { FAULT_PWRITE, FAULT_PREAD, FAULT_FSYNC, FAULT_FALLOCATE } fault_op;
 
-/* A call matches a rule when it is of the rule's op and touches [lo, hi)
- * (hi 0: any offset; an fsync touches every offset). The rule lets `skip`
+/* A call matches a rule when it is of the rule's op, touches [lo, hi)
+ * (hi 0: any offset; an fsync touches every offset) and transfers at least
+ * min_len bytes (pread/pwrite; 0: any). The rule lets `skip`
  * matching calls through, then fires on the next `times` ones (0: on every
  * one from then on). Firing fails the call with errno `err`, or when err
  * is 0 (pread/pwrite only) makes it transfer only the first half of its
@@ -27,6 +28,7 @@ typedef struct fault_rule {
   uint64_t times;
   uint64_t lo, hi;
   int err;
+  size_t min_len;
 } fault_rule;
 
 #define FAULT_MAX_RULES 8
