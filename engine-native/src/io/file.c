@@ -51,6 +51,15 @@ int file_open(par_file *f, const char *path, int create, int direct, uint64_t li
   void *m = mmap(NULL, f->limit, PROT_READ, MAP_SHARED | MAP_NORESERVE, f->fd, 0);
   if (m == MAP_FAILED) goto fail_errno;
   f->map = m;
+  /* Reads through the map are point lookups (a node, a value). With the
+   * default advice a fault on a cold page reads the device's whole
+   * readahead window around it (read_ahead_kb, 8 MiB on some disks), which
+   * a memory limit evicts before use: gets then read megabytes each. With
+   * MADV_RANDOM a fault reads only the page it needs. The advice is on the
+   * mapping of the whole reserved range, which is never remapped, so it
+   * also covers what the file grows into. Sequential readers do their own
+   * reads (direct I/O) or ask for readahead (file_prefetch). */
+  if (madvise(m, f->limit, MADV_RANDOM) != 0) goto fail_errno;
   return PAR_OK;
 fail_errno:;
   int e = errno;
