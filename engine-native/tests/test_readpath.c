@@ -35,7 +35,7 @@
 #define SKIP_STATUS 77
 /* Device bytes one get may read: a leaf (8 KiB) in each of up to three
  * device levels, a large value (1 KiB, two pages when it straddles one),
- * and index nodes (12 KiB, about one per 100 leaves, so nearly all of them
+ * and index nodes (12 KiB, about one per 300 leaves, so nearly all of them
  * stay resident). What a lookup needs, with room for the page-granular
  * faults; one readahead window of the broken path is 8 MiB. */
 #define MAX_BYTES_PER_GET (3 * 8192 + 2 * 4096 + 8192)
