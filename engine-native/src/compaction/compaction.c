@@ -218,6 +218,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
   merge_iter m = {src, n, -1, 0, count_shadowed, t};
+  vlog_readahead ra = {0};
   const par_options *o = &v->opts;
   if (!rc) rc = merge_settle(&m);
   uint64_t class_bytes[3] = {0};
@@ -236,6 +237,7 @@ static int merge(par_region *r, task *t, dtree **out) {
       const uint8_t *val;
       uint32_t vl;
       uint8_t *owned = NULL;
+      if (e->value_len == VPTR_SIZE) vlog_readahead_note(&ra, &v->file, vptr_decode(e->value));
       rc = entry_resolve_key(e);
       if (!rc) rc = region_read_large(r, e, &val, &vl, &owned);
       if (!rc) rc = builder_add(&b, CAT_INLINE, e->key, e->key_len, val, vl);

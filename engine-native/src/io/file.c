@@ -52,6 +52,15 @@ int file_open(par_file *f, const char *path, int create, int direct, uint64_t li
   void *m = mmap(NULL, f->limit, PROT_READ, MAP_SHARED | MAP_NORESERVE, f->fd, 0);
   if (m == MAP_FAILED) goto fail_errno;
   f->map = m;
+  /* Reads through the map are point lookups (a node, a value). With the
+   * default advice a fault on a cold page reads the device's whole
+   * readahead window around it (read_ahead_kb, 8 MiB on some disks), which
+   * a memory limit evicts before use: gets then read megabytes each. With
+   * MADV_RANDOM a fault reads only the page it needs. The advice is on the
+   * mapping of the whole reserved range, which is never remapped, so it
+   * also covers what the file grows into. Sequential readers do their own
+   * reads (direct I/O) or ask for readahead (file_prefetch). */
+  if (madvise(m, f->limit, MADV_RANDOM) != 0) goto fail_errno;
   return PAR_OK;
 fail_errno:;
   int e = errno;
@@ -161,6 +170,10 @@ int file_grow(par_file *f, uint64_t new_size) {
   }
   __atomic_store_n(&f->size, new_size, __ATOMIC_RELEASE); /* readers check node offsets against it */
   return PAR_OK;
+}
+
+void file_prefetch(const par_file *f, uint64_t off, uint64_t len) {
+  (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
 void *file_buf_alloc(size_t len) {

@@ -31,6 +31,11 @@ int file_sync(par_file *f);
 /* Grows the file to at least new_size (reserving the blocks). */
 int file_grow(par_file *f, uint64_t new_size);
 
+/* Asks the kernel to read [off, off + len) into the page cache without
+ * waiting (the map is MADV_RANDOM: a reader that knows it will go through a
+ * range in order asks for it ahead). Advisory: errors are ignored. */
+void file_prefetch(const par_file *f, uint64_t off, uint64_t len);
+
 /* An aligned buffer for direct I/O, zero-filled. */
 void *file_buf_alloc(size_t len);
 

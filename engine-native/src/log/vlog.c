@@ -248,3 +248,17 @@ int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record 
     return par_error(PAR_ECORRUPT, "large-log record at %u:%u fails its checksum", p.seg, p.off);
   return PAR_OK;
 }
+
+void vlog_readahead_note(vlog_readahead *ra, const par_file *f, vptr p) {
+  uint32_t i = p.seg % VLOG_RA_SLOTS;
+  uint64_t need = (uint64_t)p.off + p.size;
+  if (ra->seg[i] != p.seg || p.off > ra->end[i]) {
+    /* A new stream, or a jump past what was asked: start at this record. */
+    ra->seg[i] = p.seg;
+    ra->end[i] = p.off / PAR_BLOCK * PAR_BLOCK;
+  }
+  if (need + VLOG_RA_WINDOW / 2 <= ra->end[i] || ra->end[i] >= SEG) return;
+  uint64_t end = need + VLOG_RA_WINDOW < SEG ? need + VLOG_RA_WINDOW : SEG;
+  file_prefetch(f, seg_offset(p.seg) + ra->end[i], end - ra->end[i]);
+  ra->end[i] = (uint32_t)end;
+}

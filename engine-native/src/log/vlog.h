@@ -87,6 +87,25 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
  * it is still there; returns 1 if it was, 0 if it is on disk. */
 int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len);
 
+/* Readahead for a reader that goes through log records in the order they
+ * were written, in several segments at once: the merge at the medium merge
+ * level reads each transient set's values in key order, which is the order
+ * the set was written in, and sets interleave. Through the MADV_RANDOM map
+ * each cold page would be one synchronous read; this keeps, per segment
+ * (a small direct-mapped table; a collision only costs a redundant
+ * request), the end of what was requested, and asks for the next window
+ * once a read comes within half a window of it. */
+#define VLOG_RA_WINDOW (1u << 20)
+#define VLOG_RA_SLOTS 16u
+
+typedef struct vlog_readahead {
+  uint32_t seg[VLOG_RA_SLOTS]; /* 0: none (segment 0 holds the superblock) */
+  uint32_t end[VLOG_RA_SLOTS]; /* offset in seg up to which reads were asked */
+} vlog_readahead;
+
+/* Call before reading the record at p through the map; zero-initialise ra. */
+void vlog_readahead_note(vlog_readahead *ra, const par_file *f, vptr p);
+
 /* A record in memory: PAR_OK and its parts, or PAR_ECORRUPT. */
 typedef struct vlog_record {
   uint64_t lsn;

@@ -1,0 +1,295 @@
+/*
+ * test_readpath.c — point reads when the data is larger than memory (label
+ * "memory"; registered for Release builds only: a memory-limited run under
+ * the sanitizers measures their shadow memory, not the engine).
+ *
+ * Loads an SD-mix dataset (24-byte keys; 60/20/20 of 9/104/1004-byte
+ * values) several times larger than a memory limit, closes the volume and
+ * drops its pages from the page cache, then moves this process into a fresh
+ * memory cgroup with that limit (heap, engine and page cache alike), reopens
+ * the volume and does random gets. It fails when the device bytes read per
+ * get (read_bytes of /proc/self/io: reads that reached the device, whatever
+ * the timing) exceed what a lookup needs: the leaves of the levels it
+ * visits, the value, and a share of index nodes. With the map's default
+ * advice every cold fault read the device's readahead window (8 MiB on the
+ * CI disks), which the limit evicts before use.
+ *
+ * Needs a writable memory cgroup (v1: /sys/fs/cgroup/memory; v2: a
+ * delegated memory controller) and a file system whose reads reach a block
+ * device; otherwise it exits with 77, which ctest reports as skipped.
+ *
+ * Environment: PAR_READPATH_KEYS (pairs loaded, default 4000000: about
+ * 1.1 GiB of volume), PAR_READPATH_LIMIT_MIB (default 256),
+ * PAR_READPATH_GETS (default 20000), PAR_SEED.
+ */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define KEY_LEN 24
+#define SKIP_STATUS 77
+/* Device bytes one get may read: a leaf (8 KiB) in each of up to three
+ * device levels, a large value (1 KiB, two pages when it straddles one),
+ * and index nodes (12 KiB, about one per 300 leaves, so nearly all of them
+ * stay resident). What a lookup needs, with room for the page-granular
+ * faults; one readahead window of the broken path is 8 MiB. */
+#define MAX_BYTES_PER_GET (3 * 8192 + 2 * 4096 + 8192)
+
+static uint64_t keys_n, gets_n, limit_bytes, seed;
+
+static size_t key_of(uint64_t i, char *out) {
+  snprintf(out, KEY_LEN + 1, "user%020llu", (unsigned long long)tu_mix64(i));
+  return KEY_LEN;
+}
+
+/* The SD mix: the value's size is a function of the key number. */
+static size_t value_len_of(uint64_t i) {
+  uint64_t h = tu_mix64(i ^ 0x5d5d5d5dull) % 100;
+  return h < 60 ? 9 : h < 80 ? 104 : 1004;
+}
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* ---- scratch state, undone by every exit ------------------------------ */
+
+/* The memory cgroup: a child of this process's own group. */
+static char cg_parent[512], cg_group[600];
+static int cg_created, cg_joined;
+static char *scratch_dir, *volume_path;
+
+static int write_file(const char *dir, const char *file, const char *text) {
+  char path[700];
+  snprintf(path, sizeof path, "%s/%s", dir, file);
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  ssize_t n = write(fd, text, strlen(text));
+  int e = errno;
+  close(fd);
+  errno = e;
+  return n == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* Leaves and removes the cgroup, removes the scratch directory (a 1 GiB
+ * volume is not worth keeping after a failure: a rerun rebuilds it). */
+static void cleanup(void) {
+  char pid[32];
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  if (cg_joined && write_file(cg_parent, "cgroup.procs", pid) != 0)
+    fprintf(stderr, "test_readpath: cannot leave memory cgroup %s: %s\n", cg_group, strerror(errno));
+  if (cg_created && rmdir(cg_group) != 0)
+    fprintf(stderr, "test_readpath: cannot remove memory cgroup %s: %s\n", cg_group, strerror(errno));
+  cg_joined = cg_created = 0;
+  tu_rm_rf(scratch_dir);
+  free(volume_path);
+  free(scratch_dir);
+  volume_path = scratch_dir = NULL;
+}
+
+static void skip_test(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void skip_test(const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "test_readpath: SKIPPED: ");
+  vfprintf(stderr, fmt, ap);
+  fprintf(stderr, "\n");
+  va_end(ap);
+  cleanup();
+  exit(SKIP_STATUS);
+}
+
+/* ---- the memory cgroup ------------------------------------------------- */
+
+/* This process's group in the hierarchy named by the line of /proc/self/cgroup
+ * whose controller list is ctrl ("memory" for v1, "" for the v2 line "0::"). */
+static int own_group(const char *ctrl, char *out, size_t cap) {
+  FILE *fp = fopen("/proc/self/cgroup", "r");
+  if (!fp) return -1;
+  char line[1024];
+  int found = -1;
+  while (found && fgets(line, sizeof line, fp)) {
+    char *c1 = strchr(line, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    if (!c2) continue;
+    *c2 = 0;
+    if (strcmp(c1 + 1, ctrl) != 0) continue;
+    char *group = c2 + 1;
+    group[strcspn(group, "\n")] = 0;
+    snprintf(out, cap, "%s", group);
+    found = 0;
+  }
+  fclose(fp);
+  return found;
+}
+
+/* Creates a child of this process's memory group with the limit (v1, or v2
+ * where the memory controller is delegated); skips the test when that is
+ * not possible here. */
+static void cgroup_create(uint64_t limit) {
+  const char *root, *limit_file;
+  char own[256];
+  struct stat st;
+  if (stat("/sys/fs/cgroup/memory/memory.limit_in_bytes", &st) == 0) {
+    root = "/sys/fs/cgroup/memory";
+    limit_file = "memory.limit_in_bytes";
+    if (own_group("memory", own, sizeof own)) skip_test("no memory line in /proc/self/cgroup");
+  } else if (stat("/sys/fs/cgroup/cgroup.controllers", &st) == 0) {
+    root = "/sys/fs/cgroup";
+    limit_file = "memory.max";
+    if (own_group("", own, sizeof own)) skip_test("no cgroup v2 line in /proc/self/cgroup");
+  } else {
+    skip_test("no memory cgroup hierarchy at /sys/fs/cgroup");
+  }
+  snprintf(cg_parent, sizeof cg_parent, "%s%s", root, strcmp(own, "/") ? own : "");
+  snprintf(cg_group, sizeof cg_group, "%s/par-readpath-%ld", cg_parent, (long)getpid());
+  if (mkdir(cg_group, 0755) != 0)
+    skip_test("cannot create memory cgroup %s: %s", cg_group, strerror(errno));
+  cg_created = 1;
+  char text[32];
+  snprintf(text, sizeof text, "%llu", (unsigned long long)limit);
+  if (write_file(cg_group, limit_file, text) != 0)
+    skip_test("cannot set %s/%s (no delegated memory controller?): %s", cg_group, limit_file,
+              strerror(errno));
+}
+
+/* Moves the whole process into the group: from here on its heap, the
+ * engine's memory and the page cache it faults in count against the limit. */
+static void cgroup_join(void) {
+  char pid[32];
+  snprintf(pid, sizeof pid, "%ld", (long)getpid());
+  if (write_file(cg_group, "cgroup.procs", pid) != 0)
+    skip_test("cannot join memory cgroup %s: %s", cg_group, strerror(errno));
+  cg_joined = 1;
+  fprintf(stderr, "test_readpath: in memory cgroup %s, limit %llu MiB\n", cg_group,
+          (unsigned long long)(limit_bytes >> 20));
+}
+
+/* ---- device reads --------------------------------------------------------- */
+
+/* Bytes this process (all threads) has caused to be read from a device. */
+static uint64_t device_read_bytes(void) {
+  FILE *fp = fopen("/proc/self/io", "r");
+  if (!fp) skip_test("no /proc/self/io (kernel without task I/O accounting)");
+  char line[128];
+  unsigned long long v = 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, fp)) found = sscanf(line, "read_bytes: %llu", &v) == 1;
+  fclose(fp);
+  if (!found) skip_test("no read_bytes in /proc/self/io");
+  return v;
+}
+
+/* ---- the test ------------------------------------------------------------- */
+
+static void load(const char *path) {
+  par_volume *v;
+  par_region *r;
+  /* A 16 MiB L0 (growth factor 8) makes two device levels of this
+   * dataset, so gets of keys in L2 also search L1, as they do at scale. */
+  par_options o = tu_options(16ull << 20, 8);
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "sd", 1, &r));
+  double t0 = now_s();
+  char key[KEY_LEN + 1];
+  uint8_t val[1024];
+  for (uint64_t i = 0; i < keys_n; i++) {
+    size_t vl = value_len_of(i);
+    tu_fill_pattern(val, vl, i);
+    assert_ok(par_put(r, key, key_of(i, key), val, vl, 0));
+  }
+  assert_ok(par_region_close(r));
+  par_volume_stats vs;
+  assert_ok(par_volume_stats_get(v, &vs));
+  assert_ok(par_close(v));
+  fprintf(stderr, "test_readpath: loaded %llu pairs in %.1f s, volume %llu MiB\n",
+          (unsigned long long)keys_n, now_s() - t0, (unsigned long long)(vs.volume_bytes >> 20));
+  assert_true(vs.volume_bytes >= 3 * limit_bytes); /* else the test proves nothing */
+}
+
+/* Drops the volume's pages from the page cache: the reads below must come
+ * from the device whatever this machine cached before. */
+static void drop_cache(const char *path) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  assert_true(fd >= 0);
+  assert_int_equal(fdatasync(fd), 0);
+  assert_int_equal(posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED), 0);
+  close(fd);
+}
+
+static int setup(void **state) {
+  (void)state;
+  device_read_bytes(); /* skips now, not after the load, without I/O accounting */
+  cgroup_create(limit_bytes);
+  scratch_dir = tu_make_dir("readpath");
+  volume_path = tu_path(scratch_dir, "vol");
+  return 0;
+}
+
+static int teardown(void **state) {
+  (void)state;
+  cleanup();
+  return 0;
+}
+
+static void test_gets_read_what_they_need(void **state) {
+  (void)state;
+  load(volume_path);
+  drop_cache(volume_path);
+  cgroup_join();
+
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(volume_path, NULL, &v));
+  assert_ok(par_region_open(v, "sd", 0, &r));
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  /* The bound is on the total: once the reads exceed it, no number of
+   * further gets can bring the average back under it, so stop there. */
+  const uint64_t budget = gets_n * MAX_BYTES_PER_GET, before = device_read_bytes();
+  uint64_t g, read = 0;
+  double t0 = now_s();
+  char key[KEY_LEN + 1];
+  uint8_t buf[1024];
+  uint64_t rng = seed;
+  for (g = 0; g < gets_n && read <= budget; g++) {
+    uint64_t i = tu_rand_range(&rng, keys_n);
+    size_t len = 0;
+    assert_ok(par_get(r, NULL, key, key_of(i, key), buf, sizeof buf, &len));
+    assert_int_equal(len, value_len_of(i));
+    assert_true(tu_check_pattern(buf, len, i));
+    if (g % 100 == 99) read = device_read_bytes() - before;
+  }
+  double secs = now_s() - t0;
+  read = device_read_bytes() - before;
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+
+  fprintf(stderr,
+          "test_readpath: %llu random gets over %u device levels in %.1f s: %llu bytes read from "
+          "the device, %.0f per get (bound %u)\n",
+          (unsigned long long)g, st.levels, secs, (unsigned long long)read,
+          (double)read / (double)g, MAX_BYTES_PER_GET);
+  if (read == 0) skip_test("no device reads counted: is %s on a block device?", scratch_dir);
+  if (read > budget)
+    fail_msg("gets read %.0f bytes each from the device, over the %u a lookup needs (stopped "
+             "after %llu of %llu gets, when the whole run's budget was spent)",
+             (double)read / (double)g, MAX_BYTES_PER_GET, (unsigned long long)g,
+             (unsigned long long)gets_n);
+}
+
+int main(void) {
+  keys_n = tu_env_u64("PAR_READPATH_KEYS", 4000000);
+  gets_n = tu_env_u64("PAR_READPATH_GETS", 20000);
+  limit_bytes = tu_env_u64("PAR_READPATH_LIMIT_MIB", 256) << 20;
+  seed = tu_seed("test_readpath");
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_gets_read_what_they_need, setup, teardown)};
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
