@@ -60,5 +60,10 @@ const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint6
 typedef void (*mt_shadowed_fn)(void *arg, const mt_entry *e);
 uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int exclusive, uint64_t snap,
                           const mt_entry **out, uint32_t max, mt_shadowed_fn shadowed, void *arg);
+/* The same in reverse: the newest version <= snap of each key at or before
+ * key (strictly before when exclusive; key == NULL starts at the last key),
+ * in descending key order. Returns the number copied. */
+uint32_t memtable_collect_rev(memtable *m, const void *key, size_t key_len, int exclusive,
+                              uint64_t snap, const mt_entry **out, uint32_t max);
 
 #endif

@@ -262,6 +262,98 @@ int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclus
   }
 }
 
+/* Descends from path[depth-1]'s current child to the rightmost leaf, each
+ * node positioned on its last slot. */
+static int descend_rightmost(tree_cursor *c) {
+  for (;;) {
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->h.height == 0) return PAR_OK;
+    uint64_t child;
+    const uint8_t *k;
+    uint16_t kl;
+    int rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
+    typeof(c->path[0]) *q = &c->path[c->depth];
+    if (!rc) rc = load_node(c->ks->file, c->checks, child, p->h.height - 1, &q->node, &q->h);
+    if (rc) return rc;
+    q->idx = q->h.nslots ? q->h.nslots - 1 : 0;
+    c->depth++;
+  }
+}
+
+/* Moves before the start of the current leaf to the previous one. */
+static int retreat_leaf(tree_cursor *c) {
+  while (c->depth > 1) {
+    c->depth--;
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->idx > 0) {
+      p->idx--;
+      int rc = descend_rightmost(c);
+      if (rc) return rc;
+      if (c->path[c->depth - 1].h.nslots) return load_current(c);
+    }
+  }
+  c->depth = 0;
+  return PAR_OK;
+}
+
+int tree_cursor_seek_rev(tree_cursor *c, const void *key, size_t key_len, int exclusive) {
+  c->depth = 0;
+  if (!c->tree->root) return PAR_OK;
+  int rc = load_node(c->ks->file, c->checks, c->tree->root, (int)c->tree->height - 1, &c->path[0].node, &c->path[0].h);
+  if (rc) return rc;
+  c->depth = 1;
+  if (!key) {
+    c->path[0].idx = c->path[0].h.nslots ? c->path[0].h.nslots - 1 : 0;
+    rc = descend_rightmost(c);
+    if (!rc) rc = c->path[c->depth - 1].h.nslots ? load_current(c) : retreat_leaf(c);
+    if (rc) c->depth = 0;
+    return rc;
+  }
+  /* Down to the child that can hold key: every entry of the children before
+   * it is below its pivot, which is <= key. */
+  for (;;) {
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->h.height == 0) break;
+    rc = index_child_for(p->node, &p->h, key, key_len, &p->idx);
+    uint64_t child;
+    const uint8_t *k;
+    uint16_t kl;
+    if (!rc) rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
+    if (!rc) rc = load_node(c->ks->file, c->checks, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (rc) {
+      c->depth = 0;
+      return rc;
+    }
+    c->depth++;
+  }
+  typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  uint32_t idx;
+  /* The first slot past the target; the entry wanted is just before it. */
+  rc = leaf_lower_bound(p->node, &p->h, c->ks, key, key_len, !exclusive, &idx);
+  if (!rc && idx > 0) {
+    p->idx = idx - 1;
+    rc = load_current(c);
+  } else if (!rc) {
+    rc = retreat_leaf(c);
+  }
+  if (rc) c->depth = 0;
+  return rc;
+}
+
+int tree_cursor_prev(tree_cursor *c) {
+  if (!c->depth) return PAR_OK;
+  typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  int rc;
+  if (p->idx > 0) {
+    p->idx--;
+    rc = load_current(c);
+  } else {
+    rc = retreat_leaf(c);
+  }
+  if (rc) c->depth = 0;
+  return rc;
+}
+
 int tree_cursor_next(tree_cursor *c) {
   if (!c->depth) return PAR_OK;
   typeof(c->path[0]) *p = &c->path[c->depth - 1];

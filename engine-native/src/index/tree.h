@@ -94,6 +94,12 @@ void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t, 
  * when key is NULL). Sets c->depth = 0 when there is none. */
 int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive);
 int tree_cursor_next(tree_cursor *c);
+/* Positions at the last key <= key (< key when exclusive; the last key
+ * when key is NULL). Sets c->depth = 0 when there is none. */
+int tree_cursor_seek_rev(tree_cursor *c, const void *key, size_t key_len, int exclusive);
+/* Moves to the previous key; past the first one the cursor is invalid.
+ * next and prev may alternate: the path holds the position either way. */
+int tree_cursor_prev(tree_cursor *c);
 static inline int tree_cursor_valid(const tree_cursor *c) { return c->depth > 0; }
 
 typedef struct tree_stream {

@@ -75,15 +75,20 @@ static int settle(par_scanner *s) {
 
 PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, par_seek_mode mode) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_seek: NULL scanner");
-  if (mode != PAR_SEEK_FIRST) {
+  if ((int)mode < PAR_SEEK_FIRST || (int)mode > PAR_SEEK_LT)
+    return par_error(PAR_EINVAL, "unknown seek mode %d", (int)mode);
+  int whole = mode == PAR_SEEK_FIRST || mode == PAR_SEEK_LAST;
+  if (!whole) {
     if (!key || !key_len) return par_error(PAR_EINVAL, "seek key must not be NULL or empty");
     if (key_len > PAR_MAX_KEY_SIZE)
       return par_error(PAR_ETOOBIG, "seek key of %zu bytes exceeds the limit of %u", key_len, PAR_MAX_KEY_SIZE);
   }
-  if (mode != PAR_SEEK_FIRST && mode != PAR_SEEK_GE && mode != PAR_SEEK_GT)
-    return par_error(PAR_EINVAL, "unknown seek mode %d", (int)mode);
   drop_value(s);
-  s->error = merge_seek(&s->m, mode == PAR_SEEK_FIRST ? NULL : key, key_len, mode == PAR_SEEK_GT);
+  if (whole) key = NULL;
+  if (mode <= PAR_SEEK_GT)
+    s->error = merge_seek(&s->m, key, key_len, mode == PAR_SEEK_GT);
+  else
+    s->error = merge_seek_rev(&s->m, key, key_len, mode == PAR_SEEK_LT);
   return settle(s);
 }
 
@@ -124,6 +129,14 @@ PAR_API int par_scanner_next(par_scanner *s) {
   if (s->m.cur < 0) return s->error;
   drop_value(s);
   s->error = merge_next(&s->m);
+  return settle(s);
+}
+
+PAR_API int par_scanner_prev(par_scanner *s) {
+  if (!s) return par_error(PAR_EINVAL, "par_scanner_prev: NULL scanner");
+  if (s->m.cur < 0) return s->error;
+  drop_value(s);
+  s->error = merge_prev(&s->m);
   return settle(s);
 }
 
