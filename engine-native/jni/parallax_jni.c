@@ -83,6 +83,7 @@ JNI_FN(jlongArray, layout)(JNIEnv *env, jclass cls) {
       (jlong)offsetof(par_stats, small_puts),
       (jlong)offsetof(par_stats, medium_log_bytes_written),
       (jlong)offsetof(par_stats, level_small_bytes),
+      (jlong)offsetof(par_stats, medium_log_value_reads),
       (jlong)sizeof(par_level_stats),
       (jlong)offsetof(par_level_stats, height),
       (jlong)sizeof(par_volume_stats),

@@ -795,6 +795,55 @@ static void test_scanner_reverse(void **state) {
   par_scanner_close(s);
 }
 
+/* Scanners read values out of the logs only when asked: a key-only scan,
+ * forward and reverse, over large and medium pairs (in L0, then in L1)
+ * reads none, which the read counters show. (test_medium checks the
+ * medium counter where values sit in the transient log.) */
+static void test_scanner_values_lazy(void **state) {
+  fx *f = *state;
+  uint8_t big[5000], mid[400];
+  char key[16];
+  for (int i = 0; i < 20; i++) {
+    snprintf(key, sizeof key, "lazy%02d", i);
+    tu_fill_pattern(big, sizeof big, (uint64_t)i);
+    tu_fill_pattern(mid, sizeof mid, (uint64_t)i);
+    if (i % 2) assert_ok(par_put(f->reg, key, strlen(key), big, sizeof big, 0));
+    else assert_ok(par_put(f->reg, key, strlen(key), mid, sizeof mid, 0));
+  }
+  for (int round = 0; round < 2; round++) {
+    par_stats st;
+    assert_ok(par_region_stats(f->reg, &st));
+    uint64_t large0 = st.large_log_value_reads, medium0 = st.medium_log_value_reads;
+    par_scanner *s;
+    assert_ok(par_scanner_open(f->reg, NULL, &s));
+    int n = 0;
+    assert_ok(par_scanner_seek(s, NULL, 0, PAR_SEEK_FIRST));
+    for (; par_scanner_valid(s); n++) assert_ok(par_scanner_next(s));
+    assert_ok(par_scanner_seek(s, NULL, 0, PAR_SEEK_LAST));
+    for (; par_scanner_valid(s); n++) assert_ok(par_scanner_prev(s));
+    assert_int_equal(n, 40);
+    assert_ok(par_region_stats(f->reg, &st));
+    assert_int_equal(st.large_log_value_reads, large0);
+    assert_int_equal(st.medium_log_value_reads, medium0);
+    /* One large value asked for twice: one read. */
+    assert_ok(par_scanner_seek(s, "lazy01", 6, PAR_SEEK_GE));
+    const void *v;
+    size_t vl;
+    assert_ok(par_scanner_value(s, &v, &vl));
+    assert_ok(par_scanner_value(s, &v, &vl));
+    assert_int_equal(vl, sizeof big);
+    assert_true(tu_check_pattern(v, vl, 1));
+    assert_ok(par_region_stats(f->reg, &st));
+    assert_int_equal(st.large_log_value_reads, large0 + 1);
+    assert_ok(par_scanner_prev(s));
+    assert_ok(par_scanner_value(s, &v, &vl));
+    assert_int_equal(vl, sizeof mid);
+    assert_true(tu_check_pattern(v, vl, 0));
+    par_scanner_close(s);
+    assert_ok(par_flush(f->reg));
+  }
+}
+
 /* A large value still in the log's tail buffer is copied out for the
  * scanner: asking for it twice gives the same bytes, valid until the scanner
  * moves (under ASan a freed first copy would be caught). */
@@ -1102,6 +1151,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_snapshot_isolation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_seek_modes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_reverse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scanner_values_lazy, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_implicit_snapshot, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_random_against_model, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reopen_without_flush, setup, teardown),

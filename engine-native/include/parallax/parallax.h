@@ -267,6 +267,11 @@ typedef struct par_stats {
   uint64_t level_small_bytes[PAR_MAX_LEVELS + 1];
   uint64_t level_medium_bytes[PAR_MAX_LEVELS + 1];
   uint64_t level_large_bytes[PAR_MAX_LEVELS + 1];
+  /* Values read out of a log for gets and scanners (not compactions): a
+   * scanner reads one only when par_scanner_value asks for it. */
+  uint64_t medium_log_value_reads;   /* from the transient medium log      */
+  uint64_t large_log_value_reads;    /* from the large log (tail buffer or
+                                        device)                            */
 } par_stats;
 
 PAR_API int par_region_stats(par_region *r, par_stats *out);

@@ -113,7 +113,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
     return PAR_OK;
   }
   if (!s->value) {
-    int rc = region_read_large(s->region, e, &s->value, &s->value_len, &s->owned);
+    int rc = region_read_value(s->region, e, &s->value, &s->value_len, &s->owned);
     if (rc) {
       s->value = NULL;
       return rc;
