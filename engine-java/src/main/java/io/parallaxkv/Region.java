@@ -319,7 +319,9 @@ public final class Region implements AutoCloseable {
         long[] q = new long[Layout.STATS_PLACEMENT_COUNTERS];
         for (int i = 0; i < q.length; i++) q[i] = b.getLong(o + Layout.STATS_SMALL_PUTS + 8 * i);
         RegionStats.Placement placement = new RegionStats.Placement(q[0], q[1], q[2], q[3], q[4],
-            q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14]);
+            q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14],
+            b.getLong(o + Layout.STATS_LOG_VALUE_READS),
+            b.getLong(o + Layout.STATS_LOG_VALUE_READS + 8));
         return new RegionStats(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
             c[11], c[12], deepest, List.copyOf(levels), placement);
       } finally {

@@ -197,6 +197,16 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int scannerPrev(long scanner, long entry) {
+    return JniNative.scannerPrev(scanner, entry);
+  }
+
+  @Override
+  public int scannerValue(long scanner, long out) {
+    return JniNative.scannerValue(scanner, out);
+  }
+
+  @Override
   public void scannerClose(long scanner) {
     JniNative.scannerClose(scanner);
   }

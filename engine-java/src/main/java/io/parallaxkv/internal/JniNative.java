@@ -68,6 +68,10 @@ final class JniNative {
 
   static native int scannerNext(long s, long entry);
 
+  static native int scannerPrev(long s, long entry);
+
+  static native int scannerValue(long s, long out);
+
   static native void scannerClose(long s);
 
   static native int flush(long r);
