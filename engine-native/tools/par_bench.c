@@ -16,12 +16,17 @@
  * Usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD]
  *                  [--placement hybrid|in-place|in-log] [--updates N]
  *                  [--dir DIR] [--l0-size BYTES] [--growth F]
- *                  [--report-every N] [--verify] [--keep]
+ *                  [--report-every N] [--verify] [--scans R] [--keep]
  *
  * --updates N overwrites N random keys after the load (each with a new
  * value of a size drawn from the mix, so a key may change class) and then
  * reports the space amplification: volume bytes in use over the live
  * keys + values.
+ *
+ * --scans R scans the whole region R times forward (PAR_SEEK_FIRST, next)
+ * and R times in reverse (PAR_SEEK_LAST, prev), one thread, reading every
+ * key and value, and reports the best round of each in ns per entry (with
+ * the data in the page cache after the load, that is what it measures).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -58,6 +63,7 @@ typedef struct config {
   uint32_t growth;
   uint64_t report_every;
   int verify, keep;
+  int scans;
   uint32_t placement;
   uint64_t updates;
 } config;
@@ -212,6 +218,49 @@ static void *verify_thread(void *arg) {
   return NULL;
 }
 
+/* One pass over the whole region, forward or reverse, reading every key
+ * and value; returns the entries seen and adds their bytes to *bytes. */
+static uint64_t full_scan(int reverse, uint64_t *bytes) {
+  par_scanner *s;
+  int rc = par_scanner_open(region, NULL, &s);
+  if (!rc) rc = par_scanner_seek(s, NULL, 0, reverse ? PAR_SEEK_LAST : PAR_SEEK_FIRST);
+  uint64_t n = 0;
+  while (!rc && par_scanner_valid(s)) {
+    const void *k, *v;
+    size_t kl, vl;
+    rc = par_scanner_key(s, &k, &kl);
+    if (!rc) rc = par_scanner_value(s, &v, &vl);
+    if (rc) break;
+    *bytes += kl + vl + ((const uint8_t *)k)[kl - 1] + (vl ? ((const uint8_t *)v)[vl - 1] : 0);
+    n++;
+    rc = reverse ? par_scanner_prev(s) : par_scanner_next(s);
+  }
+  if (rc) die(reverse ? "reverse scan" : "scan", rc);
+  par_scanner_close(s);
+  return n;
+}
+
+/* cfg.scans rounds of each direction; the best round of each is printed. */
+static void run_scans(void) {
+  double best[2] = {0, 0};
+  uint64_t n[2] = {0, 0}, sink = 0;
+  for (int round = 0; round < cfg.scans; round++)
+    for (int reverse = 0; reverse < 2; reverse++) {
+      double t0 = now();
+      n[reverse] = full_scan(reverse, &sink);
+      double t = now() - t0;
+      if (round == 0 || t < best[reverse]) best[reverse] = t;
+    }
+  if (n[0] != n[1]) {
+    fprintf(stderr, "par_bench: forward scan saw %" PRIu64 " entries, reverse %" PRIu64 "\n", n[0], n[1]);
+    exit(1);
+  }
+  printf("scan: %" PRIu64 " entries, best of %d: forward %.1f ns/entry, reverse %.1f ns/entry (reverse/forward "
+         "%.2f) [%" PRIu64 "]\n",
+         n[0], cfg.scans, best[0] * 1e9 / (double)n[0], best[1] * 1e9 / (double)n[1], best[1] / best[0],
+         sink % 10);
+}
+
 /* Runs fn on cfg.threads threads for ops operations, printing progress. */
 static void run_phase(const char *name, void *(*fn)(void *), uint64_t total) {
   io_counters io0 = read_io();
@@ -254,7 +303,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD] [--dir DIR]\n"
           "                 [--placement hybrid|in-place|in-log] [--updates N]\n"
-          "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--keep]\n");
+          "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--scans R]\n"
+          "                 [--keep]\n");
   exit(2);
 }
 
@@ -266,7 +316,7 @@ int main(int argc, char **argv) {
       {"report-every", required_argument, 0, 'r'}, {"verify", no_argument, 0, 'v'},
       {"keep", no_argument, 0, 'k'},          {"help", no_argument, 0, 'h'},
       {"placement", required_argument, 0, 'p'}, {"updates", required_argument, 0, 'u'},
-      {0, 0, 0, 0}};
+      {"scans", required_argument, 0, 's'},   {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -291,6 +341,7 @@ int main(int argc, char **argv) {
       else usage();
       break;
     case 'u': cfg.updates = strtoull(optarg, NULL, 10); break;
+    case 's': cfg.scans = atoi(optarg); break;
     default: usage();
     }
   }
@@ -366,6 +417,7 @@ int main(int argc, char **argv) {
            st.level_large_bytes[i] / 1048576.0);
   printf("; medium log %.1f MiB written\n", st.medium_log_bytes_written / 1048576.0);
   if (cfg.verify && !cfg.updates) run_phase("verify", verify_thread, cfg.keys);
+  if (cfg.scans > 0) run_scans();
 
   rc = par_region_close(region);
   if (!rc) rc = par_close(vol);
