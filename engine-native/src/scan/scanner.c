@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "log/vlog.h"
 #include "scan/merge.h"
 #include "util/status.h"
 
@@ -103,6 +104,27 @@ PAR_API int par_scanner_key(const par_scanner *s, const void **key, size_t *key_
   return PAR_OK;
 }
 
+/* Going backwards, the next value wanted is likely the record just before
+ * this one (flushes write the medium log in key order, and hosts that write
+ * keys in order fill the large log in key order), at lower addresses, where
+ * the hardware prefetcher does not go: it follows ascending reads. So ask
+ * now for the previous record's lines, assuming it is about as large as
+ * this one: the 4 KiB nearest to this record, and for a larger record also
+ * its first 4 KiB, where its (ascending) read and checksum start and the
+ * hardware prefetcher takes over. With 1 KiB values written in key order
+ * (par_bench --mix L --ordered --scans 5) a reverse scan cost 3.0x a
+ * forward one without this, 1.1x with it (docs/benchmarks.md). Prefetches
+ * never fault; they stay inside this record's segment. record_end is where
+ * the record ends in the map. */
+static void prefetch_before(const tree_entry *e, const uint8_t *record_end) {
+  vptr p = vptr_decode(e->value);
+  if (p.off < p.size) return;
+  const uint8_t *start = record_end - p.size;
+  uint32_t near = p.size < 4096 ? p.size : 4096;
+  for (uint32_t i = 64; i <= near; i += 64) __builtin_prefetch(start - i);
+  for (uint32_t i = 0; p.size > 4096 && i < 4096; i += 64) __builtin_prefetch(start - p.size + i);
+}
+
 PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_len) {
   if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_scanner_value: NULL argument");
   if (s->m.cur < 0) return par_error(PAR_EINVAL, "scanner is not on an entry");
@@ -118,6 +140,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
       s->value = NULL;
       return rc;
     }
+    if (s->m.reverse && !s->owned) prefetch_before(e, s->value + s->value_len);
   }
   *value = s->value;
   *value_len = s->value_len;
