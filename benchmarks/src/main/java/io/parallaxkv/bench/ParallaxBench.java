@@ -19,12 +19,13 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * Get, put and scan-next through the public Parallax API, {@code byte[]} and direct
+ * Get, put, scan-next and scan-prev through the public Parallax API, {@code byte[]} and direct
  * {@link ByteBuffer} (zero-copy) variants. Each trial opens a fresh volume with the engine
  * defaults (hybrid placement, asynchronous durability within 100 ms), preloads {@code keys}
  * pairs of {@code valueSize} bytes, then gets or overwrites keys picked uniformly at random, or
- * steps a scanner (one per thread, back to the first key at the end). Any thread count works
- * ({@code -t 2}): keys and buffers are per thread ({@link KeyCursor}).
+ * steps a scanner forward or backward (one per thread, wrapping around at the ends). With
+ * {@code flushed=true} the pairs are flushed from L0 to the device levels before measuring.
+ * Any thread count works ({@code -t 2}): keys and buffers are per thread ({@link KeyCursor}).
  *
  * <p>{@code backend} selects the binding ({@code -Dparallax.backend} set before the engine
  * loads; every trial is a fresh JVM): {@code ffm} needs JDK 22+, so on JDK 17 run with
@@ -43,6 +44,10 @@ public class ParallaxBench {
 
   @Param({"100000"})
   public int keys;
+
+  /** Whether the preloaded pairs are flushed to the device levels (else they sit in L0). */
+  @Param({"false"})
+  public boolean flushed;
 
   private Path dir;
   private Parallax db;
@@ -71,6 +76,12 @@ public class ParallaxBench {
       if (!scanner.next()) scanner.seekToFirst();
       return scanner;
     }
+
+    /** Steps to the previous pair, wrapping around to the last at the start. */
+    Scanner prev() {
+      if (!scanner.prev()) scanner.seekToLast();
+      return scanner;
+    }
   }
 
   @Setup(Level.Trial)
@@ -85,6 +96,7 @@ public class ParallaxBench {
     db = Parallax.open(dir.resolve("bench.vol"));
     region = db.region("bench");
     for (int i = 0; i < w.n; i++) region.put(w.keys[i], w.value);
+    if (flushed) region.flush();
   }
 
   @TearDown(Level.Trial)
@@ -133,6 +145,21 @@ public class ParallaxBench {
   @Benchmark
   public int scanNextDirect(Scan s, KeyCursor c) {
     Scanner sc = s.next();
+    c.dst.clear();
+    return sc.key(c.dst) + sc.value(c.dst);
+  }
+
+  /** {@link #scanNextBytes} in reverse: {@code Scanner.prev()}, {@code key()}, {@code value()}. */
+  @Benchmark
+  public int scanPrevBytes(Scan s) {
+    Scanner sc = s.prev();
+    return sc.key().length + sc.value().length;
+  }
+
+  /** {@link #scanNextDirect} in reverse. */
+  @Benchmark
+  public int scanPrevDirect(Scan s, KeyCursor c) {
+    Scanner sc = s.prev();
     c.dst.clear();
     return sc.key(c.dst) + sc.value(c.dst);
   }
