@@ -844,6 +844,45 @@ static void test_scanner_values_lazy(void **state) {
   }
 }
 
+/* par_multi_get: keys in any order, repeats, bad keys, a newer level's
+ * delete over an older put, a large value still in a tail buffer (its copy
+ * lives with the snapshot), and the snapshot's isolation from later writes. */
+static void test_multi_get(void **state) {
+  fx *f = *state;
+  uint8_t big[5000];
+  tu_fill_pattern(big, sizeof big, 9);
+  assert_ok(put_s(f->reg, "a", "va"));
+  assert_ok(put_s(f->reg, "b", "vb"));
+  assert_ok(put_s(f->reg, "c", "vc"));
+  assert_ok(par_flush(f->reg)); /* L1: a, b, c */
+  assert_ok(par_delete(f->reg, "b", 1, 0));
+  assert_ok(par_put(f->reg, "d", 1, big, sizeof big, 0)); /* in the large log's tail buffer */
+  par_snapshot *snap;
+  assert_ok(par_snapshot_create(f->reg, &snap));
+  assert_ok(put_s(f->reg, "a", "changed"));
+  char toolong[PAR_MAX_KEY_SIZE + 1];
+  memset(toolong, 'x', sizeof toolong);
+  const void *keys[] = {"d", "b", "zz", "a", "", toolong, "c", "a"};
+  size_t lens[] = {1, 1, 2, 1, 0, sizeof toolong, 1, 1};
+  const void *vals[8];
+  size_t vl[8];
+  int st[8];
+  assert_ok(par_multi_get(snap, 8, keys, lens, vals, vl, st));
+  int want[] = {PAR_OK, PAR_NOT_FOUND, PAR_NOT_FOUND, PAR_OK, PAR_EINVAL, PAR_ETOOBIG, PAR_OK, PAR_OK};
+  for (int i = 0; i < 8; i++) assert_int_equal(st[i], want[i]);
+  assert_int_equal(vl[0], sizeof big);
+  assert_true(tu_check_pattern(vals[0], vl[0], 9));
+  assert_int_equal(vl[3], 2);
+  assert_memory_equal(vals[3], "va", 2);
+  assert_ptr_equal(vals[3], vals[7]);
+  assert_memory_equal(vals[6], "vc", 2);
+  assert_null(vals[1]);
+  assert_ok(par_multi_get(snap, 0, NULL, NULL, NULL, NULL, NULL));
+  assert_int_equal(par_multi_get(NULL, 1, keys, lens, vals, vl, st), PAR_EINVAL);
+  assert_int_equal(par_multi_get(snap, 1, keys, NULL, vals, vl, st), PAR_EINVAL);
+  par_snapshot_release(snap);
+}
+
 /* A large value still in the log's tail buffer is copied out for the
  * scanner: asking for it twice gives the same bytes, valid until the scanner
  * moves (under ASan a freed first copy would be caught). */
@@ -1152,6 +1191,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_scanner_seek_modes, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_reverse, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_values_lazy, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_multi_get, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_implicit_snapshot, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_random_against_model, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reopen_without_flush, setup, teardown),

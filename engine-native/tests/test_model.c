@@ -1,7 +1,7 @@
 /*
  * test_model.c — the engine behaves like a sorted map. A long seeded random
- * sequence of puts, deletes, gets, exists, scans (every seek mode, then a
- * walk of nexts and prevs),
+ * sequence of puts, deletes, gets, multi-gets, exists, scans (every seek
+ * mode, then a walk of nexts and prevs),
  * batches and snapshot reads runs against the engine and an in-memory
  * reference map; every result is compared as it happens. A small L0 and
  * growth factor 4 force many compactions and several device levels (checked
@@ -202,6 +202,51 @@ static void model_check_scan(model *m, const par_snapshot *snap, const tu_map *r
   par_scanner_close(s);
 }
 
+/* par_multi_get of up to 300 keys (repeats, absent keys and an empty key
+ * among them) in snap, or in a snapshot taken for it, against ref. */
+static void model_check_multi_get(model *m, par_snapshot *snap, const tu_map *ref) {
+  enum { MAX = 300 };
+  static uint8_t keys[MAX][PAR_MAX_KEY_SIZE];
+  const void *kp[MAX], *vals[MAX];
+  size_t kl[MAX], vl[MAX];
+  int st[MAX];
+  size_t n = 1 + tu_rand_range(&m->rng, MAX);
+  for (size_t i = 0; i < n; i++) {
+    if (i && tu_rand_range(&m->rng, 10) == 0) { /* a repeat */
+      kl[i] = kl[i - 1];
+      memcpy(keys[i], keys[i - 1], kl[i]);
+    } else {
+      kl[i] = model_key((uint32_t)tu_rand_range(&m->rng, m->keyspace + 10), keys[i]);
+    }
+    kp[i] = keys[i];
+  }
+  size_t empty = tu_rand_range(&m->rng, 20) == 0 ? tu_rand_range(&m->rng, n) : n;
+  if (empty < n) kl[empty] = 0;
+  par_snapshot *own = NULL;
+  if (!snap) MOK(m, par_snapshot_create(m->reg, &own));
+  MOK(m, par_multi_get(snap ? snap : own, n, kp, kl, vals, vl, st));
+  for (size_t i = 0; i < n; i++) {
+    if (i == empty) {
+      if (st[i] != PAR_EINVAL) MFAIL(m, "multi-get of an empty key: %s", par_strerror(st[i]));
+      continue;
+    }
+    const tu_entry *e = tu_map_get(ref, keys[i], kl[i]);
+    if (!e) {
+      if (st[i] != PAR_NOT_FOUND)
+        MFAIL(m, "multi-get %zu/%zu (%s)%s = %s, expected NOT_FOUND", i, n, tu_key_str(keys[i], kl[i]),
+              snap ? " @snap" : "", par_strerror(st[i]));
+      continue;
+    }
+    if (st[i] != PAR_OK)
+      MFAIL(m, "multi-get %zu/%zu (%s)%s = %s", i, n, tu_key_str(keys[i], kl[i]), snap ? " @snap" : "",
+            par_strerror(st[i]));
+    if (vl[i] != e->vlen || (vl[i] && memcmp(vals[i], e->val, vl[i]) != 0))
+      MFAIL(m, "multi-get %zu/%zu (%s)%s: value of %zu bytes differs (expected %zu)", i, n,
+            tu_key_str(keys[i], kl[i]), snap ? " @snap" : "", vl[i], e->vlen);
+  }
+  par_snapshot_release(own);
+}
+
 static void model_step(model *m) {
   uint8_t key[PAR_MAX_KEY_SIZE];
   uint32_t id = (uint32_t)tu_rand_range(&m->rng, m->keyspace);
@@ -220,6 +265,8 @@ static void model_step(model *m) {
     tu_map_del(&m->ref, key, kl);
   } else if (c < 720) { /* get */
     model_check_get(m, NULL, &m->ref, key, kl);
+  } else if (c < 785) { /* multi-get */
+    model_check_multi_get(m, NULL, &m->ref);
   } else if (c < 800) { /* exists */
     int want = tu_map_get(&m->ref, key, kl) ? PAR_OK : PAR_NOT_FOUND;
     int rc = par_exists(m->reg, NULL, key, kl);
@@ -268,10 +315,13 @@ static void model_step(model *m) {
     }
   } else if (c < 960) { /* snapshot reads */
     if (m->snap) {
-      if (tu_rand_range(&m->rng, 2))
+      uint64_t what = tu_rand_range(&m->rng, 8);
+      if (what < 4)
         model_check_get(m, m->snap, &m->snap_ref, key, kl);
-      else
+      else if (what < 7)
         model_check_scan(m, m->snap, &m->snap_ref);
+      else
+        model_check_multi_get(m, m->snap, &m->snap_ref);
     }
   } else if (c < 965) { /* take or drop the long-lived snapshot */
     if (m->snap == NULL) {

@@ -176,6 +176,17 @@ PAR_API int par_get(par_region *r, const par_snapshot *snap, const void *key, si
  * until the snapshot is released. PAR_OK or PAR_NOT_FOUND. */
 PAR_API int par_snapshot_get_view(par_snapshot *snap, const void *key, size_t key_len,
                                   const void **value, size_t *value_len);
+/* Zero-copy lookups of n keys in a snapshot, in one call: for each i,
+ * statuses[i] is PAR_OK (values[i] and value_lens[i] give the value, valid
+ * as par_snapshot_get_view's until the snapshot is released), PAR_NOT_FOUND
+ * (values[i] NULL), or the error of that key (a bad key, a damaged node).
+ * Keys come in any order and may repeat; the engine sorts them and visits
+ * each level once, in key order, which makes it cheaper per key than
+ * single gets for batches of tens of keys and more. Returns PAR_OK once
+ * every key has its status, or PAR_EINVAL / PAR_ENOMEM for the call. */
+PAR_API int par_multi_get(par_snapshot *snap, size_t n, const void *const *keys,
+                          const size_t *key_lens, const void **values, size_t *value_lens,
+                          int *statuses);
 /* PAR_OK or PAR_NOT_FOUND. */
 PAR_API int par_exists(par_region *r, const par_snapshot *snap, const void *key, size_t key_len);
 

@@ -60,6 +60,27 @@ PAR_API void par_snapshot_release(par_snapshot *s) {
   free(s);
 }
 
+int snapshot_value(par_snapshot *s, const tree_entry *e, const uint8_t **value, uint32_t *value_len) {
+  *value = e->value;
+  *value_len = e->value_len;
+  if (e->cat != CAT_LARGE && e->cat != CAT_MEDIUM) return PAR_OK;
+  uint8_t *owned = NULL;
+  int rc = region_read_value(s->region, e, value, value_len, &owned);
+  if (!rc && owned) {
+    pthread_mutex_lock(&s->copies_mu);
+    uint8_t **c = realloc(s->copies, (s->ncopies + 1) * sizeof *c);
+    if (c) {
+      s->copies = c;
+      s->copies[s->ncopies++] = owned;
+    } else {
+      rc = par_error(PAR_ENOMEM, "snapshot value copy");
+      free(owned);
+    }
+    pthread_mutex_unlock(&s->copies_mu);
+  }
+  return rc;
+}
+
 /* The snapshot's view keeps everything a value can live in: its memtables,
  * its trees' segments (and their medium sets), and the large-log segments
  * GC would free only after the view is gone. */
@@ -73,22 +94,9 @@ PAR_API int par_snapshot_get_view(par_snapshot *s, const void *key, size_t key_l
   rc = region_lookup(r, s->v, s->lsn, key, key_len, &e);
   atomic_fetch_add(&r->stats.gets, 1);
   if (rc) return rc;
-  const uint8_t *v = e.value;
-  uint32_t vl = e.value_len;
-  uint8_t *owned = NULL;
-  if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_value(r, &e, &v, &vl, &owned);
-  if (!rc && owned) {
-    pthread_mutex_lock(&s->copies_mu);
-    uint8_t **c = realloc(s->copies, (s->ncopies + 1) * sizeof *c);
-    if (c) {
-      s->copies = c;
-      s->copies[s->ncopies++] = owned;
-    } else {
-      rc = par_error(PAR_ENOMEM, "snapshot value copy");
-      free(owned);
-    }
-    pthread_mutex_unlock(&s->copies_mu);
-  }
+  const uint8_t *v;
+  uint32_t vl;
+  rc = snapshot_value(s, &e, &v, &vl);
   if (rc) return rc;
   *value = v;
   *value_len = vl;

@@ -253,6 +253,18 @@ const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint6
   return e;
 }
 
+void memtable_get_many(memtable *m, size_t n, const void *const *keys, const size_t *lens, uint64_t snap,
+                       const mt_entry **out) {
+  pthread_rwlock_rdlock(&m->lock);
+  for (size_t j = 0; j < n; j++) {
+    int i;
+    const mt_node *nd = m->root->n ? seek(m, keys[j], lens[j], snap, &i) : NULL;
+    const mt_entry *e = nd ? nd->e[i] : NULL;
+    out[j] = e && key_cmp(mt_key(e), e->key_len, keys[j], lens[j]) == 0 ? e : NULL;
+  }
+  pthread_rwlock_unlock(&m->lock);
+}
+
 uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int exclusive, uint64_t snap,
                           const mt_entry **out, uint32_t max, mt_shadowed_fn shadowed, void *arg) {
   pthread_rwlock_rdlock(&m->lock);

@@ -151,40 +151,91 @@ static int load_node(const par_file *f, node_checks *checks, uint64_t off, int h
   return PAR_OK;
 }
 
-int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
-             size_t key_len, tree_entry *e) {
-  const par_file *f = ks->file;
-  if (!t->root) return PAR_NOT_FOUND;
+/* The offset of the leaf that can hold key: descends the index nodes. */
+static int find_leaf(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+                     size_t key_len, uint64_t *leaf) {
   uint64_t off = t->root;
-  for (int height = (int)t->height - 1; height >= 0; height--) {
+  for (int height = (int)t->height - 1; height > 0; height--) {
     const uint8_t *n = NULL;
     node_hdr h;
-    int rc = load_node(f, checks, off, height, &n, &h);
-    if (rc) return rc;
     uint32_t idx;
-    if (height) {
-      const uint8_t *k;
-      uint16_t kl;
-      rc = index_child_for(n, &h, key, key_len, &idx);
-      if (!rc) rc = index_entry(n, &h, idx, &off, &k, &kl);
-      if (rc) return rc;
-      continue;
-    }
-    rc = leaf_lower_bound(n, &h, ks, key, key_len, 0, &idx);
+    const uint8_t *k;
+    uint16_t kl;
+    int rc = load_node(ks->file, checks, off, height, &n, &h);
+    if (!rc) rc = index_child_for(n, &h, key, key_len, &idx);
+    if (!rc) rc = index_entry(n, &h, idx, &off, &k, &kl);
     if (rc) return rc;
-    if (idx == h.nslots) return PAR_NOT_FOUND;
-    rc = leaf_entry(n, &h, idx, e);
-    e->ks = ks;
-    int c;
-    if (!rc) rc = entry_cmp_key(e, key, key_len, &c);
-    if (rc) return rc;
-    if (c) return PAR_NOT_FOUND;
-    e->key = key; /* whole, where the leaf may hold a prefix */
-    e->key_len = (uint16_t)key_len;
-    e->full_len = 0;
-    return PAR_OK;
   }
-  return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
+  *leaf = off;
+  return PAR_OK;
+}
+
+/* Looks key up in the leaf at off: PAR_OK with *e, or PAR_NOT_FOUND. */
+static int search_leaf(const key_source *ks, node_checks *checks, uint64_t off, const void *key,
+                       size_t key_len, tree_entry *e) {
+  const uint8_t *n = NULL;
+  node_hdr h;
+  uint32_t idx;
+  int rc = load_node(ks->file, checks, off, 0, &n, &h);
+  if (!rc) rc = leaf_lower_bound(n, &h, ks, key, key_len, 0, &idx);
+  if (rc) return rc;
+  if (idx == h.nslots) return PAR_NOT_FOUND;
+  rc = leaf_entry(n, &h, idx, e);
+  e->ks = ks;
+  int c;
+  if (!rc) rc = entry_cmp_key(e, key, key_len, &c);
+  if (rc) return rc;
+  if (c) return PAR_NOT_FOUND;
+  e->key = key; /* whole, where the leaf may hold a prefix */
+  e->key_len = (uint16_t)key_len;
+  e->full_len = 0;
+  return PAR_OK;
+}
+
+int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+             size_t key_len, tree_entry *e) {
+  if (!t->root) return PAR_NOT_FOUND;
+  if (!t->height) return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
+  uint64_t leaf;
+  int rc = find_leaf(ks, t, checks, key, key_len, &leaf);
+  return rc ? rc : search_leaf(ks, checks, leaf, key, key_len, e);
+}
+
+/* Asks for the lines a binary search of the leaf at off will read first:
+ * the header and slot array, then the entries of its first three probes. */
+static void prefetch_leaf(const par_file *f, uint64_t off, int stage) {
+  const uint8_t *n = f->map + off;
+  if (off + LEAF_SIZE > __atomic_load_n(&f->size, __ATOMIC_ACQUIRE)) return;
+  if (stage == 0) {
+    for (uint32_t i = 0; i < 1024; i += 64) __builtin_prefetch(n + i);
+    return;
+  }
+  uint32_t nslots = dec32(n + 12);
+  if (nslots > (LEAF_SIZE - NODE_HDR) / 4) return; /* a big leaf, or damage: no guessing */
+  for (uint32_t d = 2; d <= 16; d *= 2)
+    for (uint32_t q = 1; q < d; q += 2) {
+      uint32_t slot = dec32(n + NODE_HDR + 4 * (nslots * q / d));
+      if (SLOT_OFF(slot) < LEAF_SIZE) __builtin_prefetch(n + SLOT_OFF(slot));
+    }
+}
+
+void tree_get_batch(const key_source *ks, const tree_desc *t, node_checks *checks, size_t n,
+                    const void *const *keys, const size_t *lens, tree_entry *e, int *rc) {
+  enum { GROUP = 16 };
+  uint64_t leaf[GROUP];
+  for (size_t g = 0; g < n; g += GROUP) {
+    size_t m = n - g < GROUP ? n - g : GROUP;
+    for (size_t j = 0; j < m; j++) {
+      rc[g + j] = !t->root ? PAR_NOT_FOUND
+                  : !t->height ? par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root")
+                               : find_leaf(ks, t, checks, keys[g + j], lens[g + j], &leaf[j]);
+      if (!rc[g + j]) prefetch_leaf(ks->file, leaf[j], 0);
+    }
+    for (size_t j = 0; j < m; j++)
+      if (!rc[g + j]) prefetch_leaf(ks->file, leaf[j], 1);
+    for (size_t j = 0; j < m; j++)
+      if (!rc[g + j]) rc[g + j] = search_leaf(ks, checks, leaf[j], keys[g + j], lens[g + j], &e[g + j]);
+  }
 }
 
 void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t, node_checks *checks) {

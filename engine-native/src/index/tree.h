@@ -75,6 +75,14 @@ void dtree_retire(dtree *t);
 int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
              size_t key_len, tree_entry *e);
 
+/* tree_get of n keys, sorted, with rc[i] the status of keys[i]: their
+ * lookups are interleaved, a group at a time, so that the cache misses of
+ * different keys' leaves overlap (each leaf's header, slots and first
+ * binary-search probes are prefetched before any key of the group searches
+ * its leaf). */
+void tree_get_batch(const key_source *ks, const tree_desc *t, node_checks *checks, size_t n,
+                    const void *const *keys, const size_t *lens, tree_entry *e, int *rc);
+
 /* Cursor and stream entries may hold a key prefix (index/entry.h). */
 typedef struct tree_cursor {
   const key_source *ks;
