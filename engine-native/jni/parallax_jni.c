@@ -48,6 +48,7 @@ DECL(void, snapshotRelease, jlong s)
 DECL(jint, get, jlong r, jlong snap, jlong k, jlong kl, jlong buf, jlong cap, jlong vlen)
 DECL(jint, exists, jlong r, jlong snap, jlong k, jlong kl)
 DECL(jint, snapshotGetView, jlong snap, jlong k, jlong kl, jlong value, jlong vlen)
+DECL(jint, multiGet, jlong snap, jlong n, jlong keys, jlong lens, jlong vals, jlong vlens, jlong st)
 DECL(jint, scannerOpen, jlong r, jlong snap, jlong out)
 DECL(jint, scannerSeek, jlong s, jlong k, jlong kl, jint mode, jlong entry)
 DECL(jint, scannerNext, jlong s, jlong entry)
@@ -199,6 +200,10 @@ JNI_FN(jint, snapshotGetView)(JNIEnv *env, jclass cls, jlong snap, jlong k, jlon
 }
 JNI_FN(jint, exists)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong k, jlong kl) {
   return par_exists(P(r), CP(snap), CP(k), (size_t)kl);
+}
+JNI_FN(jint, multiGet)(JNIEnv *env, jclass cls, jlong snap, jlong n, jlong keys, jlong lens, jlong vals,
+                      jlong vlens, jlong st) {
+  return par_multi_get(P(snap), (size_t)n, CP(keys), CP(lens), P(vals), P(vlens), P(st));
 }
 JNI_FN(jint, scannerOpen)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong out) {
   return par_scanner_open(P(r), CP(snap), P(out));

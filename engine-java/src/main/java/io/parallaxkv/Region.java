@@ -272,6 +272,73 @@ public final class Region implements AutoCloseable {
     return key;
   }
 
+  /**
+   * The values of many keys, read in one consistent state (one snapshot) with one call into the
+   * engine, which sorts the keys and visits each level once: cheaper per key than {@link #get}
+   * for batches of tens of keys and more. Element {@code i} of the result is the value of
+   * {@code keys.get(i)}, or null when absent; keys may repeat and come in any order.
+   */
+  public List<byte[]> multiGet(List<byte[]> keys) {
+    if (keys == null) throw new InvalidArgumentException("keys are null");
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(0);
+      s.buffer().putLong(Scratch.OUT, 0);
+      Native.check(api, api.snapshotCreate(r, s.address() + Scratch.OUT));
+      long snap = s.out(0);
+      try {
+        return multiGetIn(snap, keys);
+      } finally {
+        api.snapshotRelease(snap);
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /**
+   * {@link #multiGet} in the snapshot at {@code snap} (whose handle the caller holds). Scratch:
+   * the keys' bytes, then key addresses, key lengths, value addresses, value lengths (8 bytes
+   * each) and statuses (4 bytes each).
+   */
+  List<byte[]> multiGetIn(long snap, List<byte[]> keys) {
+    int n = keys.size();
+    int bytes = 0;
+    for (byte[] k : keys) bytes += Native.align(Native.checkKey(k, "key"));
+    Scratch s = Scratch.get(bytes + n * 36);
+    try {
+      ByteBuffer b = s.buffer();
+      long base = s.address() + Scratch.DATA;
+      int kp = bytes, kl = kp + 8 * n, vp = kl + 8 * n, vl = vp + 8 * n, st = vl + 8 * n;
+      int off = 0;
+      for (int i = 0; i < n; i++) {
+        byte[] k = keys.get(i);
+        b.putLong(Scratch.DATA + kp + 8 * i, Native.in(k, s, off));
+        b.putLong(Scratch.DATA + kl + 8 * i, k.length);
+        off += Native.align(k.length);
+      }
+      Native.check(api, api.multiGet(snap, n, base + kp, base + kl, base + vp, base + vl,
+          base + st));
+      List<byte[]> out = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        int rc = b.getInt(Scratch.DATA + st + 4 * i);
+        if (rc == PAR_NOT_FOUND) {
+          out.add(null);
+          continue;
+        }
+        if (rc < 0) {
+          throw ParallaxException.of(rc, "multiGet key " + i + ": " + api.strerror(rc));
+        }
+        byte[] v = new byte[(int) b.getLong(Scratch.DATA + vl + 8 * i)];
+        api.copyToArray(b.getLong(Scratch.DATA + vp + 8 * i), v, 0, v.length);
+        out.add(v);
+      }
+      return out;
+    } finally {
+      s.release();
+    }
+  }
+
   /** A consistent read view of the region as of now; close it when done. */
   public Snapshot snapshot() {
     long r = state.acquire();

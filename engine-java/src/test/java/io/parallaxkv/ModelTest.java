@@ -4,8 +4,10 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
@@ -76,9 +78,17 @@ class ModelTest {
               }
               r.write(wb);
             }
-          } else if (what < 95) {
+          } else if (what < 94) {
             assertArrayEquals(model.get(k), r.get(k), ctx);
             assertEquals(model.containsKey(k), r.exists(k), ctx);
+          } else if (what < 95) {
+            List<byte[]> keys = new ArrayList<>();
+            for (int i = 1 + rnd.nextInt(150); i > 0; i--) keys.add(key(rnd));
+            List<byte[]> got = r.multiGet(keys);
+            assertEquals(keys.size(), got.size(), ctx);
+            for (int i = 0; i < keys.size(); i++) {
+              assertArrayEquals(model.get(keys.get(i)), got.get(i), ctx + " multiGet " + i);
+            }
           } else if (what < 97) {
             checkScan(r, model, k, rnd.nextBoolean(), ctx);
           } else if (what < 99) {

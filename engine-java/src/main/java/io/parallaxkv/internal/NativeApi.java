@@ -71,6 +71,13 @@ public abstract class NativeApi {
   /** {@code par_snapshot_get_view}: the value's address and length go to the two out slots. */
   public abstract int snapshotGetView(long snap, long key, long keyLen, long valueOut, long lenOut);
 
+  /**
+   * {@code par_multi_get}: {@code n} keys (arrays of addresses and lengths) looked up in a
+   * snapshot; value addresses, lengths and per-key statuses go to the three out arrays.
+   */
+  public abstract int multiGet(long snap, long n, long keys, long keyLens, long values,
+      long valueLens, long statuses);
+
   public abstract int scannerOpen(long region, long snap, long out);
 
   /**

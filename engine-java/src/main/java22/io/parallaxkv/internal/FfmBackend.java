@@ -35,7 +35,7 @@ final class FfmBackend extends NativeApi {
   private final MethodHandle strerror, lastError, optionsInit, open, close, regionCreate,
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
-      snapshotRelease, get, exists, snapshotGetView, scannerOpen, scannerSeek, scannerValid, scannerKey,
+      snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
       scannerValue, scannerNext, scannerPrev, scannerClose, flush, regionStats, volumeStats;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
@@ -87,6 +87,8 @@ final class FfmBackend extends NativeApi {
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     snapshotGetView = h("par_snapshot_get_view",
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    multiGet = h("par_multi_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     scannerOpen = h("par_scanner_open",
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     scannerSeek = h("par_scanner_seek",
@@ -402,6 +404,16 @@ final class FfmBackend extends NativeApi {
       Reference.reachabilityFence(keepAlive);
     });
     return arena;
+  }
+
+  @Override
+  public int multiGet(long snap, long n, long keys, long keyLens, long values, long valueLens,
+      long statuses) {
+    try {
+      return (int) multiGet.invokeExact(snap, n, keys, keyLens, values, valueLens, statuses);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
   }
 
   @Override
