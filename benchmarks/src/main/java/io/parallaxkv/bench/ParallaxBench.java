@@ -5,12 +5,15 @@ import io.parallaxkv.Region;
 import io.parallaxkv.Scanner;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -19,7 +22,7 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * Get, put, scan-next and scan-prev through the public Parallax API, {@code byte[]} and direct
+ * Get, multi-get, put, scan-next and scan-prev through the public Parallax API, {@code byte[]} and direct
  * {@link ByteBuffer} (zero-copy) variants. Each trial opens a fresh volume with the engine
  * defaults (hybrid placement, asynchronous durability within 100 ms), preloads {@code keys}
  * pairs of {@code valueSize} bytes, then gets or overwrites keys picked uniformly at random, or
@@ -111,6 +114,23 @@ public class ParallaxBench {
     byte[] v = region.get(w.keys[c.next(w.n)]);
     if (v == null) throw new AssertionError("missing key");
     return v;
+  }
+
+  /**
+   * {@code multiGet} of 100 keys picked at random, reported per key (compare with
+   * {@link #getBytes}): one snapshot and one call into the engine for the batch.
+   */
+  @Benchmark
+  @OperationsPerInvocation(100)
+  public int multiGet100(KeyCursor c) {
+    List<byte[]> keys = new ArrayList<>(100);
+    for (int i = 0; i < 100; i++) keys.add(w.keys[c.next(w.n)]);
+    int n = 0;
+    for (byte[] v : region.multiGet(keys)) {
+      if (v == null) throw new AssertionError("missing key");
+      n += v.length;
+    }
+    return n;
   }
 
   /** {@code int get(ByteBuffer, ByteBuffer)} with direct buffers: the engine writes into dst. */
