@@ -42,7 +42,9 @@ jmh side-by-side-100 "$j25" "${quiet25[@]}" -p backend=ffm,jni -p valueSize=100 
   'ParallaxBench|RocksDbBench|NativeOverheadBench'
 echo "== native baseline, 100 B"
 "$here/native-baseline.sh" 100000 3 3 4 100 | tee "$out/native-100.log"
-# 6. Scan-next (single thread), then get/put/scan-next with 2 threads: FFM, JNI and RocksJava on
-#    JDK 25, byte[] and direct-ByteBuffer variants, all value sizes.
-jmh scan-1t "$j25" "${quiet25[@]}" -p backend=ffm,jni 'ParallaxBench.scanNext|RocksDbBench.scanNext'
+# 6. Scan-next and scan-prev (single thread, L0 and flushed to the device levels), then
+#    get/put/scan with 2 threads: FFM, JNI and RocksJava on JDK 25, byte[] and direct-ByteBuffer
+#    variants, all value sizes.
+jmh scan-1t "$j25" "${quiet25[@]}" -p backend=ffm,jni -p flushed=false,true \
+  'ParallaxBench.scan(Next|Prev)|RocksDbBench.scanNext'
 jmh threads-2 "$j25" "${quiet25[@]}" -t 2 -p backend=ffm,jni 'ParallaxBench|RocksDbBench'

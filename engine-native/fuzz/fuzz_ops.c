@@ -1,7 +1,7 @@
 /* libFuzzer target: the input is a sequence of operations on one region —
- * put, delete, get, batch, scan, flush, sync, reopen — over 64 keys with
- * values of all three size classes, checked after every step against a
- * plain array model. Any disagreement or engine error aborts. */
+ * put, delete, get, batch, scan (forward or reverse), flush, sync, reopen —
+ * over 64 keys with values of all three size classes, checked after every
+ * step against a plain array model. Any disagreement or engine error aborts. */
 #define _GNU_SOURCE
 #include <stdint.h>
 #include <stdio.h>
@@ -79,13 +79,16 @@ static void check_get(uint32_t k) {
   CHECK(memcmp(buf, want, len) == 0, "get %u: wrong bytes", k);
 }
 
-static void check_scan(uint32_t from) {
+/* Scans from key `from` to the end, or (reverse) from it back to the first
+ * key with PAR_SEEK_LE and prev, against the model. */
+static void check_scan(uint32_t from, int reverse) {
   par_scanner *s;
   char key[16];
   static uint8_t want[MAX_VAL];
   CHECK(par_scanner_open(reg, NULL, &s) == PAR_OK, "scanner");
-  CHECK(par_scanner_seek(s, key, key_of(from, key), PAR_SEEK_GE) == PAR_OK, "seek");
-  for (uint32_t k = from; k < NKEYS; k++) {
+  CHECK(par_scanner_seek(s, key, key_of(from, key), reverse ? PAR_SEEK_LE : PAR_SEEK_GE) == PAR_OK, "seek");
+  for (uint32_t i = 0; reverse ? i <= from : from + i < NKEYS; i++) {
+    uint32_t k = reverse ? from - i : from + i;
     if (!model[k].present) continue;
     const void *kp, *vp;
     size_t kl, vl;
@@ -94,7 +97,7 @@ static void check_scan(uint32_t from) {
     CHECK(kl == key_of(k, key) && memcmp(kp, key, kl) == 0, "scan: expected key %u", k);
     fill(want, model[k].len, model[k].seed);
     CHECK(vl == model[k].len && memcmp(vp, want, vl) == 0, "scan: wrong value of key %u", k);
-    CHECK(par_scanner_next(s) == PAR_OK, "scan next");
+    CHECK((reverse ? par_scanner_prev(s) : par_scanner_next(s)) == PAR_OK, "scan step");
   }
   CHECK(!par_scanner_valid(s), "scan returned an extra key");
   par_scanner_close(s);
@@ -150,14 +153,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       memcpy(model, next, sizeof model);
       break;
     }
-    case 5: check_scan(k); break;
+    case 5: check_scan(k, b & 1); break;
     case 6: CHECK((a & 1 ? par_compact(reg) : par_flush(reg)) == PAR_OK, "flush"); break;
     case 7: CHECK(par_sync(reg) == PAR_OK, "sync"); break;
     case 8: close_all(); open_all(); break; /* a clean close keeps every write */
     }
   }
   for (uint32_t k = 0; k < NKEYS; k++) check_get(k);
-  check_scan(0);
+  check_scan(0, 0);
+  check_scan(NKEYS - 1, 1);
   close_all();
   unlink(g_path);
   return 0;

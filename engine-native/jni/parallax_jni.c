@@ -48,9 +48,12 @@ DECL(void, snapshotRelease, jlong s)
 DECL(jint, get, jlong r, jlong snap, jlong k, jlong kl, jlong buf, jlong cap, jlong vlen)
 DECL(jint, exists, jlong r, jlong snap, jlong k, jlong kl)
 DECL(jint, snapshotGetView, jlong snap, jlong k, jlong kl, jlong value, jlong vlen)
+DECL(jint, multiGet, jlong snap, jlong n, jlong keys, jlong lens, jlong vals, jlong vlens, jlong st)
 DECL(jint, scannerOpen, jlong r, jlong snap, jlong out)
 DECL(jint, scannerSeek, jlong s, jlong k, jlong kl, jint mode, jlong entry)
 DECL(jint, scannerNext, jlong s, jlong entry)
+DECL(jint, scannerPrev, jlong s, jlong entry)
+DECL(jint, scannerValue, jlong s, jlong out)
 DECL(void, scannerClose, jlong s)
 DECL(jint, flush, jlong r)
 DECL(jint, regionStats, jlong r, jlong out)
@@ -83,6 +86,7 @@ JNI_FN(jlongArray, layout)(JNIEnv *env, jclass cls) {
       (jlong)offsetof(par_stats, small_puts),
       (jlong)offsetof(par_stats, medium_log_bytes_written),
       (jlong)offsetof(par_stats, level_small_bytes),
+      (jlong)offsetof(par_stats, medium_log_value_reads),
       (jlong)sizeof(par_level_stats),
       (jlong)offsetof(par_level_stats, height),
       (jlong)sizeof(par_volume_stats),
@@ -197,24 +201,26 @@ JNI_FN(jint, snapshotGetView)(JNIEnv *env, jclass cls, jlong snap, jlong k, jlon
 JNI_FN(jint, exists)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong k, jlong kl) {
   return par_exists(P(r), CP(snap), CP(k), (size_t)kl);
 }
+JNI_FN(jint, multiGet)(JNIEnv *env, jclass cls, jlong snap, jlong n, jlong keys, jlong lens, jlong vals,
+                      jlong vlens, jlong st) {
+  return par_multi_get(P(snap), (size_t)n, CP(keys), CP(lens), P(vals), P(vlens), P(st));
+}
 JNI_FN(jint, scannerOpen)(JNIEnv *env, jclass cls, jlong r, jlong snap, jlong out) {
   return par_scanner_open(P(r), CP(snap), P(out));
 }
 
 /* After a move: returns a negative status, or the valid flag (0/1) with, when
- * valid, entry[1] key address, [2] key length, [3] value address, [4] value
- * length (engine memory, valid until the scanner moves or closes). */
+ * valid, entry[1] key address and [2] key length (engine memory, valid until
+ * the scanner moves or closes). The value is read only when asked for
+ * (scannerValue): a key-only scan never touches the value logs. */
 static int fill_entry(par_scanner *s, int64_t *e) {
   e[0] = par_scanner_valid(s);
   if (!e[0]) return 0;
-  const void *k = NULL, *v = NULL;
-  size_t kl = 0, vl = 0;
+  const void *k = NULL;
+  size_t kl = 0;
   int rc = par_scanner_key(s, &k, &kl);
-  if (!rc) rc = par_scanner_value(s, &v, &vl);
   e[1] = (int64_t)(uintptr_t)k;
   e[2] = (int64_t)kl;
-  e[3] = (int64_t)(uintptr_t)v;
-  e[4] = (int64_t)vl;
   return rc ? rc : 1;
 }
 
@@ -225,6 +231,20 @@ JNI_FN(jint, scannerSeek)(JNIEnv *env, jclass cls, jlong s, jlong k, jlong kl, j
 JNI_FN(jint, scannerNext)(JNIEnv *env, jclass cls, jlong s, jlong entry) {
   int rc = par_scanner_next(P(s));
   return rc ? rc : fill_entry(P(s), P(entry));
+}
+JNI_FN(jint, scannerPrev)(JNIEnv *env, jclass cls, jlong s, jlong entry) {
+  int rc = par_scanner_prev(P(s));
+  return rc ? rc : fill_entry(P(s), P(entry));
+}
+/* The current value: out[0] its address, out[1] its length. */
+JNI_FN(jint, scannerValue)(JNIEnv *env, jclass cls, jlong s, jlong out) {
+  const void *v = NULL;
+  size_t vl = 0;
+  int64_t *o = P(out);
+  int rc = par_scanner_value(P(s), &v, &vl);
+  o[0] = (int64_t)(uintptr_t)v;
+  o[1] = (int64_t)vl;
+  return rc;
 }
 JNI_FN(void, scannerClose)(JNIEnv *env, jclass cls, jlong s) { par_scanner_close(P(s)); }
 JNI_FN(jint, flush)(JNIEnv *env, jclass cls, jlong r) { return par_flush(P(r)); }

@@ -679,6 +679,210 @@ static void test_scanner_seek_modes(void **state) {
   par_scanner_close(s);
 }
 
+/* Expects the scanner on want[n-1], then prev through want[0], then no entry. */
+static void expect_rscan(par_scanner *s, const char *const *want, int n) {
+  for (int i = n - 1; i >= 0; i--) {
+    if (!par_scanner_valid(s)) fail_msg("reverse scan ended early, expected %s", want[i]);
+    const void *k;
+    size_t kl;
+    assert_ok(par_scanner_key(s, &k, &kl));
+    if (kl != strlen(want[i]) || memcmp(k, want[i], kl) != 0)
+      fail_msg("reverse scan position %d: got %s, expected %s", i, tu_key_str(k, kl), want[i]);
+    assert_ok(par_scanner_prev(s));
+  }
+  if (par_scanner_valid(s)) {
+    const void *k;
+    size_t kl;
+    par_scanner_key(s, &k, &kl);
+    fail_msg("reverse scan continued after %d keys with %s", n, tu_key_str(k, kl));
+  }
+}
+
+static void expect_key(par_scanner *s, const char *want) {
+  const void *k;
+  size_t kl;
+  assert_true(par_scanner_valid(s));
+  assert_ok(par_scanner_key(s, &k, &kl));
+  if (kl != strlen(want) || memcmp(k, want, kl) != 0)
+    fail_msg("scanner on %s, expected %s", tu_key_str(k, kl), want);
+}
+
+/* PAR_SEEK_LAST/LE/LT and prev, in L0 and in a device level, merged over
+ * levels where a newer delete must hide an older put; direction changes. */
+static void test_scanner_reverse(void **state) {
+  fx *f = *state;
+  par_scanner *s = NULL;
+  assert_ok(par_scanner_open(f->reg, NULL, &s));
+  assert_ok(par_scanner_seek(s, NULL, 0, PAR_SEEK_LAST));
+  assert_false(par_scanner_valid(s));
+  assert_ok(par_scanner_seek(s, "a", 1, PAR_SEEK_LE));
+  assert_false(par_scanner_valid(s));
+  assert_ok(par_scanner_prev(s)); /* on no entry: nothing happens */
+  assert_false(par_scanner_valid(s));
+  assert_int_equal(par_scanner_seek(s, NULL, 0, PAR_SEEK_LE), PAR_EINVAL);
+  assert_int_equal(par_scanner_seek(s, "a", 1, (par_seek_mode)6), PAR_EINVAL);
+  assert_int_equal(par_scanner_prev(NULL), PAR_EINVAL);
+  par_scanner_close(s);
+
+  const char *ins[] = {"b", "ab", "a", "\xff", "abc", "b\x01", "aa", "B", "\x7f", "\x80"};
+  for (size_t i = 0; i < sizeof ins / sizeof ins[0]; i++)
+    assert_ok(put_s(f->reg, ins[i], ins[i]));
+  const char *const sorted[] = {"B", "a", "aa", "ab", "abc", "b", "b\x01", "\x7f", "\x80", "\xff"};
+  const int n = 10;
+  for (int round = 0; round < 2; round++) {
+    assert_ok(par_scanner_open(f->reg, NULL, &s));
+    assert_ok(par_scanner_seek(s, "zzz", 3, PAR_SEEK_LAST)); /* key ignored */
+    expect_rscan(s, sorted, n);
+    assert_ok(par_scanner_seek(s, "ab", 2, PAR_SEEK_LE));
+    expect_rscan(s, sorted, 4);
+    assert_ok(par_scanner_seek(s, "ab", 2, PAR_SEEK_LT));
+    expect_rscan(s, sorted, 3);
+    assert_ok(par_scanner_seek(s, "aba", 3, PAR_SEEK_LE)); /* between keys */
+    expect_rscan(s, sorted, 4);
+    assert_ok(par_scanner_seek(s, "aba", 3, PAR_SEEK_LT));
+    expect_rscan(s, sorted, 4);
+    assert_ok(par_scanner_seek(s, "A", 1, PAR_SEEK_LE)); /* before the first */
+    expect_rscan(s, NULL, 0);
+    assert_ok(par_scanner_seek(s, "B", 1, PAR_SEEK_LE));
+    expect_rscan(s, sorted, 1);
+    assert_ok(par_scanner_seek(s, "\xff\xff", 2, PAR_SEEK_LT)); /* after the last */
+    expect_rscan(s, sorted, n);
+    /* Direction changes: next after prev and prev after next. */
+    assert_ok(par_scanner_seek(s, "abc", 3, PAR_SEEK_GE));
+    assert_ok(par_scanner_prev(s));
+    expect_key(s, "ab");
+    assert_ok(par_scanner_next(s));
+    expect_key(s, "abc");
+    assert_ok(par_scanner_next(s));
+    expect_key(s, "b");
+    assert_ok(par_scanner_prev(s));
+    assert_ok(par_scanner_prev(s));
+    expect_key(s, "ab");
+    assert_ok(par_scanner_seek(s, "B", 1, PAR_SEEK_GE));
+    assert_ok(par_scanner_prev(s)); /* off the front */
+    assert_false(par_scanner_valid(s));
+    assert_ok(par_scanner_next(s)); /* stays off until a seek */
+    assert_false(par_scanner_valid(s));
+    par_scanner_close(s);
+    assert_ok(par_flush(f->reg));
+  }
+
+  /* L1 holds everything; L0 deletes the ends and a middle key, overwrites
+   * one and adds one. */
+  assert_ok(par_delete(f->reg, "ab", 2, 0));
+  assert_ok(par_delete(f->reg, "\xff", 1, 0));
+  assert_ok(par_delete(f->reg, "B", 1, 0));
+  assert_ok(put_s(f->reg, "aa", "new"));
+  assert_ok(put_s(f->reg, "ac", "ac"));
+  const char *const merged[] = {"a", "aa", "abc", "ac", "b", "b\x01", "\x7f", "\x80"};
+  assert_ok(par_scanner_open(f->reg, NULL, &s));
+  assert_ok(par_scanner_seek(s, NULL, 0, PAR_SEEK_LAST));
+  expect_rscan(s, merged, 8);
+  assert_ok(par_scanner_seek(s, "ab", 2, PAR_SEEK_LE)); /* deleted: the one before */
+  expect_key(s, "aa");
+  const void *v;
+  size_t vl;
+  assert_ok(par_scanner_value(s, &v, &vl));
+  assert_int_equal(vl, 3);
+  assert_memory_equal(v, "new", 3);
+  assert_ok(par_scanner_next(s)); /* over the deleted key */
+  expect_key(s, "abc");
+  assert_ok(par_scanner_prev(s));
+  assert_ok(par_scanner_prev(s));
+  expect_key(s, "a");
+  assert_ok(par_scanner_prev(s)); /* "B" is deleted */
+  assert_false(par_scanner_valid(s));
+  par_scanner_close(s);
+}
+
+/* Scanners read values out of the logs only when asked: a key-only scan,
+ * forward and reverse, over large and medium pairs (in L0, then in L1)
+ * reads none, which the read counters show. (test_medium checks the
+ * medium counter where values sit in the transient log.) */
+static void test_scanner_values_lazy(void **state) {
+  fx *f = *state;
+  uint8_t big[5000], mid[400];
+  char key[16];
+  for (int i = 0; i < 20; i++) {
+    snprintf(key, sizeof key, "lazy%02d", i);
+    tu_fill_pattern(big, sizeof big, (uint64_t)i);
+    tu_fill_pattern(mid, sizeof mid, (uint64_t)i);
+    if (i % 2) assert_ok(par_put(f->reg, key, strlen(key), big, sizeof big, 0));
+    else assert_ok(par_put(f->reg, key, strlen(key), mid, sizeof mid, 0));
+  }
+  for (int round = 0; round < 2; round++) {
+    par_stats st;
+    assert_ok(par_region_stats(f->reg, &st));
+    uint64_t large0 = st.large_log_value_reads, medium0 = st.medium_log_value_reads;
+    par_scanner *s;
+    assert_ok(par_scanner_open(f->reg, NULL, &s));
+    int n = 0;
+    assert_ok(par_scanner_seek(s, NULL, 0, PAR_SEEK_FIRST));
+    for (; par_scanner_valid(s); n++) assert_ok(par_scanner_next(s));
+    assert_ok(par_scanner_seek(s, NULL, 0, PAR_SEEK_LAST));
+    for (; par_scanner_valid(s); n++) assert_ok(par_scanner_prev(s));
+    assert_int_equal(n, 40);
+    assert_ok(par_region_stats(f->reg, &st));
+    assert_int_equal(st.large_log_value_reads, large0);
+    assert_int_equal(st.medium_log_value_reads, medium0);
+    /* One large value asked for twice: one read. */
+    assert_ok(par_scanner_seek(s, "lazy01", 6, PAR_SEEK_GE));
+    const void *v;
+    size_t vl;
+    assert_ok(par_scanner_value(s, &v, &vl));
+    assert_ok(par_scanner_value(s, &v, &vl));
+    assert_int_equal(vl, sizeof big);
+    assert_true(tu_check_pattern(v, vl, 1));
+    assert_ok(par_region_stats(f->reg, &st));
+    assert_int_equal(st.large_log_value_reads, large0 + 1);
+    assert_ok(par_scanner_prev(s));
+    assert_ok(par_scanner_value(s, &v, &vl));
+    assert_int_equal(vl, sizeof mid);
+    assert_true(tu_check_pattern(v, vl, 0));
+    par_scanner_close(s);
+    assert_ok(par_flush(f->reg));
+  }
+}
+
+/* par_multi_get: keys in any order, repeats, bad keys, a newer level's
+ * delete over an older put, a large value still in a tail buffer (its copy
+ * lives with the snapshot), and the snapshot's isolation from later writes. */
+static void test_multi_get(void **state) {
+  fx *f = *state;
+  uint8_t big[5000];
+  tu_fill_pattern(big, sizeof big, 9);
+  assert_ok(put_s(f->reg, "a", "va"));
+  assert_ok(put_s(f->reg, "b", "vb"));
+  assert_ok(put_s(f->reg, "c", "vc"));
+  assert_ok(par_flush(f->reg)); /* L1: a, b, c */
+  assert_ok(par_delete(f->reg, "b", 1, 0));
+  assert_ok(par_put(f->reg, "d", 1, big, sizeof big, 0)); /* in the large log's tail buffer */
+  par_snapshot *snap;
+  assert_ok(par_snapshot_create(f->reg, &snap));
+  assert_ok(put_s(f->reg, "a", "changed"));
+  char toolong[PAR_MAX_KEY_SIZE + 1];
+  memset(toolong, 'x', sizeof toolong);
+  const void *keys[] = {"d", "b", "zz", "a", "", toolong, "c", "a"};
+  size_t lens[] = {1, 1, 2, 1, 0, sizeof toolong, 1, 1};
+  const void *vals[8];
+  size_t vl[8];
+  int st[8];
+  assert_ok(par_multi_get(snap, 8, keys, lens, vals, vl, st));
+  int want[] = {PAR_OK, PAR_NOT_FOUND, PAR_NOT_FOUND, PAR_OK, PAR_EINVAL, PAR_ETOOBIG, PAR_OK, PAR_OK};
+  for (int i = 0; i < 8; i++) assert_int_equal(st[i], want[i]);
+  assert_int_equal(vl[0], sizeof big);
+  assert_true(tu_check_pattern(vals[0], vl[0], 9));
+  assert_int_equal(vl[3], 2);
+  assert_memory_equal(vals[3], "va", 2);
+  assert_ptr_equal(vals[3], vals[7]);
+  assert_memory_equal(vals[6], "vc", 2);
+  assert_null(vals[1]);
+  assert_ok(par_multi_get(snap, 0, NULL, NULL, NULL, NULL, NULL));
+  assert_int_equal(par_multi_get(NULL, 1, keys, lens, vals, vl, st), PAR_EINVAL);
+  assert_int_equal(par_multi_get(snap, 1, keys, NULL, vals, vl, st), PAR_EINVAL);
+  par_snapshot_release(snap);
+}
+
 /* A large value still in the log's tail buffer is copied out for the
  * scanner: asking for it twice gives the same bytes, valid until the scanner
  * moves (under ASan a freed first copy would be caught). */
@@ -985,6 +1189,9 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_batch_atomic_visibility, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_isolation, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_seek_modes, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scanner_reverse, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_scanner_values_lazy, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_multi_get, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_implicit_snapshot, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_random_against_model, setup, teardown),
       cmocka_unit_test_setup_teardown(test_reopen_without_flush, setup, teardown),

@@ -7,7 +7,9 @@
  *    acked_before(T) <= v <= started_after(T), and it is stable: gets through
  *    it and a scanner over it, done at different times while writers go on
  *    (and compactions replace levels), return identical contents;
- *  - a scanner without a snapshot behaves the same way (implicit snapshot);
+ *  - so does a reverse scanner over the same snapshot (last key to first);
+ *  - a scanner without a snapshot behaves the same way (implicit snapshot),
+ *    forward and reverse;
  *  - plain gets see a version within the same bounds and never go back in
  *    time for one reader;
  *  - at the end the region holds exactly each key's last version, also after
@@ -157,9 +159,10 @@ static void load_bounds(_Atomic uint64_t (*src)[NK], uint64_t (*dst)[NK]) {
 }
 
 /* Scans through snap (or an implicit snapshot when snap is NULL, opened
- * between the bounds) into out[][]; returns 0 on success. */
+ * between the bounds) into out[][], forward or from the last key back;
+ * returns 0 on success. */
 static int scan_versions(shared *sh, const par_snapshot *snap, uint64_t (*out)[NK],
-                         uint64_t (*lo)[NK], uint64_t (*hi)[NK]) {
+                         uint64_t (*lo)[NK], uint64_t (*hi)[NK], int reverse) {
   memset(out, 0, sizeof(uint64_t) * NW * NK);
   if (lo) load_bounds(sh->acked, lo);
   par_scanner *s = NULL;
@@ -167,7 +170,7 @@ static int scan_versions(shared *sh, const par_snapshot *snap, uint64_t (*out)[N
   if (hi) load_bounds(sh->started, hi);
   TU_CHECK(rc == PAR_OK, "scanner_open: %s", par_strerror(rc));
   if (rc != PAR_OK) return -1;
-  rc = par_scanner_seek(s, NULL, 0, PAR_SEEK_FIRST);
+  rc = par_scanner_seek(s, NULL, 0, reverse ? PAR_SEEK_LAST : PAR_SEEK_FIRST);
   TU_CHECK(rc == PAR_OK, "seek: %s", par_strerror(rc));
   size_t pkl = 0;
   char prev[32];
@@ -183,17 +186,18 @@ static int scan_versions(shared *sh, const par_snapshot *snap, uint64_t (*out)[N
       TU_CHECK(0, "scan: foreign key %s", tu_key_str(key, kl));
       break;
     }
-    if (have_prev) TU_CHECK(tu_key_cmp(prev, pkl, key, kl) < 0, "scan out of order at %s",
-                            tu_key_str(key, kl));
+    if (have_prev)
+      TU_CHECK(reverse ? tu_key_cmp(prev, pkl, key, kl) > 0 : tu_key_cmp(prev, pkl, key, kl) < 0,
+               "%s scan out of order at %s", reverse ? "reverse" : "forward", tu_key_str(key, kl));
     memcpy(prev, key, kl);
     pkl = kl;
     have_prev = 1;
     uint64_t v = parse_value(w, k, val, vl);
     TU_CHECK(v != 0, "scan: malformed value for %s", tu_key_str(key, kl));
     out[w][k] = v;
-    rc = par_scanner_next(s);
+    rc = reverse ? par_scanner_prev(s) : par_scanner_next(s);
   }
-  TU_CHECK(rc == PAR_OK, "scanner_next: %s", par_strerror(rc));
+  TU_CHECK(rc == PAR_OK, "scanner_next/prev: %s", par_strerror(rc));
   par_scanner_close(s);
   return 0;
 }
@@ -222,13 +226,17 @@ static void *snapshot_checker(void *arg) {
                  (unsigned long long)v, (unsigned long long)lo[w][k],
                  (unsigned long long)hi[w][k]);
       }
-    /* Pass 2, later: a scanner over the same snapshot sees the same. */
-    scan_versions(sh, snap, scan, NULL, NULL);
-    for (int w = 0; w < NW; w++)
-      for (uint32_t k = 0; k < NK; k++)
-        TU_CHECK(scan[w][k] == got[w][k],
-                 "snapshot unstable: w%d-%06u get saw %llu, later scan saw %llu", w, k,
-                 (unsigned long long)got[w][k], (unsigned long long)scan[w][k]);
+    /* Pass 2, later: scanners over the same snapshot, forward and reverse,
+     * see the same. */
+    for (int reverse = 0; reverse < 2; reverse++) {
+      scan_versions(sh, snap, scan, NULL, NULL, reverse);
+      for (int w = 0; w < NW; w++)
+        for (uint32_t k = 0; k < NK; k++)
+          TU_CHECK(scan[w][k] == got[w][k],
+                   "snapshot unstable: w%d-%06u get saw %llu, later %s scan saw %llu", w, k,
+                   (unsigned long long)got[w][k], reverse ? "reverse" : "forward",
+                   (unsigned long long)scan[w][k]);
+    }
     /* Pass 3, later still: gets again. */
     for (int w = 0; w < NW; w++)
       for (uint32_t k = 0; k < NK; k += 7) {
@@ -252,8 +260,8 @@ static void *scan_checker(void *arg) {
   uint64_t(*lo)[NK] = malloc(sizeof(uint64_t) * NW * NK);
   uint64_t(*hi)[NK] = malloc(sizeof(uint64_t) * NW * NK);
   uint64_t(*scan)[NK] = malloc(sizeof(uint64_t) * NW * NK);
-  while (atomic_load(&sh->writers_left) > 0 && tu_failures() == 0) {
-    if (scan_versions(sh, NULL, scan, lo, hi) != 0) break;
+  for (int reverse = 0; atomic_load(&sh->writers_left) > 0 && tu_failures() == 0; reverse = !reverse) {
+    if (scan_versions(sh, NULL, scan, lo, hi, reverse) != 0) break;
     for (int w = 0; w < NW; w++)
       for (uint32_t k = 0; k < NK; k++)
         TU_CHECK(consistent(scan[w][k], lo[w][k], hi[w][k]),
@@ -323,7 +331,7 @@ static void verify_final(shared *sh, const char *when) {
                  (unsigned long long)v, (unsigned long long)want, (unsigned long long)sh->seed);
     }
   uint64_t(*scan)[NK] = malloc(sizeof(uint64_t) * NW * NK);
-  scan_versions(sh, NULL, scan, NULL, NULL);
+  scan_versions(sh, NULL, scan, NULL, NULL, 0);
   for (int w = 0; w < NW; w++)
     for (uint32_t k = 0; k < NK; k++) {
       uint64_t want = is_delete(sh->final[w][k]) ? 0 : sh->final[w][k];

@@ -798,6 +798,41 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
   assert_ok(tree_cursor_next(&c)); /* past the end stays there */
   assert_false(tree_cursor_valid(&c));
 
+  /* Reverse seeks: the last key <= x (< x when exclusive), and <= or < the
+   * probe after x; then full reverse iteration, and a direction change. */
+  for (size_t i = 0; i < p->n; i += stride) {
+    const pair *x = &p->v[i];
+    memcpy(probe, x->key, x->klen);
+    probe[x->klen] = 0;
+    size_t plen = (size_t)x->klen + 1;
+    int is_next = i + 1 < p->n && tu_key_cmp(probe, plen, p->v[i + 1].key, p->v[i + 1].klen) == 0;
+    for (int excl = 0; excl < 2; excl++) {
+      assert_ok(tree_cursor_seek_rev(&c, x->key, x->klen, excl));
+      long want = (long)i - excl;
+      assert_int_equal(tree_cursor_valid(&c), want >= 0);
+      if (want >= 0) assert_entry(&c.cur, &p->v[want]);
+      assert_ok(tree_cursor_seek_rev(&c, probe, plen, excl));
+      want = (long)i + (is_next && !excl);
+      assert_true(tree_cursor_valid(&c));
+      assert_entry(&c.cur, &p->v[want]);
+    }
+  }
+  assert_ok(tree_cursor_seek_rev(&c, NULL, 0, 0));
+  for (size_t i = p->n; i-- > 0;) {
+    assert_true(tree_cursor_valid(&c));
+    assert_entry(&c.cur, &p->v[i]);
+    if (i % 97 == 5 && i + 1 < p->n) { /* a step forward and back again */
+      assert_ok(tree_cursor_next(&c));
+      assert_entry(&c.cur, &p->v[i + 1]);
+      assert_ok(tree_cursor_prev(&c));
+      assert_entry(&c.cur, &p->v[i]);
+    }
+    assert_ok(tree_cursor_prev(&c));
+  }
+  assert_false(tree_cursor_valid(&c));
+  assert_ok(tree_cursor_prev(&c));
+  assert_false(tree_cursor_valid(&c));
+
   /* The compaction stream yields the same pairs, reading every segment once. */
   tree_stream st;
   assert_ok(tree_stream_open(&st, &s->file, &ks, t));
@@ -1005,7 +1040,7 @@ static void test_tree_key_prefixes(void **state) {
   assert_ok(tree_stream_source(&s.file, &ks, &ta, &src[0]));
   assert_ok(tree_stream_source(&s.file, &ks, &tb, &src[1]));
   size_t shadowed = 0;
-  merge_iter m = {src, 2, -1, 0, count_shadowed, &shadowed};
+  merge_iter m = {.src = src, .n = 2, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = &shadowed};
   tree_builder bld;
   assert_ok(builder_init(&bld, &s.file, &s.alloc));
   assert_ok(merge_settle(&m));
@@ -1214,6 +1249,26 @@ static void test_memtable_random(void **state) {
       uint32_t k = memtable_collect(m, r->key, r->klen, 0, snap, out, 3, NULL, NULL);
       assert_int_equal(k, want - i < 3 ? want - i : 3);
       for (uint32_t j = 0; j < k; j++) assert_mt_ref(out[j], &ref[idx[i + j]]);
+    }
+    /* Reverse, in one call and in pages of 97 resuming before the previous
+     * page's last key; inclusive reverse starts at present keys. */
+    assert_int_equal(memtable_collect_rev(m, NULL, 0, 0, snap, out, (uint32_t)n), want);
+    for (size_t i = 0; i < want; i++) assert_mt_ref(out[i], &ref[idx[want - 1 - i]]);
+    got = 0;
+    for (;;) {
+      const mt_ref *last = got ? &ref[idx[want - got]] : NULL;
+      uint32_t k = memtable_collect_rev(m, last ? last->key : NULL, last ? last->klen : 0, 1, snap, out, 97);
+      assert_true(got + k <= want);
+      for (uint32_t i = 0; i < k; i++) assert_mt_ref(out[i], &ref[idx[want - 1 - got - i]]);
+      got += k;
+      if (k < 97) break;
+    }
+    assert_int_equal(got, want);
+    for (size_t i = 0; i < want; i += 211) {
+      const mt_ref *r = &ref[idx[i]];
+      uint32_t k = memtable_collect_rev(m, r->key, r->klen, 0, snap, out, 3);
+      assert_int_equal(k, i + 1 < 3 ? i + 1 : 3);
+      for (uint32_t j = 0; j < k; j++) assert_mt_ref(out[j], &ref[idx[i - j]]);
     }
     /* Point reads of every key at this snapshot. */
     for (size_t i = 0, w = 0; i < n; i++) {

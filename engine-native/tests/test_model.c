@@ -1,6 +1,7 @@
 /*
  * test_model.c — the engine behaves like a sorted map. A long seeded random
- * sequence of puts, deletes, gets, exists, scans (seek GE/GT + nexts),
+ * sequence of puts, deletes, gets, multi-gets, exists, scans (every seek
+ * mode, then a walk of nexts and prevs),
  * batches and snapshot reads runs against the engine and an in-memory
  * reference map; every result is compared as it happens. A small L0 and
  * growth factor 4 force many compactions and several device levels (checked
@@ -135,49 +136,115 @@ static void model_check_get(model *m, const par_snapshot *snap, const tu_map *re
     MFAIL(m, "get(%s%s): value differs", tu_key_str(key, kl), snap ? " @snap" : "");
 }
 
+/* A scan from a random seek (any mode, forward or reverse) followed by a
+ * random walk of nexts and prevs — direction changes included — checked
+ * step by step against the reference; values are read on some steps only,
+ * since the scanner reads them lazily. */
 static void model_check_scan(model *m, const par_snapshot *snap, const tu_map *ref) {
   uint8_t key[PAR_MAX_KEY_SIZE];
   size_t kl = model_key((uint32_t)tu_rand_range(&m->rng, m->keyspace + 10), key);
   if (tu_rand_range(&m->rng, 4) == 0) kl = 1 + tu_rand_range(&m->rng, kl); /* a prefix */
-  int mode = (int)tu_rand_range(&m->rng, 10);
-  par_seek_mode sm = mode == 0 ? PAR_SEEK_FIRST : mode < 6 ? PAR_SEEK_GE : PAR_SEEK_GT;
-  size_t pos = sm == PAR_SEEK_FIRST ? 0 : tu_map_lower_bound(ref, key, kl, sm == PAR_SEEK_GT);
+  static const par_seek_mode modes[10] = {PAR_SEEK_FIRST, PAR_SEEK_GE, PAR_SEEK_GE, PAR_SEEK_GE,
+                                          PAR_SEEK_GT,    PAR_SEEK_GT, PAR_SEEK_LAST, PAR_SEEK_LE,
+                                          PAR_SEEK_LE,    PAR_SEEK_LT};
+  par_seek_mode sm = modes[tu_rand_range(&m->rng, 10)];
+  long pos; /* the reference index of the expected entry; out of [0, n) = none */
+  switch (sm) {
+  case PAR_SEEK_FIRST: pos = 0; break;
+  case PAR_SEEK_GE: pos = (long)tu_map_lower_bound(ref, key, kl, 0); break;
+  case PAR_SEEK_GT: pos = (long)tu_map_lower_bound(ref, key, kl, 1); break;
+  case PAR_SEEK_LAST: pos = (long)ref->n - 1; break;
+  case PAR_SEEK_LE: pos = (long)tu_map_lower_bound(ref, key, kl, 1) - 1; break;
+  default: pos = (long)tu_map_lower_bound(ref, key, kl, 0) - 1; break;
+  }
+  int reverse = sm >= PAR_SEEK_LAST;
   int steps = (int)tu_rand_range(&m->rng, 12);
+  char walk[64] = ""; /* the moves so far, for the failure message */
   par_scanner *s = NULL;
   MOK(m, par_scanner_open(m->reg, snap, &s));
   MOK(m, par_scanner_seek(s, key, kl, sm));
-  for (int i = 0; i <= steps; i++, pos++) {
+  for (int i = 0; i <= steps; i++) {
     int valid = par_scanner_valid(s);
-    if (pos >= ref->n) {
+    if (pos < 0 || pos >= (long)ref->n) {
       if (valid) {
         const void *k;
         size_t skl;
         par_scanner_key(s, &k, &skl);
-        MFAIL(m, "scan from %s mode %d: expected the end, got %s", tu_key_str(key, kl), sm,
-              tu_key_str(k, skl));
+        MFAIL(m, "scan from %s mode %d moves '%s': expected no entry, got %s", tu_key_str(key, kl),
+              sm, walk, tu_key_str(k, skl));
       }
       break;
     }
     const tu_entry *e = &ref->e[pos];
     if (!valid)
-      MFAIL(m, "scan from %s mode %d step %d: ended, expected %s", tu_key_str(key, kl), sm, i,
-            tu_key_str(e->key, e->klen));
+      MFAIL(m, "scan from %s mode %d moves '%s': ended, expected %s", tu_key_str(key, kl), sm,
+            walk, tu_key_str(e->key, e->klen));
     const void *k, *v;
     size_t skl, svl;
     MOK(m, par_scanner_key(s, &k, &skl));
-    MOK(m, par_scanner_value(s, &v, &svl));
     if (tu_key_cmp(k, skl, e->key, e->klen) != 0) {
       char got[200];
       snprintf(got, sizeof got, "%s", tu_key_str(k, skl));
-      MFAIL(m, "scan step %d%s: key %s, expected %s", i, snap ? " @snap" : "", got,
-            tu_key_str(e->key, e->klen));
+      MFAIL(m, "scan from %s mode %d moves '%s'%s: key %s, expected %s", tu_key_str(key, kl), sm,
+            walk, snap ? " @snap" : "", got, tu_key_str(e->key, e->klen));
     }
-    if (svl != e->vlen || (svl && memcmp(v, e->val, svl) != 0))
-      MFAIL(m, "scan step %d key %s: value (%zu bytes) differs from expected (%zu bytes)", i,
-            tu_key_str(e->key, e->klen), svl, e->vlen);
-    MOK(m, par_scanner_next(s));
+    if (tu_rand_range(&m->rng, 4) != 0) {
+      MOK(m, par_scanner_value(s, &v, &svl));
+      if (svl != e->vlen || (svl && memcmp(v, e->val, svl) != 0))
+        MFAIL(m, "scan step %d key %s: value (%zu bytes) differs from expected (%zu bytes)", i,
+              tu_key_str(e->key, e->klen), svl, e->vlen);
+    }
+    if (tu_rand_range(&m->rng, 5) == 0) reverse = !reverse; /* a change of direction */
+    walk[i] = reverse ? 'p' : 'n';
+    MOK(m, reverse ? par_scanner_prev(s) : par_scanner_next(s));
+    pos += reverse ? -1 : 1;
   }
   par_scanner_close(s);
+}
+
+/* par_multi_get of up to 300 keys (repeats, absent keys and an empty key
+ * among them) in snap, or in a snapshot taken for it, against ref. */
+static void model_check_multi_get(model *m, par_snapshot *snap, const tu_map *ref) {
+  enum { MAX = 300 };
+  static uint8_t keys[MAX][PAR_MAX_KEY_SIZE];
+  const void *kp[MAX], *vals[MAX];
+  size_t kl[MAX], vl[MAX];
+  int st[MAX];
+  size_t n = 1 + tu_rand_range(&m->rng, MAX);
+  for (size_t i = 0; i < n; i++) {
+    if (i && tu_rand_range(&m->rng, 10) == 0) { /* a repeat */
+      kl[i] = kl[i - 1];
+      memcpy(keys[i], keys[i - 1], kl[i]);
+    } else {
+      kl[i] = model_key((uint32_t)tu_rand_range(&m->rng, m->keyspace + 10), keys[i]);
+    }
+    kp[i] = keys[i];
+  }
+  size_t empty = tu_rand_range(&m->rng, 20) == 0 ? tu_rand_range(&m->rng, n) : n;
+  if (empty < n) kl[empty] = 0;
+  par_snapshot *own = NULL;
+  if (!snap) MOK(m, par_snapshot_create(m->reg, &own));
+  MOK(m, par_multi_get(snap ? snap : own, n, kp, kl, vals, vl, st));
+  for (size_t i = 0; i < n; i++) {
+    if (i == empty) {
+      if (st[i] != PAR_EINVAL) MFAIL(m, "multi-get of an empty key: %s", par_strerror(st[i]));
+      continue;
+    }
+    const tu_entry *e = tu_map_get(ref, keys[i], kl[i]);
+    if (!e) {
+      if (st[i] != PAR_NOT_FOUND)
+        MFAIL(m, "multi-get %zu/%zu (%s)%s = %s, expected NOT_FOUND", i, n, tu_key_str(keys[i], kl[i]),
+              snap ? " @snap" : "", par_strerror(st[i]));
+      continue;
+    }
+    if (st[i] != PAR_OK)
+      MFAIL(m, "multi-get %zu/%zu (%s)%s = %s", i, n, tu_key_str(keys[i], kl[i]), snap ? " @snap" : "",
+            par_strerror(st[i]));
+    if (vl[i] != e->vlen || (vl[i] && memcmp(vals[i], e->val, vl[i]) != 0))
+      MFAIL(m, "multi-get %zu/%zu (%s)%s: value of %zu bytes differs (expected %zu)", i, n,
+            tu_key_str(keys[i], kl[i]), snap ? " @snap" : "", vl[i], e->vlen);
+  }
+  par_snapshot_release(own);
 }
 
 static void model_step(model *m) {
@@ -198,6 +265,8 @@ static void model_step(model *m) {
     tu_map_del(&m->ref, key, kl);
   } else if (c < 720) { /* get */
     model_check_get(m, NULL, &m->ref, key, kl);
+  } else if (c < 785) { /* multi-get */
+    model_check_multi_get(m, NULL, &m->ref);
   } else if (c < 800) { /* exists */
     int want = tu_map_get(&m->ref, key, kl) ? PAR_OK : PAR_NOT_FOUND;
     int rc = par_exists(m->reg, NULL, key, kl);
@@ -246,10 +315,13 @@ static void model_step(model *m) {
     }
   } else if (c < 960) { /* snapshot reads */
     if (m->snap) {
-      if (tu_rand_range(&m->rng, 2))
+      uint64_t what = tu_rand_range(&m->rng, 8);
+      if (what < 4)
         model_check_get(m, m->snap, &m->snap_ref, key, kl);
-      else
+      else if (what < 7)
         model_check_scan(m, m->snap, &m->snap_ref);
+      else
+        model_check_multi_get(m, m->snap, &m->snap_ref);
     }
   } else if (c < 965) { /* take or drop the long-lived snapshot */
     if (m->snap == NULL) {

@@ -279,6 +279,47 @@ const char *tu_key_str(const void *k, size_t klen) {
   return buf;
 }
 
+/* The whole region backwards, from PAR_SEEK_LAST to the first key. */
+static int verify_reverse(par_region *r, const par_snapshot *snap, const tu_map *m, char *err,
+                          size_t errlen) {
+  par_scanner *sc = NULL;
+  int rc = par_scanner_open(r, snap, &sc);
+  if (rc == PAR_OK) rc = par_scanner_seek(sc, NULL, 0, PAR_SEEK_LAST);
+  size_t i = m->n;
+  while (rc == PAR_OK && par_scanner_valid(sc)) {
+    const void *k, *v;
+    size_t kl, vl;
+    if ((rc = par_scanner_key(sc, &k, &kl)) != PAR_OK || (rc = par_scanner_value(sc, &v, &vl)) != PAR_OK)
+      break;
+    if (i == 0) {
+      snprintf(err, errlen, "reverse scan returned extra key %s before the first", tu_key_str(k, kl));
+      par_scanner_close(sc);
+      return -1;
+    }
+    const tu_entry *e = &m->e[--i];
+    if (tu_key_cmp(k, kl, e->key, e->klen) != 0 || vl != e->vlen || (vl && memcmp(v, e->val, vl) != 0)) {
+      char want[160];
+      snprintf(want, sizeof want, "%s", tu_key_str(e->key, e->klen));
+      snprintf(err, errlen, "reverse scan entry %zu: key %s (%zu-byte value), expected %s (%zu bytes)",
+               i, tu_key_str(k, kl), vl, want, e->vlen);
+      par_scanner_close(sc);
+      return -1;
+    }
+    rc = par_scanner_prev(sc);
+  }
+  par_scanner_close(sc);
+  if (rc != PAR_OK) {
+    snprintf(err, errlen, "reverse scan: %s (%s)", par_strerror(rc), par_last_error());
+    return -1;
+  }
+  if (i != 0) {
+    snprintf(err, errlen, "reverse scan ended %zu entries early, before %s", i,
+             tu_key_str(m->e[i - 1].key, m->e[i - 1].klen));
+    return -1;
+  }
+  return 0;
+}
+
 int tu_verify_region(par_region *r, const par_snapshot *snap, const tu_map *m, char *err,
                      size_t errlen) {
   par_scanner *sc = NULL;
@@ -341,6 +382,7 @@ int tu_verify_region(par_region *r, const par_snapshot *snap, const tu_map *m, c
     return -1;
   }
   if (result != 0) return result;
+  if (verify_reverse(r, snap, m, err, errlen) != 0) return -1;
 
   size_t cap = PAR_MAX_VALUE_SIZE + 1;
   uint8_t *buf = malloc(cap);

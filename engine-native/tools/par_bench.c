@@ -16,12 +16,26 @@
  * Usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD]
  *                  [--placement hybrid|in-place|in-log] [--updates N]
  *                  [--dir DIR] [--l0-size BYTES] [--growth F]
- *                  [--report-every N] [--verify] [--keep]
+ *                  [--report-every N] [--verify] [--scans R] [--ordered]
+ *                  [--multi-get B] [--keep]
  *
  * --updates N overwrites N random keys after the load (each with a new
  * value of a size drawn from the mix, so a key may change class) and then
  * reports the space amplification: volume bytes in use over the live
  * keys + values.
+ *
+ * --scans R scans the whole region R times forward (PAR_SEEK_FIRST, next)
+ * and R times in reverse (PAR_SEEK_LAST, prev), one thread, reading every
+ * key and value, and reports the best round of each in CPU ns per entry
+ * (the thread's CPU time: steadier than wall time on a shared machine; with
+ * the data in the page cache after the load, that is what it measures).
+ * --ordered loads keys in key order (sequence numbers instead of their
+ * hashes), so the large log holds values in key order too.
+ *
+ * --multi-get B looks up 200 000 random loaded keys, one thread, with
+ * par_get one at a time and with par_multi_get B at a time (a snapshot per
+ * batch, values copied out as par_get does), and reports CPU ns per key of
+ * each (best of 3 rounds).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -58,6 +72,8 @@ typedef struct config {
   uint32_t growth;
   uint64_t report_every;
   int verify, keep;
+  int scans, ordered;
+  int multi_get;
   uint32_t placement;
   uint64_t updates;
 } config;
@@ -79,7 +95,8 @@ static uint64_t mix64(uint64_t x) { /* splitmix64 finalizer */
 }
 
 static int make_key(uint64_t i, char *buf) {
-  return snprintf(buf, 32, "user%020" PRIu64, (uint64_t)(mix64(i) % 10000000000000000000ull));
+  uint64_t id = cfg.ordered ? i : mix64(i) % 10000000000000000000ull;
+  return snprintf(buf, 32, "user%020" PRIu64, id);
 }
 
 /* The value size of pair i (or of update i when its sequence number is
@@ -212,6 +229,112 @@ static void *verify_thread(void *arg) {
   return NULL;
 }
 
+static double thread_cpu_seconds(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return (double)t.tv_sec + t.tv_nsec * 1e-9;
+}
+
+/* One pass over the whole region, forward or reverse, reading every key
+ * and value; returns the entries seen and adds their bytes to *bytes. */
+static uint64_t full_scan(int reverse, uint64_t *bytes) {
+  par_scanner *s;
+  int rc = par_scanner_open(region, NULL, &s);
+  if (!rc) rc = par_scanner_seek(s, NULL, 0, reverse ? PAR_SEEK_LAST : PAR_SEEK_FIRST);
+  uint64_t n = 0;
+  while (!rc && par_scanner_valid(s)) {
+    const void *k, *v;
+    size_t kl, vl;
+    rc = par_scanner_key(s, &k, &kl);
+    if (!rc) rc = par_scanner_value(s, &v, &vl);
+    if (rc) break;
+    *bytes += kl + vl + ((const uint8_t *)k)[kl - 1] + (vl ? ((const uint8_t *)v)[vl - 1] : 0);
+    n++;
+    rc = reverse ? par_scanner_prev(s) : par_scanner_next(s);
+  }
+  if (rc) die(reverse ? "reverse scan" : "scan", rc);
+  par_scanner_close(s);
+  return n;
+}
+
+/* cfg.scans rounds of each direction; the best round of each is printed. */
+static void run_scans(void) {
+  double best[2] = {0, 0};
+  uint64_t n[2] = {0, 0}, sink = 0;
+  for (int round = 0; round < cfg.scans; round++)
+    for (int reverse = 0; reverse < 2; reverse++) {
+      double t0 = thread_cpu_seconds();
+      n[reverse] = full_scan(reverse, &sink);
+      double t = thread_cpu_seconds() - t0;
+      if (round == 0 || t < best[reverse]) best[reverse] = t;
+    }
+  if (n[0] != n[1]) {
+    fprintf(stderr, "par_bench: forward scan saw %" PRIu64 " entries, reverse %" PRIu64 "\n", n[0], n[1]);
+    exit(1);
+  }
+  printf("scan: %" PRIu64 " entries, best of %d: forward %.1f CPU ns/entry, reverse %.1f (reverse/forward "
+         "%.2f) [%" PRIu64 "]\n",
+         n[0], cfg.scans, best[0] * 1e9 / (double)n[0], best[1] * 1e9 / (double)n[1], best[1] / best[0],
+         sink % 10);
+}
+
+/* Lookups of n random loaded keys, one at a time (batch 0) or batch at a
+ * time with par_multi_get; returns the thread's CPU seconds. */
+static double lookups(uint64_t n, int batch, uint64_t seed) {
+  enum { MAX_BATCH = 4096 };
+  static char keys[MAX_BATCH][32];
+  static const void *kp[MAX_BATCH], *vals[MAX_BATCH];
+  static size_t kl[MAX_BATCH], vl[MAX_BATCH];
+  static int st[MAX_BATCH];
+  static uint8_t buf[1024];
+  uint64_t found = 0;
+  double t0 = thread_cpu_seconds();
+  for (uint64_t done = 0; done < n;) {
+    int b = batch ? batch : 1;
+    for (int i = 0; i < b; i++) {
+      kl[i] = (size_t)make_key(mix64(seed + done + (uint64_t)i) % cfg.keys, keys[i]);
+      kp[i] = keys[i];
+    }
+    if (!batch) {
+      size_t len;
+      int rc = par_get(region, NULL, keys[0], kl[0], buf, sizeof buf, &len);
+      if (rc < 0) die("get", rc);
+      found += rc == PAR_OK;
+    } else {
+      par_snapshot *snap;
+      int rc = par_snapshot_create(region, &snap);
+      if (!rc) rc = par_multi_get(snap, (size_t)b, kp, kl, vals, vl, st);
+      if (rc) die("multi-get", rc);
+      for (int i = 0; i < b; i++) {
+        if (st[i] < 0) die("multi-get key", st[i]);
+        if (st[i] == PAR_OK) memcpy(buf, vals[i], vl[i] < sizeof buf ? vl[i] : sizeof buf);
+        found += st[i] == PAR_OK;
+      }
+      par_snapshot_release(snap);
+    }
+    done += (uint64_t)b;
+  }
+  double t = thread_cpu_seconds() - t0;
+  if (found < n / 2) {
+    fprintf(stderr, "par_bench: only %" PRIu64 " of %" PRIu64 " lookups found their key\n", found, n);
+    exit(1);
+  }
+  return t;
+}
+
+static void run_multi_get(void) {
+  const uint64_t n = 200000;
+  double best[2] = {0, 0};
+  for (int round = 0; round < 3; round++)
+    for (int multi = 0; multi < 2; multi++) {
+      double t = lookups(n, multi ? cfg.multi_get : 0, (uint64_t)round << 32);
+      if (round == 0 || t < best[multi]) best[multi] = t;
+    }
+  printf("lookups: %" PRIu64 " random keys, best of 3: par_get %.1f CPU ns/key, par_multi_get of %d %.1f CPU "
+         "ns/key (%.2fx)\n",
+         n, best[0] * 1e9 / (double)n, cfg.multi_get, best[1] * 1e9 / (double)n, best[0] / best[1]);
+}
+
 /* Runs fn on cfg.threads threads for ops operations, printing progress. */
 static void run_phase(const char *name, void *(*fn)(void *), uint64_t total) {
   io_counters io0 = read_io();
@@ -254,7 +377,8 @@ static void usage(void) {
   fprintf(stderr,
           "usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD] [--dir DIR]\n"
           "                 [--placement hybrid|in-place|in-log] [--updates N]\n"
-          "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--keep]\n");
+          "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--scans R]\n"
+          "                 [--ordered] [--multi-get B] [--keep]\n");
   exit(2);
 }
 
@@ -266,7 +390,8 @@ int main(int argc, char **argv) {
       {"report-every", required_argument, 0, 'r'}, {"verify", no_argument, 0, 'v'},
       {"keep", no_argument, 0, 'k'},          {"help", no_argument, 0, 'h'},
       {"placement", required_argument, 0, 'p'}, {"updates", required_argument, 0, 'u'},
-      {0, 0, 0, 0}};
+      {"scans", required_argument, 0, 's'},   {"ordered", no_argument, 0, 'o'},
+      {"multi-get", required_argument, 0, 'M'}, {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -291,10 +416,13 @@ int main(int argc, char **argv) {
       else usage();
       break;
     case 'u': cfg.updates = strtoull(optarg, NULL, 10); break;
+    case 's': cfg.scans = atoi(optarg); break;
+    case 'o': cfg.ordered = 1; break;
+    case 'M': cfg.multi_get = atoi(optarg); break;
     default: usage();
     }
   }
-  if (!cfg.keys || cfg.threads < 1 || cfg.threads > 64) usage();
+  if (!cfg.keys || cfg.threads < 1 || cfg.threads > 64 || cfg.multi_get < 0 || cfg.multi_get > 4096) usage();
   if (!cfg.report_every) cfg.report_every = cfg.keys >= 10 ? cfg.keys / 10 : 1;
 
   char dir[4096], path[4200];
@@ -366,6 +494,8 @@ int main(int argc, char **argv) {
            st.level_large_bytes[i] / 1048576.0);
   printf("; medium log %.1f MiB written\n", st.medium_log_bytes_written / 1048576.0);
   if (cfg.verify && !cfg.updates) run_phase("verify", verify_thread, cfg.keys);
+  if (cfg.scans > 0) run_scans();
+  if (cfg.multi_get) run_multi_get();
 
   rc = par_region_close(region);
   if (!rc) rc = par_close(vol);

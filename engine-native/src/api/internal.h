@@ -100,6 +100,7 @@ struct par_region {
     atomic_uint_fast64_t class_puts[3], class_bytes[3]; /* small, medium, large */
     atomic_uint_fast64_t gc_runs, gc_scanned, gc_relocated, gc_freed;
     atomic_uint_fast64_t medium_written;
+    atomic_uint_fast64_t log_value_reads[2]; /* by user reads: [0] medium, [1] large */
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
@@ -141,6 +142,16 @@ struct par_snapshot {
  * tail buffer. */
 int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
                       uint8_t **owned);
+
+/* region_read_large for a user's read (get, scanner), counted in
+ * log_value_reads; compactions call region_read_large directly. */
+int region_read_value(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
+                      uint8_t **owned);
+/* The value of e (found in s's view), through the map or, for a large value
+ * still in a tail buffer, as a copy that lives as long as the snapshot. */
+int snapshot_value(par_snapshot *s, const tree_entry *e, const uint8_t **value, uint32_t *value_len);
+/* PAR_OK, or the status (with a message) of a key outside 1..PAR_MAX_KEY_SIZE. */
+int region_check_key(const void *key, size_t key_len);
 
 /* Looks key up in w at lsn: PAR_OK with *e (any category but a
  * tombstone), or PAR_NOT_FOUND. */

@@ -1,4 +1,5 @@
-/* Regions: open/recover/close, the write path and point reads. */
+/* Regions: open/recover/close, the write path, maintenance and counters
+ * (reads are in read.c). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -108,30 +109,6 @@ static int flush_large_logs(void *ctx) {
     if (!rc) r->large_synced = written;
   }
   return rc;
-}
-
-int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
-                      uint8_t **owned) {
-  *owned = NULL;
-  if (e->value_len != VPTR_SIZE) return par_error(PAR_ECORRUPT, "malformed value-log pointer");
-  vptr p = vptr_decode(e->value);
-  vlog *heads[2] = {&r->hot, &r->cold};
-  for (int i = 0; i < 2 && e->cat == CAT_LARGE; i++) {
-    int rc = vlog_read_buffered(heads[i], p, owned, value_len);
-    if (rc < 0) return rc;
-    if (rc == 1) {
-      *value = *owned;
-      return PAR_OK;
-    }
-  }
-  vlog_record rec;
-  int rc = vlog_read_mapped(&r->vol->file, r->id, p, &rec);
-  if (rc) return rc;
-  if (rec.key_len != entry_key_len(e) || memcmp(rec.key, e->key, e->key_len) != 0)
-    return par_error(PAR_ECORRUPT, "large-log record at %u:%u belongs to another key", p.seg, p.off);
-  *value = rec.value;
-  *value_len = rec.value_len;
-  return PAR_OK;
 }
 
 /* ---- open / close ---- */
@@ -372,7 +349,7 @@ int region_wait_room(par_region *r) {
   return rc;
 }
 
-static int check_key(const void *key, size_t key_len) {
+int region_check_key(const void *key, size_t key_len) {
   if (!key) return par_error(PAR_EINVAL, "key must not be NULL");
   if (key_len == 0) return par_error(PAR_EINVAL, "keys must not be empty");
   if (key_len > PAR_MAX_KEY_SIZE)
@@ -483,7 +460,7 @@ static int apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
 PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
                     size_t value_len, unsigned flags) {
   if (!r) return par_error(PAR_EINVAL, "par_put: NULL region");
-  int rc = check_key(key, key_len);
+  int rc = region_check_key(key, key_len);
   if (!rc) rc = check_value(value, value_len);
   if (rc) return rc;
   wal_op op = {WAL_PUT, (uint16_t)key_len, (uint32_t)value_len, key, value};
@@ -492,7 +469,7 @@ PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *
 
 PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned flags) {
   if (!r) return par_error(PAR_EINVAL, "par_delete: NULL region");
-  int rc = check_key(key, key_len);
+  int rc = region_check_key(key, key_len);
   if (rc) return rc;
   wal_op op = {WAL_DELETE, (uint16_t)key_len, 0, key, NULL};
   return apply(r, &op, 1, flags);
@@ -556,14 +533,14 @@ static int batch_add(par_batch *b, uint8_t type, const void *key, size_t key_len
 
 PAR_API int par_batch_put(par_batch *b, const void *key, size_t key_len, const void *value, size_t value_len) {
   if (!b) return par_error(PAR_EINVAL, "par_batch_put: NULL batch");
-  int rc = check_key(key, key_len);
+  int rc = region_check_key(key, key_len);
   if (!rc) rc = check_value(value, value_len);
   return rc ? rc : batch_add(b, WAL_PUT, key, key_len, value, value_len);
 }
 
 PAR_API int par_batch_delete(par_batch *b, const void *key, size_t key_len) {
   if (!b) return par_error(PAR_EINVAL, "par_batch_delete: NULL batch");
-  int rc = check_key(key, key_len);
+  int rc = region_check_key(key, key_len);
   return rc ? rc : batch_add(b, WAL_DELETE, key, key_len, NULL, 0);
 }
 
@@ -596,123 +573,6 @@ PAR_API int par_write(par_region *r, const par_batch *b, unsigned flags) {
   int rc = apply(r, ops, b->n, flags);
   free(ops);
   return rc;
-}
-
-/* ---- reads ---- */
-
-PAR_API int par_snapshot_create(par_region *r, par_snapshot **out) {
-  if (!r || !out) return par_error(PAR_EINVAL, "par_snapshot_create: NULL argument");
-  par_snapshot *s = calloc(1, sizeof *s);
-  if (!s) return par_error(PAR_ENOMEM, "snapshot");
-  s->region = r;
-  pthread_mutex_init(&s->copies_mu, NULL);
-  s->v = region_acquire_view(r, &s->lsn);
-  *out = s;
-  return PAR_OK;
-}
-
-PAR_API void par_snapshot_release(par_snapshot *s) {
-  if (!s) return;
-  view_unref(s->v);
-  for (uint32_t i = 0; i < s->ncopies; i++) free(s->copies[i]);
-  free(s->copies);
-  pthread_mutex_destroy(&s->copies_mu);
-  free(s);
-}
-
-/* The snapshot's view keeps everything a value can live in: its memtables,
- * its trees' segments (and their medium sets), and the large-log segments
- * GC would free only after the view is gone. */
-PAR_API int par_snapshot_get_view(par_snapshot *s, const void *key, size_t key_len, const void **value,
-                                  size_t *value_len) {
-  if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_snapshot_get_view: NULL argument");
-  int rc = check_key(key, key_len);
-  if (rc) return rc;
-  par_region *r = s->region;
-  tree_entry e;
-  rc = region_lookup(r, s->v, s->lsn, key, key_len, &e);
-  atomic_fetch_add(&r->stats.gets, 1);
-  if (rc) return rc;
-  const uint8_t *v = e.value;
-  uint32_t vl = e.value_len;
-  uint8_t *owned = NULL;
-  if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_large(r, &e, &v, &vl, &owned);
-  if (!rc && owned) {
-    pthread_mutex_lock(&s->copies_mu);
-    uint8_t **c = realloc(s->copies, (s->ncopies + 1) * sizeof *c);
-    if (c) {
-      s->copies = c;
-      s->copies[s->ncopies++] = owned;
-    } else {
-      rc = par_error(PAR_ENOMEM, "snapshot value copy");
-      free(owned);
-    }
-    pthread_mutex_unlock(&s->copies_mu);
-  }
-  if (rc) return rc;
-  *value = v;
-  *value_len = vl;
-  return PAR_OK;
-}
-
-int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e) {
-  memtable *mts[2] = {w->active, w->frozen};
-  for (int i = 0; i < 2; i++) {
-    if (!mts[i]) continue;
-    const mt_entry *m = memtable_get(mts[i], key, key_len, lsn);
-    if (m) {
-      *e = (tree_entry){.cat = mt_category(m), .key = mt_key(m), .key_len = m->key_len,
-                        .value = mt_value(m), .value_len = m->value_len};
-      return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
-    }
-  }
-  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++) {
-      if (!w->tree[i][j]) continue;
-      int rc = tree_get(&r->keys, &w->tree[i][j]->d, &w->tree[i][j]->checks, key, key_len, e);
-      if (rc == PAR_NOT_FOUND) continue;
-      if (rc) return rc;
-      return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
-    }
-  return PAR_NOT_FOUND;
-}
-
-static int read_common(par_region *r, const par_snapshot *snap, const void *key, size_t key_len,
-                       void *buf, size_t cap, size_t *value_len) {
-  int rc = check_key(key, key_len);
-  if (rc) return rc;
-  if (snap && snap->region != r) return par_error(PAR_EINVAL, "snapshot belongs to another region");
-  uint64_t lsn;
-  view *w = snap ? snap->v : region_acquire_view(r, &lsn);
-  if (snap) lsn = snap->lsn;
-  tree_entry e;
-  rc = region_lookup(r, w, lsn, key, key_len, &e);
-  if (rc == PAR_OK && value_len) {
-    const uint8_t *v = e.value;
-    uint32_t vl = e.value_len;
-    uint8_t *owned = NULL;
-    if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_large(r, &e, &v, &vl, &owned);
-    if (rc == PAR_OK) {
-      *value_len = vl;
-      if (buf) memcpy(buf, v, vl < cap ? vl : cap);
-    }
-    free(owned);
-  }
-  if (!snap) view_unref(w);
-  atomic_fetch_add(&r->stats.gets, 1);
-  return rc;
-}
-
-PAR_API int par_get(par_region *r, const par_snapshot *snap, const void *key, size_t key_len, void *buf,
-                    size_t cap, size_t *value_len) {
-  if (!r || !value_len) return par_error(PAR_EINVAL, "par_get: NULL region or value_len");
-  if (!buf && cap) return par_error(PAR_EINVAL, "par_get: NULL buffer with a capacity");
-  return read_common(r, snap, key, key_len, buf, cap, value_len);
-}
-
-PAR_API int par_exists(par_region *r, const par_snapshot *snap, const void *key, size_t key_len) {
-  if (!r) return par_error(PAR_EINVAL, "par_exists: NULL region");
-  return read_common(r, snap, key, key_len, NULL, 0, NULL);
 }
 
 /* ---- maintenance ---- */
@@ -789,6 +649,8 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->gc_bytes_relocated = atomic_load(&r->stats.gc_relocated);
   out->gc_segments_freed = atomic_load(&r->stats.gc_freed);
   out->medium_log_bytes_written = atomic_load(&r->stats.medium_written);
+  out->medium_log_value_reads = atomic_load(&r->stats.log_value_reads[0]);
+  out->large_log_value_reads = atomic_load(&r->stats.log_value_reads[1]);
   pthread_mutex_lock(&r->hot.mu);
   out->large_log_bytes_appended = r->hot.bytes;
   pthread_mutex_unlock(&r->hot.mu);

@@ -217,7 +217,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   int building = 0;
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
-  merge_iter m = {src, n, -1, 0, count_shadowed, t};
+  merge_iter m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t};
   vlog_readahead ra = {0};
   const par_options *o = &v->opts;
   if (!rc) rc = merge_settle(&m);

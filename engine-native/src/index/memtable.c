@@ -19,7 +19,7 @@ struct mt_node {
   uint64_t pfx[FANOUT];
   const mt_entry *e[FANOUT];     /* leaf: entries; inner: e[i] = first entry of c[i+1] */
   mt_node *c[FANOUT + 1];        /* inner only */
-  mt_node *next;                 /* leaf only: right sibling */
+  mt_node *next, *prev;          /* leaf only: right and left siblings */
 };
 
 struct mt_arena_chunk {
@@ -155,6 +155,8 @@ static int split_child(memtable *m, mt_node *p, int i) {
     memcpy(r->pfx, l->pfx + half, r->n * sizeof *r->pfx);
     l->n = (uint16_t)half;
     r->next = l->next;
+    r->prev = l;
+    if (r->next) r->next->prev = r;
     l->next = r;
     sep = r->e[0];
     sep_pfx = r->pfx[0];
@@ -251,6 +253,18 @@ const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint6
   return e;
 }
 
+void memtable_get_many(memtable *m, size_t n, const void *const *keys, const size_t *lens, uint64_t snap,
+                       const mt_entry **out) {
+  pthread_rwlock_rdlock(&m->lock);
+  for (size_t j = 0; j < n; j++) {
+    int i;
+    const mt_node *nd = m->root->n ? seek(m, keys[j], lens[j], snap, &i) : NULL;
+    const mt_entry *e = nd ? nd->e[i] : NULL;
+    out[j] = e && key_cmp(mt_key(e), e->key_len, keys[j], lens[j]) == 0 ? e : NULL;
+  }
+  pthread_rwlock_unlock(&m->lock);
+}
+
 uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int exclusive, uint64_t snap,
                           const mt_entry **out, uint32_t max, mt_shadowed_fn shadowed, void *arg) {
   pthread_rwlock_rdlock(&m->lock);
@@ -279,6 +293,58 @@ uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int excl
       i = 0;
     }
   }
+  pthread_rwlock_unlock(&m->lock);
+  return got;
+}
+
+/* Leaf and index of the last entry < (key, lsn); n == NULL before the start. */
+static const mt_node *seek_before(const memtable *m, const void *key, size_t key_len, uint64_t lsn,
+                                  int *idx) {
+  target t = {key, key_len, lsn, prefix_of(key, key_len)};
+  const mt_node *n = m->root;
+  while (!n->leaf) n = n->c[child_for(n, &t)];
+  int i = lower_bound(n, &t) - 1;
+  while (n && i < 0) {
+    n = n->prev;
+    i = n ? n->n - 1 : 0;
+  }
+  *idx = i;
+  return n;
+}
+
+uint32_t memtable_collect_rev(memtable *m, const void *key, size_t key_len, int exclusive,
+                              uint64_t snap, const mt_entry **out, uint32_t max) {
+  pthread_rwlock_rdlock(&m->lock);
+  int i = 0;
+  const mt_node *n;
+  if (!key) {
+    n = m->root;
+    while (!n->leaf) n = n->c[n->n];
+    i = n->n - 1;
+    if (i < 0) n = NULL;
+  } else {
+    /* (key, UINT64_MAX) sorts before every version of key, (key, 0) after. */
+    n = seek_before(m, key, key_len, exclusive ? UINT64_MAX : 0, &i);
+  }
+  /* Walking backwards meets a key's versions oldest first: the newest
+   * visible one is the last with LSN <= snap before the key changes. */
+  uint32_t got = 0;
+  const mt_entry *group = NULL, *best = NULL;
+  while (n) {
+    const mt_entry *e = n->e[i];
+    if (!group || key_cmp(mt_key(group), group->key_len, mt_key(e), e->key_len) != 0) {
+      if (best) out[got++] = best;
+      if (got == max) break;
+      group = e;
+      best = NULL;
+    }
+    if (e->lsn <= snap) best = e;
+    if (--i < 0) {
+      n = n->prev;
+      i = n ? n->n - 1 : 0;
+    }
+  }
+  if (!n && best && got < max) out[got++] = best;
   pthread_rwlock_unlock(&m->lock);
   return got;
 }

@@ -52,6 +52,10 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
 /* The newest version of key with LSN <= snap, or NULL. */
 const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint64_t snap);
 
+/* memtable_get of n keys under one hold of the read lock. */
+void memtable_get_many(memtable *m, size_t n, const void *const *keys, const size_t *lens, uint64_t snap,
+                       const mt_entry **out);
+
 /* Copies into out[] (at most max) the newest version <= snap of each key at
  * or after (key, key_len) — strictly after when exclusive — in key order.
  * key == NULL starts at the first key. Older versions (<= snap) of the keys
@@ -60,5 +64,10 @@ const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint6
 typedef void (*mt_shadowed_fn)(void *arg, const mt_entry *e);
 uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int exclusive, uint64_t snap,
                           const mt_entry **out, uint32_t max, mt_shadowed_fn shadowed, void *arg);
+/* The same in reverse: the newest version <= snap of each key at or before
+ * key (strictly before when exclusive; key == NULL starts at the last key),
+ * in descending key order. Returns the number copied. */
+uint32_t memtable_collect_rev(memtable *m, const void *key, size_t key_len, int exclusive,
+                              uint64_t snap, const mt_entry **out, uint32_t max);
 
 #endif

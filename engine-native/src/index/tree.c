@@ -151,40 +151,91 @@ static int load_node(const par_file *f, node_checks *checks, uint64_t off, int h
   return PAR_OK;
 }
 
-int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
-             size_t key_len, tree_entry *e) {
-  const par_file *f = ks->file;
-  if (!t->root) return PAR_NOT_FOUND;
+/* The offset of the leaf that can hold key: descends the index nodes. */
+static int find_leaf(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+                     size_t key_len, uint64_t *leaf) {
   uint64_t off = t->root;
-  for (int height = (int)t->height - 1; height >= 0; height--) {
+  for (int height = (int)t->height - 1; height > 0; height--) {
     const uint8_t *n = NULL;
     node_hdr h;
-    int rc = load_node(f, checks, off, height, &n, &h);
-    if (rc) return rc;
     uint32_t idx;
-    if (height) {
-      const uint8_t *k;
-      uint16_t kl;
-      rc = index_child_for(n, &h, key, key_len, &idx);
-      if (!rc) rc = index_entry(n, &h, idx, &off, &k, &kl);
-      if (rc) return rc;
-      continue;
-    }
-    rc = leaf_lower_bound(n, &h, ks, key, key_len, 0, &idx);
+    const uint8_t *k;
+    uint16_t kl;
+    int rc = load_node(ks->file, checks, off, height, &n, &h);
+    if (!rc) rc = index_child_for(n, &h, key, key_len, &idx);
+    if (!rc) rc = index_entry(n, &h, idx, &off, &k, &kl);
     if (rc) return rc;
-    if (idx == h.nslots) return PAR_NOT_FOUND;
-    rc = leaf_entry(n, &h, idx, e);
-    e->ks = ks;
-    int c;
-    if (!rc) rc = entry_cmp_key(e, key, key_len, &c);
-    if (rc) return rc;
-    if (c) return PAR_NOT_FOUND;
-    e->key = key; /* whole, where the leaf may hold a prefix */
-    e->key_len = (uint16_t)key_len;
-    e->full_len = 0;
-    return PAR_OK;
   }
-  return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
+  *leaf = off;
+  return PAR_OK;
+}
+
+/* Looks key up in the leaf at off: PAR_OK with *e, or PAR_NOT_FOUND. */
+static int search_leaf(const key_source *ks, node_checks *checks, uint64_t off, const void *key,
+                       size_t key_len, tree_entry *e) {
+  const uint8_t *n = NULL;
+  node_hdr h;
+  uint32_t idx;
+  int rc = load_node(ks->file, checks, off, 0, &n, &h);
+  if (!rc) rc = leaf_lower_bound(n, &h, ks, key, key_len, 0, &idx);
+  if (rc) return rc;
+  if (idx == h.nslots) return PAR_NOT_FOUND;
+  rc = leaf_entry(n, &h, idx, e);
+  e->ks = ks;
+  int c;
+  if (!rc) rc = entry_cmp_key(e, key, key_len, &c);
+  if (rc) return rc;
+  if (c) return PAR_NOT_FOUND;
+  e->key = key; /* whole, where the leaf may hold a prefix */
+  e->key_len = (uint16_t)key_len;
+  e->full_len = 0;
+  return PAR_OK;
+}
+
+int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+             size_t key_len, tree_entry *e) {
+  if (!t->root) return PAR_NOT_FOUND;
+  if (!t->height) return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
+  uint64_t leaf;
+  int rc = find_leaf(ks, t, checks, key, key_len, &leaf);
+  return rc ? rc : search_leaf(ks, checks, leaf, key, key_len, e);
+}
+
+/* Asks for the lines a binary search of the leaf at off will read first:
+ * the header and slot array, then the entries of its first three probes. */
+static void prefetch_leaf(const par_file *f, uint64_t off, int stage) {
+  const uint8_t *n = f->map + off;
+  if (off + LEAF_SIZE > __atomic_load_n(&f->size, __ATOMIC_ACQUIRE)) return;
+  if (stage == 0) {
+    for (uint32_t i = 0; i < 1024; i += 64) __builtin_prefetch(n + i);
+    return;
+  }
+  uint32_t nslots = dec32(n + 12);
+  if (nslots > (LEAF_SIZE - NODE_HDR) / 4) return; /* a big leaf, or damage: no guessing */
+  for (uint32_t d = 2; d <= 16; d *= 2)
+    for (uint32_t q = 1; q < d; q += 2) {
+      uint32_t slot = dec32(n + NODE_HDR + 4 * (nslots * q / d));
+      if (SLOT_OFF(slot) < LEAF_SIZE) __builtin_prefetch(n + SLOT_OFF(slot));
+    }
+}
+
+void tree_get_batch(const key_source *ks, const tree_desc *t, node_checks *checks, size_t n,
+                    const void *const *keys, const size_t *lens, tree_entry *e, int *rc) {
+  enum { GROUP = 16 };
+  uint64_t leaf[GROUP];
+  for (size_t g = 0; g < n; g += GROUP) {
+    size_t m = n - g < GROUP ? n - g : GROUP;
+    for (size_t j = 0; j < m; j++) {
+      rc[g + j] = !t->root ? PAR_NOT_FOUND
+                  : !t->height ? par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root")
+                               : find_leaf(ks, t, checks, keys[g + j], lens[g + j], &leaf[j]);
+      if (!rc[g + j]) prefetch_leaf(ks->file, leaf[j], 0);
+    }
+    for (size_t j = 0; j < m; j++)
+      if (!rc[g + j]) prefetch_leaf(ks->file, leaf[j], 1);
+    for (size_t j = 0; j < m; j++)
+      if (!rc[g + j]) rc[g + j] = search_leaf(ks, checks, leaf[j], keys[g + j], lens[g + j], &e[g + j]);
+  }
 }
 
 void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t, node_checks *checks) {
@@ -260,6 +311,98 @@ int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclus
     }
     c->depth++;
   }
+}
+
+/* Descends from path[depth-1]'s current child to the rightmost leaf, each
+ * node positioned on its last slot. */
+static int descend_rightmost(tree_cursor *c) {
+  for (;;) {
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->h.height == 0) return PAR_OK;
+    uint64_t child;
+    const uint8_t *k;
+    uint16_t kl;
+    int rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
+    typeof(c->path[0]) *q = &c->path[c->depth];
+    if (!rc) rc = load_node(c->ks->file, c->checks, child, p->h.height - 1, &q->node, &q->h);
+    if (rc) return rc;
+    q->idx = q->h.nslots ? q->h.nslots - 1 : 0;
+    c->depth++;
+  }
+}
+
+/* Moves before the start of the current leaf to the previous one. */
+static int retreat_leaf(tree_cursor *c) {
+  while (c->depth > 1) {
+    c->depth--;
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->idx > 0) {
+      p->idx--;
+      int rc = descend_rightmost(c);
+      if (rc) return rc;
+      if (c->path[c->depth - 1].h.nslots) return load_current(c);
+    }
+  }
+  c->depth = 0;
+  return PAR_OK;
+}
+
+int tree_cursor_seek_rev(tree_cursor *c, const void *key, size_t key_len, int exclusive) {
+  c->depth = 0;
+  if (!c->tree->root) return PAR_OK;
+  int rc = load_node(c->ks->file, c->checks, c->tree->root, (int)c->tree->height - 1, &c->path[0].node, &c->path[0].h);
+  if (rc) return rc;
+  c->depth = 1;
+  if (!key) {
+    c->path[0].idx = c->path[0].h.nslots ? c->path[0].h.nslots - 1 : 0;
+    rc = descend_rightmost(c);
+    if (!rc) rc = c->path[c->depth - 1].h.nslots ? load_current(c) : retreat_leaf(c);
+    if (rc) c->depth = 0;
+    return rc;
+  }
+  /* Down to the child that can hold key: every entry of the children before
+   * it is below its pivot, which is <= key. */
+  for (;;) {
+    typeof(c->path[0]) *p = &c->path[c->depth - 1];
+    if (p->h.height == 0) break;
+    rc = index_child_for(p->node, &p->h, key, key_len, &p->idx);
+    uint64_t child;
+    const uint8_t *k;
+    uint16_t kl;
+    if (!rc) rc = index_entry(p->node, &p->h, p->idx, &child, &k, &kl);
+    if (!rc) rc = load_node(c->ks->file, c->checks, child, p->h.height - 1, &c->path[c->depth].node, &c->path[c->depth].h);
+    if (rc) {
+      c->depth = 0;
+      return rc;
+    }
+    c->depth++;
+  }
+  typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  uint32_t idx;
+  /* The first slot past the target; the entry wanted is just before it. */
+  rc = leaf_lower_bound(p->node, &p->h, c->ks, key, key_len, !exclusive, &idx);
+  if (!rc && idx > 0) {
+    p->idx = idx - 1;
+    rc = load_current(c);
+  } else if (!rc) {
+    rc = retreat_leaf(c);
+  }
+  if (rc) c->depth = 0;
+  return rc;
+}
+
+int tree_cursor_prev(tree_cursor *c) {
+  if (!c->depth) return PAR_OK;
+  typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  int rc;
+  if (p->idx > 0) {
+    p->idx--;
+    rc = load_current(c);
+  } else {
+    rc = retreat_leaf(c);
+  }
+  if (rc) c->depth = 0;
+  return rc;
 }
 
 int tree_cursor_next(tree_cursor *c) {

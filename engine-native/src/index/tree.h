@@ -75,6 +75,14 @@ void dtree_retire(dtree *t);
 int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
              size_t key_len, tree_entry *e);
 
+/* tree_get of n keys, sorted, with rc[i] the status of keys[i]: their
+ * lookups are interleaved, a group at a time, so that the cache misses of
+ * different keys' leaves overlap (each leaf's header, slots and first
+ * binary-search probes are prefetched before any key of the group searches
+ * its leaf). */
+void tree_get_batch(const key_source *ks, const tree_desc *t, node_checks *checks, size_t n,
+                    const void *const *keys, const size_t *lens, tree_entry *e, int *rc);
+
 /* Cursor and stream entries may hold a key prefix (index/entry.h). */
 typedef struct tree_cursor {
   const key_source *ks;
@@ -94,6 +102,12 @@ void tree_cursor_init(tree_cursor *c, const key_source *ks, const tree_desc *t, 
  * when key is NULL). Sets c->depth = 0 when there is none. */
 int tree_cursor_seek(tree_cursor *c, const void *key, size_t key_len, int exclusive);
 int tree_cursor_next(tree_cursor *c);
+/* Positions at the last key <= key (< key when exclusive; the last key
+ * when key is NULL). Sets c->depth = 0 when there is none. */
+int tree_cursor_seek_rev(tree_cursor *c, const void *key, size_t key_len, int exclusive);
+/* Moves to the previous key; past the first one the cursor is invalid.
+ * next and prev may alternate: the path holds the position either way. */
+int tree_cursor_prev(tree_cursor *c);
 static inline int tree_cursor_valid(const tree_cursor *c) { return c->depth > 0; }
 
 typedef struct tree_stream {

@@ -216,27 +216,43 @@ int vlog_next(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_recor
   return PAR_OK;
 }
 
+static int in_buffer(const vlog *l, vptr p) {
+  return l->seg && p.seg == l->seg && p.inc == l->inc && p.off >= l->base && p.off < l->base + l->fill;
+}
+
+/* The lock is held only to look and to copy the record's bytes: writers
+ * append under it, so the allocation and the checksum happen outside. */
 int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len) {
   pthread_mutex_lock(&l->mu);
-  int in_buffer = l->seg && p.seg == l->seg && p.inc == l->inc && p.off >= l->base &&
-                  p.off < l->base + l->fill;
-  int rc = 0;
-  if (in_buffer) {
-    vlog_record r;
-    if (vlog_parse(l->buf + (p.off - l->base), l->fill - (p.off - l->base), l->seed, &r) != PAR_OK) {
-      rc = par_error(PAR_ECORRUPT, "large-log record at %u:%u is damaged", p.seg, p.off);
-    } else {
-      *copy = malloc(r.value_len ? r.value_len : 1);
-      if (!*copy) rc = par_error(PAR_ENOMEM, "value copy");
-      else {
-        memcpy(*copy, r.value, r.value_len);
-        *value_len = r.value_len;
-        rc = 1;
-      }
-    }
-  }
+  int there = in_buffer(l, p);
+  /* A record in the buffer is no larger than the buffer: a damaged
+   * pointer's size must not size the allocation. */
+  uint32_t want = p.size < l->cap ? p.size : l->cap;
   pthread_mutex_unlock(&l->mu);
-  return rc;
+  if (!there) return 0;
+  uint8_t *rec = malloc(want ? want : 1);
+  if (!rec) return par_error(PAR_ENOMEM, "value copy");
+  pthread_mutex_lock(&l->mu);
+  uint32_t avail = 0;
+  if (in_buffer(l, p)) { /* else written out meanwhile: the caller reads it from the file */
+    avail = l->base + l->fill - p.off < want ? l->base + l->fill - p.off : want;
+    memcpy(rec, l->buf + (p.off - l->base), avail);
+  }
+  uint32_t seed = l->seed;
+  pthread_mutex_unlock(&l->mu);
+  if (!avail) {
+    free(rec);
+    return 0;
+  }
+  vlog_record r;
+  if (vlog_parse(rec, avail, seed, &r) != PAR_OK) {
+    free(rec);
+    return par_error(PAR_ECORRUPT, "large-log record at %u:%u is damaged", p.seg, p.off);
+  }
+  memmove(rec, r.value, r.value_len); /* callers free the copy: the value goes first */
+  *copy = rec;
+  *value_len = r.value_len;
+  return 1;
 }
 
 int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out) {

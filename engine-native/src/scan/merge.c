@@ -1,6 +1,8 @@
 #include "scan/merge.h"
 
+#include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "log/wal.h"
 #include "util/coding.h"
@@ -16,6 +18,7 @@ typedef struct mt_source {
   uint64_t snap;
   shadowed_fn shadowed;
   void *arg;
+  int rev; /* the batch is in descending key order */
   const mt_entry *batch[MT_BATCH];
   uint32_t n, i;
 } mt_source;
@@ -37,6 +40,7 @@ static void mt_shadowed(void *arg, const mt_entry *e) {
 
 static int mt_seek(kv_source *b, const void *key, size_t key_len, int exclusive) {
   mt_source *s = (mt_source *)b;
+  s->rev = 0;
   s->n = memtable_collect(s->m, key, key_len, exclusive, s->snap, s->batch, MT_BATCH,
                           s->shadowed ? mt_shadowed : NULL, s);
   s->i = 0;
@@ -44,19 +48,41 @@ static int mt_seek(kv_source *b, const void *key, size_t key_len, int exclusive)
   return PAR_OK;
 }
 
-static int mt_next(kv_source *b) {
+static int mt_seek_rev(kv_source *b, const void *key, size_t key_len, int exclusive) {
   mt_source *s = (mt_source *)b;
-  if (!b->valid) return PAR_OK;
-  if (++s->i == s->n) {
-    const mt_entry *last = s->batch[s->n - 1]; /* arena memory: stays valid */
-    if (s->n < MT_BATCH) {
-      b->valid = 0;
-      return PAR_OK;
-    }
-    return mt_seek(b, mt_key(last), last->key_len, 1);
-  }
+  assert(!s->shadowed); /* compactions only go forward */
+  s->rev = 1;
+  s->n = memtable_collect_rev(s->m, key, key_len, exclusive, s->snap, s->batch, MT_BATCH);
+  s->i = 0;
   mt_load(s);
   return PAR_OK;
+}
+
+/* Steps through the batch in its direction; a full batch used up is
+ * followed by the next one, collected after (or before) its last key. */
+static int mt_step(mt_source *s) {
+  if (!s->base.valid) return PAR_OK;
+  if (++s->i < s->n) {
+    mt_load(s);
+    return PAR_OK;
+  }
+  const mt_entry *last = s->batch[s->n - 1]; /* arena memory: stays valid */
+  if (s->n < MT_BATCH) {
+    s->base.valid = 0;
+    return PAR_OK;
+  }
+  return s->rev ? mt_seek_rev(&s->base, mt_key(last), last->key_len, 1)
+                : mt_seek(&s->base, mt_key(last), last->key_len, 1);
+}
+
+static int mt_next(kv_source *b) {
+  assert(!((mt_source *)b)->rev || !b->valid); /* the merge seeks to change direction */
+  return mt_step((mt_source *)b);
+}
+
+static int mt_prev(kv_source *b) {
+  assert(((mt_source *)b)->rev || !b->valid);
+  return mt_step((mt_source *)b);
 }
 
 static void mt_close(kv_source *b) {
@@ -75,6 +101,8 @@ kv_source *memtable_source(memtable *m, uint64_t snap, shadowed_fn shadowed, voi
   s->arg = arg;
   s->base.next = mt_next;
   s->base.seek = mt_seek;
+  s->base.prev = mt_prev;
+  s->base.seek_rev = mt_seek_rev;
   s->base.close = mt_close;
   return &s->base;
 }
@@ -103,6 +131,16 @@ static int cur_next(kv_source *b) {
   return cur_sync(s, tree_cursor_next(&s->c));
 }
 
+static int cur_seek_rev(kv_source *b, const void *key, size_t key_len, int exclusive) {
+  cursor_source *s = (cursor_source *)b;
+  return cur_sync(s, tree_cursor_seek_rev(&s->c, key, key_len, exclusive));
+}
+
+static int cur_prev(kv_source *b) {
+  cursor_source *s = (cursor_source *)b;
+  return cur_sync(s, tree_cursor_prev(&s->c));
+}
+
 static void cur_close(kv_source *b) {
   cursor_source *s = (cursor_source *)b;
   dtree_unref(s->t);
@@ -117,6 +155,8 @@ kv_source *tree_cursor_source(const key_source *ks, dtree *t) {
   tree_cursor_init(&s->c, ks, &t->d, &t->checks);
   s->base.next = cur_next;
   s->base.seek = cur_seek;
+  s->base.prev = cur_prev;
+  s->base.seek_rev = cur_seek_rev;
   s->base.close = cur_close;
   return &s->base;
 }
@@ -163,8 +203,9 @@ int tree_stream_source(par_file *f, const key_source *ks, const tree_desc *t, kv
 
 /* ---- merge ---- */
 
-/* Sets *best to the source with the smallest key (-1 when all are done). */
-static int min_source(merge_iter *m, int *best) {
+/* Sets *best to the source whose key comes first in the merge's direction
+ * (the smallest forward, the largest in reverse); -1 when all are done. */
+static int best_source(merge_iter *m, int *best) {
   *best = -1;
   for (int i = 0; i < m->n; i++) {
     kv_source *s = m->src[i];
@@ -172,12 +213,16 @@ static int min_source(merge_iter *m, int *best) {
     int c = -1;
     int rc = *best < 0 ? PAR_OK : entry_cmp(&s->e, &m->src[*best]->e, &c);
     if (rc) return rc;
-    if (c < 0) *best = i; /* ties keep the lower index: the newer source */
+    if (m->reverse) c = -c;
+    if (c < 0 || *best < 0) *best = i; /* ties keep the lower index: the newer source */
   }
   return PAR_OK;
 }
 
-/* Advances every source positioned on the current key. */
+static int step(kv_source *s, int reverse) { return reverse ? s->prev(s) : s->next(s); }
+
+/* Moves every source positioned on the current key one step on. Every
+ * other source is already past it in the merge's direction. */
 static int skip_current(merge_iter *m) {
   tree_entry *cur = &m->src[m->cur]->e;
   /* Advance the owner last: cur's key points into its buffer. */
@@ -187,18 +232,19 @@ static int skip_current(merge_iter *m) {
     int c;
     int rc = entry_cmp(&s->e, cur, &c);
     if (rc) return rc;
+    assert(m->reverse ? c <= 0 : c >= 0);
     if (c == 0) {
       if (m->shadowed) m->shadowed(m->shadowed_arg, &s->e);
-      rc = s->next(s);
+      rc = step(s, m->reverse);
       if (rc) return rc;
     }
   }
-  return m->src[m->cur]->next(m->src[m->cur]);
+  return step(m->src[m->cur], m->reverse);
 }
 
 int merge_settle(merge_iter *m) {
   for (;;) {
-    int rc = min_source(m, &m->cur);
+    int rc = best_source(m, &m->cur);
     if (!rc && (m->cur < 0 || !m->skip_tombstones || m->src[m->cur]->e.cat != CAT_TOMBSTONE)) return PAR_OK;
     if (!rc) rc = skip_current(m);
     if (rc) {
@@ -208,8 +254,52 @@ int merge_settle(merge_iter *m) {
   }
 }
 
+/* Seeks every source the given way and finds the first entry. */
+static int seek_all(merge_iter *m, const void *key, size_t key_len, int exclusive, int reverse) {
+  m->reverse = reverse;
+  for (int i = 0; i < m->n; i++) {
+    kv_source *s = m->src[i];
+    int rc = reverse ? s->seek_rev(s, key, key_len, exclusive) : s->seek(s, key, key_len, exclusive);
+    if (rc) {
+      m->cur = -1;
+      return rc;
+    }
+  }
+  return merge_settle(m);
+}
+
+/* Turns the merge around on the current key K. Going forward, every other
+ * source sits at or after K; going back, at or before it; the sources must
+ * instead sit just past K the new way (as RocksDB's iterator does when it
+ * changes direction), so each one seeks there. K is copied first: it may
+ * point into a source's batch or into a log record that a seek forgets. */
+static int turn(merge_iter *m) {
+  tree_entry *cur = merge_entry(m);
+  int rc = entry_resolve_key(cur);
+  if (rc) {
+    m->cur = -1;
+    return rc;
+  }
+  assert(cur->key_len <= sizeof m->turn_key);
+  size_t kl = cur->key_len;
+  memcpy(m->turn_key, cur->key, kl);
+  return seek_all(m, m->turn_key, kl, 1, !m->reverse);
+}
+
 int merge_next(merge_iter *m) {
   if (m->cur < 0) return PAR_OK;
+  if (m->reverse) return turn(m);
+  int rc = skip_current(m);
+  if (rc) {
+    m->cur = -1;
+    return rc;
+  }
+  return merge_settle(m);
+}
+
+int merge_prev(merge_iter *m) {
+  if (m->cur < 0) return PAR_OK;
+  if (!m->reverse) return turn(m);
   int rc = skip_current(m);
   if (rc) {
     m->cur = -1;
@@ -219,12 +309,9 @@ int merge_next(merge_iter *m) {
 }
 
 int merge_seek(merge_iter *m, const void *key, size_t key_len, int exclusive) {
-  for (int i = 0; i < m->n; i++) {
-    int rc = m->src[i]->seek(m->src[i], key, key_len, exclusive);
-    if (rc) {
-      m->cur = -1;
-      return rc;
-    }
-  }
-  return merge_settle(m);
+  return seek_all(m, key, key_len, exclusive, 0);
+}
+
+int merge_seek_rev(merge_iter *m, const void *key, size_t key_len, int exclusive) {
+  return seek_all(m, key, key_len, exclusive, 1);
 }

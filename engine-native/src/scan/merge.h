@@ -1,6 +1,10 @@
 /* K-way merge of sorted sources, newest first. For each key the newest
  * source's entry wins and older entries of that key are skipped. Scans skip
- * tombstones; compactions keep them unless they build the last level. */
+ * tombstones; compactions keep them unless they build the last level.
+ *
+ * Scans also go backwards: every source of a scanner can seek to the last
+ * key <= (or <) a key and step back; a merge that changes direction seeks
+ * every source just past the current key the other way. */
 #ifndef PAR_SCAN_MERGE_H
 #define PAR_SCAN_MERGE_H
 
@@ -8,11 +12,17 @@
 
 #include "index/memtable.h"
 #include "index/tree.h"
+#include "parallax/parallax.h"
 
 typedef struct kv_source kv_source;
 struct kv_source {
   int (*next)(kv_source *s);
   int (*seek)(kv_source *s, const void *key, size_t key_len, int exclusive);
+  /* Reverse: the last key <= key (< key when exclusive; the last key when
+   * key is NULL), then descending keys. NULL for compaction streams. A
+   * source steps only in the direction of its last seek. */
+  int (*prev)(kv_source *s);
+  int (*seek_rev)(kv_source *s, const void *key, size_t key_len, int exclusive);
   void (*close)(kv_source *s);
   int valid;
   tree_entry e; /* its key may be a prefix (index/entry.h) */
@@ -39,12 +49,18 @@ typedef struct merge_iter {
   int skip_tombstones;
   shadowed_fn shadowed; /* may be NULL */
   void *shadowed_arg;
+  int reverse; /* the direction of the last seek or turn (sources follow it) */
+  uint8_t turn_key[PAR_MAX_KEY_SIZE]; /* the key a change of direction seeks from */
 } merge_iter;
 
 /* After the sources are positioned: finds the first entry. */
 int merge_settle(merge_iter *m);
 int merge_next(merge_iter *m);
 int merge_seek(merge_iter *m, const void *key, size_t key_len, int exclusive);
+/* Scans only: the last entry <= key (< key when exclusive; the last entry
+ * when key is NULL), and the one before the current entry. */
+int merge_seek_rev(merge_iter *m, const void *key, size_t key_len, int exclusive);
+int merge_prev(merge_iter *m);
 /* The current entry; its key may be a prefix until entry_resolve_key. */
 static inline tree_entry *merge_entry(const merge_iter *m) { return &m->src[m->cur]->e; }
 

@@ -272,6 +272,74 @@ public final class Region implements AutoCloseable {
     return key;
   }
 
+  /**
+   * The values of many keys, read in one consistent state (one snapshot) with one call into the
+   * engine, which sorts the keys and visits each level once: for keys on the device levels
+   * 1.2–1.6× cheaper per key than {@link #get} with 100 keys, about the same when they are
+   * in L0 (docs/benchmarks.md). Element {@code i} of the result is the value of
+   * {@code keys.get(i)}, or null when absent; keys may repeat and come in any order.
+   */
+  public List<byte[]> multiGet(List<byte[]> keys) {
+    if (keys == null) throw new InvalidArgumentException("keys are null");
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(0);
+      s.buffer().putLong(Scratch.OUT, 0);
+      Native.check(api, api.snapshotCreate(r, s.address() + Scratch.OUT));
+      long snap = s.out(0);
+      try {
+        return multiGetIn(snap, keys);
+      } finally {
+        api.snapshotRelease(snap);
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /**
+   * {@link #multiGet} in the snapshot at {@code snap} (whose handle the caller holds). Scratch:
+   * the keys' bytes, then key addresses, key lengths, value addresses, value lengths (8 bytes
+   * each) and statuses (4 bytes each).
+   */
+  List<byte[]> multiGetIn(long snap, List<byte[]> keys) {
+    int n = keys.size();
+    int bytes = 0;
+    for (byte[] k : keys) bytes += Native.align(Native.checkKey(k, "key"));
+    Scratch s = Scratch.get(bytes + n * 36);
+    try {
+      ByteBuffer b = s.buffer();
+      long base = s.address() + Scratch.DATA;
+      int kp = bytes, kl = kp + 8 * n, vp = kl + 8 * n, vl = vp + 8 * n, st = vl + 8 * n;
+      int off = 0;
+      for (int i = 0; i < n; i++) {
+        byte[] k = keys.get(i);
+        b.putLong(Scratch.DATA + kp + 8 * i, Native.in(k, s, off));
+        b.putLong(Scratch.DATA + kl + 8 * i, k.length);
+        off += Native.align(k.length);
+      }
+      Native.check(api, api.multiGet(snap, n, base + kp, base + kl, base + vp, base + vl,
+          base + st));
+      List<byte[]> out = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        int rc = b.getInt(Scratch.DATA + st + 4 * i);
+        if (rc == PAR_NOT_FOUND) {
+          out.add(null);
+          continue;
+        }
+        if (rc < 0) {
+          throw ParallaxException.of(rc, "multiGet key " + i + ": " + api.strerror(rc));
+        }
+        byte[] v = new byte[(int) b.getLong(Scratch.DATA + vl + 8 * i)];
+        api.copyToArray(b.getLong(Scratch.DATA + vp + 8 * i), v, 0, v.length);
+        out.add(v);
+      }
+      return out;
+    } finally {
+      s.release();
+    }
+  }
+
   /** A consistent read view of the region as of now; close it when done. */
   public Snapshot snapshot() {
     long r = state.acquire();
@@ -319,7 +387,9 @@ public final class Region implements AutoCloseable {
         long[] q = new long[Layout.STATS_PLACEMENT_COUNTERS];
         for (int i = 0; i < q.length; i++) q[i] = b.getLong(o + Layout.STATS_SMALL_PUTS + 8 * i);
         RegionStats.Placement placement = new RegionStats.Placement(q[0], q[1], q[2], q[3], q[4],
-            q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14]);
+            q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14],
+            b.getLong(o + Layout.STATS_LOG_VALUE_READS),
+            b.getLong(o + Layout.STATS_LOG_VALUE_READS + 8));
         return new RegionStats(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
             c[11], c[12], deepest, List.copyOf(levels), placement);
       } finally {

@@ -45,11 +45,15 @@ public record RegionStats(long puts, long deletes, long gets, long scans, long u
    * @param gcSegmentsFreed       segments GC freed
    * @param mediumLogSegments     transient medium-log segments now
    * @param mediumLogBytesWritten medium-log bytes written by flushes since the region opened
+   * @param mediumLogValueReads   values gets and scanners read from the medium log (a scanner
+   *                              reads a value only when it is asked for)
+   * @param largeLogValueReads    values gets and scanners read from the large log
    */
   public record Placement(long smallPuts, long mediumPuts, long largePuts, long smallBytes,
       long mediumBytes, long largeBytes, long largeLogBytesAppended, long largeLogSegments,
       long largeLogGarbageBytes, long gcRuns, long gcBytesScanned, long gcBytesRelocated,
-      long gcSegmentsFreed, long mediumLogSegments, long mediumLogBytesWritten) {}
+      long gcSegmentsFreed, long mediumLogSegments, long mediumLogBytesWritten,
+      long mediumLogValueReads, long largeLogValueReads) {}
 
   /** The counters of level {@code n} (1-based). */
   public LevelStats level(int n) {

@@ -8,16 +8,20 @@ import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
- * A forward iterator over a consistent snapshot of a {@link Region} (the region's state when the
- * scanner was opened, or a {@link Snapshot}'s), optionally limited to a range
- * ({@link ScanOptions}). Writes by other threads go on while it runs and are not seen.
+ * An iterator, forward and backward, over a consistent snapshot of a {@link Region} (the
+ * region's state when the scanner was opened, or a {@link Snapshot}'s), optionally limited to a
+ * range ({@link ScanOptions}). Writes by other threads go on while it runs and are not seen.
  *
  * <pre>{@code
  * try (Scanner s = region.scanner(ScanOptions.builder().prefix(p).build())) {
  *   for (; s.isValid(); s.next()) {
  *     use(s.key(), s.value());
+ *   }
+ *   for (s.seekToLast(); s.isValid(); s.prev()) {
+ *     use(s.key()); // newest key first; values are read only when asked for
  *   }
  * }
  * }</pre>
@@ -25,14 +29,24 @@ import java.util.Arrays;
  * <h2>Positioning</h2>
  * A new scanner is on the first key of its range. {@link #seek(byte[])} moves to the first key
  * {@code >= key}, {@link #seekAfter(byte[])} to the first key {@code > key}, never before the
- * range; {@link #seekToFirst()} back to the start. {@link #isValid()} is false once the scanner
- * runs past the range.
+ * range; {@link #seekToFirst()} back to the start. Backwards, {@link #seekToLast()} moves to the
+ * last key of the range and {@link #seekForPrev(byte[])} to the last key {@code <= key}, never
+ * after the range. {@link #next()} and {@link #prev()} step to the next larger and smaller key
+ * and may alternate freely (as RocksDB's iterator: {@code prev()} after {@code next()} returns to
+ * the entry before). {@link #isValid()} is false once the scanner runs past either end of the
+ * range; {@code next()} and {@code prev()} then do nothing until a seek.
+ *
+ * <p>Values are read lazily: a move reads only the key, and the value (perhaps from a value log
+ * on the device, with its checksum) is read the first time {@link #value()},
+ * {@link #valueLength()} or another value method asks for it, so key-only scans never read
+ * values. Methods that need an entry throw {@link IllegalStateException} when the scanner is
+ * not on one; null arguments throw {@link NullPointerException}.
  *
  * <h2>Reading the current entry; lifetimes</h2>
  * {@link #key()} and {@link #value()} return copies that the caller owns. {@link #key(ByteBuffer)}
  * and {@link #value(ByteBuffer)} copy straight from engine memory into a caller buffer.
  * {@link #keyView()} and {@link #valueView()} return read-only buffers that are <b>valid until the
- * scanner moves ({@link #next()}, a seek) or closes</b> — the lifetime the engine gives the
+ * scanner moves ({@link #next()}, {@link #prev()}, a seek) or closes</b> — the lifetime the engine gives the
  * memory of the current entry:
  * <ul>
  *   <li><b>FFM backend (JDK 22+)</b>: views of the engine's own memory, without a copy. Once the
@@ -56,14 +70,23 @@ import java.util.Arrays;
  * <h2>Threads</h2>
  * A scanner is meant for one thread at a time; its methods synchronize, so misuse from several
  * threads is safe but serialized (views aside, see above). Closing the region (or volume) closes
- * its scanners; their methods then throw {@link ParallaxClosedException}.
+ * its scanners; their methods then throw {@link ParallaxClosedException}. A scanner keeps its
+ * region reachable: dropping every other reference to the region does not let the garbage
+ * collector close it under the scanner.
  */
 public final class Scanner implements AutoCloseable {
   private static final int SEEK_FIRST = 0;
   private static final int SEEK_GE = 1;
   private static final int SEEK_GT = 2;
+  private static final int SEEK_LAST = 3;
+  private static final int SEEK_LE = 4;
+  private static final int SEEK_LT = 5;
+  private static final int NEXT = -1;
+  private static final int PREV = -2;
 
   final HandleState state;
+  /** Keeps the region reachable: its Cleaner must not close it under a live scanner. */
+  private final Region region;
   private final NativeApi api;
   /** The zero-copy views of the current entry (FFM), or null: the backend copies (JNI). */
   private final EntryViews views;
@@ -72,10 +95,14 @@ public final class Scanner implements AutoCloseable {
   private final byte[] upper;
   private final boolean upperInclusive;
   private final byte[] prefix;
+  /** Where a reverse scan starts: the tighter of the upper bound and the prefix's end; or null. */
+  private final byte[] last;
+  private final boolean lastInclusive;
 
   private boolean valid;
   private long keyAddr;
   private int keyLen;
+  private boolean valueRead; // valueAddr and valueLen hold the current entry's value
   private long valueAddr;
   private int valueLen;
   private byte[] keyBuf; // the current key, for bound checks
@@ -83,6 +110,7 @@ public final class Scanner implements AutoCloseable {
   private ByteBuffer valueView;
 
   Scanner(Region region, long ptr, ScanOptions o) {
+    this.region = region;
     NativeApi a = region.api;
     this.api = a;
     String kind = "Scanner of region '" + region.name() + "'";
@@ -107,7 +135,31 @@ public final class Scanner implements AutoCloseable {
     this.upper = o.upper;
     this.upperInclusive = o.upperInclusive;
     this.prefix = o.prefix;
+    byte[] hi = o.upper;
+    boolean hiInc = o.upperInclusive;
+    byte[] end = o.prefix == null ? null : prefixEnd(o.prefix);
+    if (end != null && (hi == null || Arrays.compareUnsigned(end, hi) <= 0)) {
+      hi = end;
+      hiInc = false;
+    }
+    this.last = hi;
+    this.lastInclusive = hiInc;
     this.keyBuf = lower != null || upper != null || prefix != null ? new byte[Parallax.MAX_KEY_SIZE] : null;
+  }
+
+  /**
+   * The smallest key greater than every key that starts with {@code p}, or null when there is
+   * none (p is all 0xff bytes).
+   */
+  private static byte[] prefixEnd(byte[] p) {
+    for (int i = p.length - 1; i >= 0; i--) {
+      if (p[i] != (byte) 0xff) {
+        byte[] e = Arrays.copyOf(p, i + 1);
+        e[i]++;
+        return e;
+      }
+    }
+    return null;
   }
 
   /** Moves to the first key of the range; returns {@link #isValid()}. */
@@ -116,28 +168,61 @@ public final class Scanner implements AutoCloseable {
     return move(lowerInclusive ? SEEK_GE : SEEK_GT, ByteBuffer.wrap(lower));
   }
 
+  /** Moves to the last key of the range; returns {@link #isValid()}. */
+  public synchronized boolean seekToLast() {
+    if (last == null) return move(SEEK_LAST, null);
+    return move(lastInclusive ? SEEK_LE : SEEK_LT, ByteBuffer.wrap(last));
+  }
+
   /** Moves to the first key {@code >= key} (and in range); returns {@link #isValid()}. */
   public synchronized boolean seek(byte[] key) {
-    Native.checkKey(key, "key");
+    checkKey(key);
     return seek(ByteBuffer.wrap(key), SEEK_GE);
   }
 
   /** Moves to the first key {@code >= } the remaining bytes of {@code key}. */
   public synchronized boolean seek(ByteBuffer key) {
-    Native.checkKey(key, "key");
+    checkKey(key);
     return seek(key, SEEK_GE);
   }
 
   /** Moves to the first key {@code > key} (and in range); returns {@link #isValid()}. */
   public synchronized boolean seekAfter(byte[] key) {
-    Native.checkKey(key, "key");
+    checkKey(key);
     return seek(ByteBuffer.wrap(key), SEEK_GT);
   }
 
   /** Moves to the first key {@code > } the remaining bytes of {@code key}. */
   public synchronized boolean seekAfter(ByteBuffer key) {
-    Native.checkKey(key, "key");
+    checkKey(key);
     return seek(key, SEEK_GT);
+  }
+
+  /**
+   * Moves to the last key {@code <= key} (and in range), RocksDB's {@code SeekForPrev}; returns
+   * {@link #isValid()}.
+   */
+  public synchronized boolean seekForPrev(byte[] key) {
+    checkKey(key);
+    return seekForPrev(ByteBuffer.wrap(key));
+  }
+
+  /** Moves to the last key {@code <= } the remaining bytes of {@code key}. */
+  public synchronized boolean seekForPrev(ByteBuffer key) {
+    checkKey(key);
+    if (last != null) {
+      int c = compare(key, last);
+      if (c > 0 || (c == 0 && !lastInclusive)) return seekToLast();
+    }
+    return move(SEEK_LE, key);
+  }
+
+  private static void checkKey(byte[] key) {
+    Native.checkKey(Objects.requireNonNull(key, "key"), "key");
+  }
+
+  private static void checkKey(ByteBuffer key) {
+    Native.checkKey(Objects.requireNonNull(key, "key"), "key");
   }
 
   private boolean seek(ByteBuffer key, int mode) {
@@ -160,12 +245,21 @@ public final class Scanner implements AutoCloseable {
 
   /** Advances to the next key; returns {@link #isValid()}. */
   public synchronized boolean next() {
+    return step(NEXT);
+  }
+
+  /** Steps back to the previous key; returns {@link #isValid()}. */
+  public synchronized boolean prev() {
+    return step(PREV);
+  }
+
+  private boolean step(int direction) {
     if (!valid) {
       state.acquire(); // a closed scanner must report it, even when exhausted
       state.release();
       return false;
     }
-    return move(-1, null);
+    return move(direction, null);
   }
 
   private boolean move(int mode, ByteBuffer key) {
@@ -179,18 +273,19 @@ public final class Scanner implements AutoCloseable {
       try {
         long entry = sc.address() + Scratch.OUT;
         int rc;
-        if (mode < 0) {
+        if (mode == NEXT) {
           rc = api.scannerNext(s, entry);
+        } else if (mode == PREV) {
+          rc = api.scannerPrev(s, entry);
         } else {
           rc = api.scannerSeek(s, key == null ? 0 : sc.address() + Scratch.DATA, kl, mode, entry);
         }
         valid = false;
+        valueRead = false;
         Native.check(api, rc);
         if (rc == 1) {
           keyAddr = sc.out(1);
           keyLen = (int) sc.out(2);
-          valueAddr = sc.out(3);
-          valueLen = (int) sc.out(4);
           valid = inRange();
         }
         return valid;
@@ -211,11 +306,29 @@ public final class Scanner implements AutoCloseable {
         return false;
       }
     }
+    if (lower != null) {
+      int c = Arrays.compareUnsigned(keyBuf, 0, keyLen, lower, 0, lower.length);
+      if (c < 0 || (c == 0 && !lowerInclusive)) return false;
+    }
     if (upper != null) {
       int c = Arrays.compareUnsigned(keyBuf, 0, keyLen, upper, 0, upper.length);
       if (c > 0 || (c == 0 && !upperInclusive)) return false;
     }
     return true;
+  }
+
+  /** Reads the current value, once per entry (state acquired, on an entry). */
+  private void readValue(long s) {
+    if (valueRead) return;
+    Scratch sc = Scratch.get(0);
+    try {
+      Native.check(api, api.scannerValue(s, sc.address() + Scratch.OUT));
+      valueAddr = sc.out(0);
+      valueLen = (int) sc.out(1);
+      valueRead = true;
+    } finally {
+      sc.release();
+    }
   }
 
   /** True while the scanner is on an entry of its range. */
@@ -226,7 +339,7 @@ public final class Scanner implements AutoCloseable {
   }
 
   private void requireValid() {
-    if (!valid) throw new InvalidArgumentException("the scanner is not on an entry");
+    if (!valid) throw new IllegalStateException("the scanner is not on an entry");
   }
 
   /** Length of the current key. */
@@ -237,12 +350,16 @@ public final class Scanner implements AutoCloseable {
     return keyLen;
   }
 
-  /** Length of the current value. */
+  /** Length of the current value (reads the value, see "Positioning"). */
   public synchronized int valueLength() {
-    state.acquire();
-    state.release();
-    requireValid();
-    return valueLen;
+    long s = state.acquire();
+    try {
+      requireValid();
+      readValue(s);
+      return valueLen;
+    } finally {
+      state.release();
+    }
   }
 
   /** A copy of the current key. */
@@ -256,9 +373,10 @@ public final class Scanner implements AutoCloseable {
   }
 
   private byte[] copy(boolean key) {
-    state.acquire();
+    long s = state.acquire();
     try {
       requireValid();
+      if (!key) readValue(s);
       byte[] b = new byte[key ? keyLen : valueLen];
       api.copyToArray(key ? keyAddr : valueAddr, b, 0, b.length);
       return b;
@@ -281,10 +399,11 @@ public final class Scanner implements AutoCloseable {
   }
 
   private int copyInto(boolean key, ByteBuffer dst) {
-    Native.checkOut(dst);
-    state.acquire();
+    Native.checkOut(Objects.requireNonNull(dst, "dst"));
+    long s = state.acquire();
     try {
       requireValid();
+      if (!key) readValue(s);
       int n = key ? keyLen : valueLen;
       long src = key ? keyAddr : valueAddr;
       if (n <= dst.remaining()) {
@@ -322,9 +441,10 @@ public final class Scanner implements AutoCloseable {
   }
 
   private ByteBuffer view(boolean key) {
-    state.acquire();
+    long s = state.acquire();
     try {
       requireValid();
+      if (!key) readValue(s);
       int n = key ? keyLen : valueLen;
       long addr = key ? keyAddr : valueAddr;
       if (views != null) return views.view(addr, n, this);

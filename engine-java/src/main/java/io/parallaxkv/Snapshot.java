@@ -2,6 +2,7 @@ package io.parallaxkv;
 
 import io.parallaxkv.internal.HandleState;
 import java.nio.ByteBuffer;
+import java.util.List;
 
 /**
  * A consistent, read-only view of a {@link Region} as of its creation: reads through it ignore
@@ -48,6 +49,22 @@ public final class Snapshot implements AutoCloseable {
   /** The region this snapshot reads. */
   public Region region() {
     return region;
+  }
+
+  /** Like {@link Region#multiGet}, in this snapshot. */
+  public List<byte[]> multiGet(List<byte[]> keys) {
+    if (keys == null) throw new InvalidArgumentException("keys are null");
+    long r = region.state.acquire();
+    try {
+      long sp = state.acquire();
+      try {
+        return region.multiGetIn(sp, keys);
+      } finally {
+        state.release();
+      }
+    } finally {
+      region.state.release();
+    }
   }
 
   /** The value of {@code key} in this snapshot, or null. */

@@ -15,7 +15,10 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Writers and scanners at once; each key's value encodes the key, so readers can check it. */
+/**
+ * Writers and scanners at once; each key's value encodes the key, so readers can check it. Each
+ * scanner reads its snapshot forward, then backward while the writers go on: the same keys.
+ */
 class ConcurrencyTest {
   @TempDir Path dir;
 
@@ -58,14 +61,24 @@ class ConcurrencyTest {
           int n = 0;
           while (!done.get()) {
             try (Scanner sc = r.scanner()) {
+              List<byte[]> seen = new ArrayList<>();
               byte[] prev = null;
               for (; sc.isValid(); sc.next()) {
                 byte[] k = sc.key();
                 if (prev != null) assertTrue(Arrays.compareUnsigned(prev, k) < 0, "sorted");
                 assertTrue(valueMatches(k, sc.value()), "value belongs to key");
+                seen.add(k);
                 prev = k;
                 n++;
               }
+              // Later, while the writers go on: the same snapshot backwards.
+              int i = seen.size();
+              for (sc.seekToLast(); sc.isValid(); sc.prev()) {
+                assertTrue(i > 0, "reverse scan has more keys than the forward one");
+                assertArrayEquals(seen.get(--i), sc.key(), "reverse scan of the same snapshot");
+                if (i % 7 == 0) assertTrue(valueMatches(sc.key(), sc.value()), "value of key");
+              }
+              assertEquals(0, i, "reverse scan has fewer keys than the forward one");
             }
           }
           return n;

@@ -83,9 +83,9 @@ class LifecycleTest {
       assertThrows(TooBigException.class,
           () -> r.put(ByteBuffer.allocate(1).put((byte) 1).flip(), ByteBuffer.allocateDirect(Parallax.MAX_VALUE_SIZE + 1)));
       try (Scanner s = r.scanner()) {
-        assertThrows(InvalidArgumentException.class, () -> s.seek((byte[]) null));
+        assertThrows(NullPointerException.class, () -> s.seek((byte[]) null));
         assertThrows(InvalidArgumentException.class, () -> s.seek(new byte[0]));
-        assertThrows(InvalidArgumentException.class, s::value); // empty region: not on an entry
+        assertThrows(IllegalStateException.class, s::value); // empty region: not on an entry
       }
       try (WriteBatch wb = new WriteBatch()) {
         assertThrows(InvalidArgumentException.class, () -> wb.put((byte[]) null, b("v")));

@@ -4,15 +4,20 @@ import static org.junit.jupiter.api.Assertions.*;
 
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Iterator;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** Random operations against a TreeMap model, across reopenings and compactions (256 KiB L0). */
+/**
+ * Random operations against a TreeMap model, across reopenings and compactions (256 KiB L0);
+ * scans forward and reverse, with bounds and prefixes and changes of direction.
+ */
 class ModelTest {
   @TempDir Path dir;
 
@@ -73,11 +78,21 @@ class ModelTest {
               }
               r.write(wb);
             }
-          } else if (what < 95) {
+          } else if (what < 94) {
             assertArrayEquals(model.get(k), r.get(k), ctx);
             assertEquals(model.containsKey(k), r.exists(k), ctx);
-          } else if (what < 99) {
+          } else if (what < 95) {
+            List<byte[]> keys = new ArrayList<>();
+            for (int i = 1 + rnd.nextInt(150); i > 0; i--) keys.add(key(rnd));
+            List<byte[]> got = r.multiGet(keys);
+            assertEquals(keys.size(), got.size(), ctx);
+            for (int i = 0; i < keys.size(); i++) {
+              assertArrayEquals(model.get(keys.get(i)), got.get(i), ctx + " multiGet " + i);
+            }
+          } else if (what < 97) {
             checkScan(r, model, k, rnd.nextBoolean(), ctx);
+          } else if (what < 99) {
+            checkWalk(r, model, k, rnd, ctx);
           } else {
             r.flush();
           }
@@ -105,6 +120,115 @@ class ModelTest {
     }
   }
 
+  /**
+   * A scanner with random bounds or a prefix, a random seek (forward or reverse) and a random
+   * walk of next and prev, checked against the model restricted to the range.
+   */
+  private static void checkWalk(Region r, TreeMap<byte[], byte[]> model, byte[] k, Random rnd,
+      String ctx) {
+    ScanOptions.Builder ob = ScanOptions.builder();
+    byte[] lo = null;
+    byte[] hi = null;
+    byte[] prefix = null;
+    boolean loInc = rnd.nextBoolean();
+    boolean hiInc = rnd.nextBoolean();
+    switch (rnd.nextInt(4)) {
+      case 0 -> { }
+      case 1 -> {
+        lo = key(rnd);
+        hi = key(rnd);
+        if (UNSIGNED.compare(lo, hi) > 0) {
+          byte[] t = lo;
+          lo = hi;
+          hi = t;
+        }
+        ob.lowerBound(lo, loInc).upperBound(hi, hiInc);
+      }
+      case 2 -> {
+        prefix = Arrays.copyOf(k, 1 + rnd.nextInt(3));
+        ob.prefix(prefix);
+      }
+      default -> {
+        hi = key(rnd);
+        ob.upperBound(hi, hiInc);
+      }
+    }
+    final byte[] l = lo;
+    final byte[] h = hi;
+    final byte[] p = prefix;
+    final boolean li = loInc;
+    final boolean hinc = hiInc;
+    java.util.function.Predicate<byte[]> in = key -> {
+      if (key == null) return false;
+      if (p != null && (key.length < p.length || Arrays.mismatch(key, 0, p.length, p, 0, p.length) >= 0)) {
+        return false;
+      }
+      if (l != null) {
+        int c = UNSIGNED.compare(key, l);
+        if (c < 0 || (c == 0 && !li)) return false;
+      }
+      if (h != null) {
+        int c = UNSIGNED.compare(key, h);
+        if (c > 0 || (c == 0 && !hinc)) return false;
+      }
+      return true;
+    };
+    try (Scanner s = r.scanner(ob.build())) {
+      byte[] want;
+      String how;
+      switch (rnd.nextInt(5)) {
+        case 0 -> {
+          how = "seekToFirst";
+          s.seekToFirst();
+          want = model.keySet().stream().filter(in).findFirst().orElse(null);
+        }
+        case 1 -> {
+          how = "seekToLast";
+          s.seekToLast();
+          want = model.descendingKeySet().stream().filter(in).findFirst().orElse(null);
+        }
+        case 2 -> {
+          how = "seek";
+          s.seek(k);
+          want = model.tailMap(k, true).keySet().stream().filter(in).findFirst().orElse(null);
+        }
+        case 3 -> {
+          how = "seekAfter";
+          s.seekAfter(k);
+          want = model.tailMap(k, false).keySet().stream().filter(in).findFirst().orElse(null);
+        }
+        default -> {
+          how = "seekForPrev";
+          s.seekForPrev(k);
+          want = model.headMap(k, true).descendingKeySet().stream().filter(in).findFirst()
+              .orElse(null);
+        }
+      }
+      StringBuilder walk = new StringBuilder(how);
+      for (int i = 0; i < 30; i++) {
+        String where = ctx + " " + walk + " lo=" + Arrays.toString(l) + " hi=" + Arrays.toString(h)
+            + " prefix=" + Arrays.toString(p);
+        if (want == null) {
+          assertFalse(s.isValid(), where);
+          break;
+        }
+        assertTrue(s.isValid(), where);
+        assertArrayEquals(want, s.key(), where);
+        if (rnd.nextInt(3) == 0) assertArrayEquals(model.get(want), s.value(), where);
+        if (rnd.nextBoolean()) {
+          walk.append(" next");
+          s.next();
+          want = model.higherKey(want);
+        } else {
+          walk.append(" prev");
+          s.prev();
+          want = model.lowerKey(want);
+        }
+        if (!in.test(want)) want = null;
+      }
+    }
+  }
+
   private static void verifyAll(Region r, TreeMap<byte[], byte[]> model, String ctx) {
     try (Scanner s = r.scanner()) {
       for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
@@ -114,6 +238,14 @@ class ModelTest {
         s.next();
       }
       assertFalse(s.isValid(), ctx);
+      s.seekToLast();
+      for (Map.Entry<byte[], byte[]> e : model.descendingMap().entrySet()) {
+        assertTrue(s.isValid(), ctx + " reverse");
+        assertArrayEquals(e.getKey(), s.key(), ctx + " reverse");
+        assertArrayEquals(e.getValue(), s.value(), ctx + " reverse");
+        s.prev();
+      }
+      assertFalse(s.isValid(), ctx + " reverse");
     }
   }
 }

@@ -5,12 +5,15 @@ import io.parallaxkv.Region;
 import io.parallaxkv.Scanner;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
 import org.openjdk.jmh.annotations.Level;
 import org.openjdk.jmh.annotations.Mode;
+import org.openjdk.jmh.annotations.OperationsPerInvocation;
 import org.openjdk.jmh.annotations.OutputTimeUnit;
 import org.openjdk.jmh.annotations.Param;
 import org.openjdk.jmh.annotations.Scope;
@@ -19,12 +22,13 @@ import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
 
 /**
- * Get, put and scan-next through the public Parallax API, {@code byte[]} and direct
+ * Get, multi-get, put, scan-next and scan-prev through the public Parallax API, {@code byte[]} and direct
  * {@link ByteBuffer} (zero-copy) variants. Each trial opens a fresh volume with the engine
  * defaults (hybrid placement, asynchronous durability within 100 ms), preloads {@code keys}
  * pairs of {@code valueSize} bytes, then gets or overwrites keys picked uniformly at random, or
- * steps a scanner (one per thread, back to the first key at the end). Any thread count works
- * ({@code -t 2}): keys and buffers are per thread ({@link KeyCursor}).
+ * steps a scanner forward or backward (one per thread, wrapping around at the ends). With
+ * {@code flushed=true} the pairs are flushed from L0 to the device levels before measuring.
+ * Any thread count works ({@code -t 2}): keys and buffers are per thread ({@link KeyCursor}).
  *
  * <p>{@code backend} selects the binding ({@code -Dparallax.backend} set before the engine
  * loads; every trial is a fresh JVM): {@code ffm} needs JDK 22+, so on JDK 17 run with
@@ -43,6 +47,10 @@ public class ParallaxBench {
 
   @Param({"100000"})
   public int keys;
+
+  /** Whether the preloaded pairs are flushed to the device levels (else they sit in L0). */
+  @Param({"false"})
+  public boolean flushed;
 
   private Path dir;
   private Parallax db;
@@ -71,6 +79,12 @@ public class ParallaxBench {
       if (!scanner.next()) scanner.seekToFirst();
       return scanner;
     }
+
+    /** Steps to the previous pair, wrapping around to the last at the start. */
+    Scanner prev() {
+      if (!scanner.prev()) scanner.seekToLast();
+      return scanner;
+    }
   }
 
   @Setup(Level.Trial)
@@ -85,6 +99,7 @@ public class ParallaxBench {
     db = Parallax.open(dir.resolve("bench.vol"));
     region = db.region("bench");
     for (int i = 0; i < w.n; i++) region.put(w.keys[i], w.value);
+    if (flushed) region.flush();
   }
 
   @TearDown(Level.Trial)
@@ -99,6 +114,23 @@ public class ParallaxBench {
     byte[] v = region.get(w.keys[c.next(w.n)]);
     if (v == null) throw new AssertionError("missing key");
     return v;
+  }
+
+  /**
+   * {@code multiGet} of 100 keys picked at random, reported per key (compare with
+   * {@link #getBytes}): one snapshot and one call into the engine for the batch.
+   */
+  @Benchmark
+  @OperationsPerInvocation(100)
+  public int multiGet100(KeyCursor c) {
+    List<byte[]> keys = new ArrayList<>(100);
+    for (int i = 0; i < 100; i++) keys.add(w.keys[c.next(w.n)]);
+    int n = 0;
+    for (byte[] v : region.multiGet(keys)) {
+      if (v == null) throw new AssertionError("missing key");
+      n += v.length;
+    }
+    return n;
   }
 
   /** {@code int get(ByteBuffer, ByteBuffer)} with direct buffers: the engine writes into dst. */
@@ -133,6 +165,21 @@ public class ParallaxBench {
   @Benchmark
   public int scanNextDirect(Scan s, KeyCursor c) {
     Scanner sc = s.next();
+    c.dst.clear();
+    return sc.key(c.dst) + sc.value(c.dst);
+  }
+
+  /** {@link #scanNextBytes} in reverse: {@code Scanner.prev()}, {@code key()}, {@code value()}. */
+  @Benchmark
+  public int scanPrevBytes(Scan s) {
+    Scanner sc = s.prev();
+    return sc.key().length + sc.value().length;
+  }
+
+  /** {@link #scanNextDirect} in reverse. */
+  @Benchmark
+  public int scanPrevDirect(Scan s, KeyCursor c) {
+    Scanner sc = s.prev();
     c.dst.clear();
     return sc.key(c.dst) + sc.value(c.dst);
   }

@@ -182,6 +182,12 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int multiGet(long snap, long n, long keys, long keyLens, long values, long valueLens,
+      long statuses) {
+    return JniNative.multiGet(snap, n, keys, keyLens, values, valueLens, statuses);
+  }
+
+  @Override
   public int scannerOpen(long region, long snap, long out) {
     return JniNative.scannerOpen(region, snap, out);
   }
@@ -194,6 +200,16 @@ final class JniBackend extends NativeApi {
   @Override
   public int scannerNext(long scanner, long entry) {
     return JniNative.scannerNext(scanner, entry);
+  }
+
+  @Override
+  public int scannerPrev(long scanner, long entry) {
+    return JniNative.scannerPrev(scanner, entry);
+  }
+
+  @Override
+  public int scannerValue(long scanner, long out) {
+    return JniNative.scannerValue(scanner, out);
   }
 
   @Override

@@ -62,11 +62,18 @@ final class JniNative {
 
   static native int snapshotGetView(long snap, long k, long kl, long value, long vlen);
 
+  static native int multiGet(long snap, long n, long keys, long lens, long vals, long vlens,
+      long st);
+
   static native int scannerOpen(long r, long snap, long out);
 
   static native int scannerSeek(long s, long k, long kl, int mode, long entry);
 
   static native int scannerNext(long s, long entry);
+
+  static native int scannerPrev(long s, long entry);
+
+  static native int scannerValue(long s, long out);
 
   static native void scannerClose(long s);
 

@@ -25,7 +25,7 @@ public final class Layout {
   public static final int OPT_GC_THRESHOLD_PCT = 52;
   public static final int OPT_MEDIUM_MERGE_LEVEL = 56;
 
-  public static final int STATS_SIZE = 880;
+  public static final int STATS_SIZE = 896;
   public static final int STATS_PUTS = 0;
   public static final int STATS_LAST_LSN = 96;
   public static final int STATS_LEVELS = 104;
@@ -35,6 +35,8 @@ public final class Layout {
   public static final int STATS_MEDIUM_LOG_BYTES = 656;
   /** Three arrays of (MAX_LEVELS + 1) u64: leaf bytes written per level, small/medium/large. */
   public static final int STATS_LEVEL_CLASS_BYTES = 664;
+  /** Two u64: values read from the medium log, then from the large log, by user reads. */
+  public static final int STATS_LOG_VALUE_READS = 880;
   public static final int LEVEL_STATS_SIZE = 48;
   public static final int LEVEL_HEIGHT = 40;
   public static final int VOLUME_STATS_SIZE = 32;
@@ -52,6 +54,7 @@ public final class Layout {
         OPT_PLACEMENT, OPT_SMALL_THRESHOLD, OPT_LARGE_THRESHOLD, OPT_GC_THRESHOLD_PCT,
         OPT_MEDIUM_MERGE_LEVEL, STATS_SIZE, STATS_PUTS, STATS_LAST_LSN, STATS_LEVELS,
         STATS_LEVEL, STATS_SMALL_PUTS, STATS_MEDIUM_LOG_BYTES, STATS_LEVEL_CLASS_BYTES,
+        STATS_LOG_VALUE_READS,
         LEVEL_STATS_SIZE,
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
         MAX_REGION_NAME, MAX_LEVELS};

@@ -71,16 +71,34 @@ public abstract class NativeApi {
   /** {@code par_snapshot_get_view}: the value's address and length go to the two out slots. */
   public abstract int snapshotGetView(long snap, long key, long keyLen, long valueOut, long lenOut);
 
+  /**
+   * {@code par_multi_get}: {@code n} keys (arrays of addresses and lengths) looked up in a
+   * snapshot; value addresses, lengths and per-key statuses go to the three out arrays.
+   */
+  public abstract int multiGet(long snap, long n, long keys, long keyLens, long values,
+      long valueLens, long statuses);
+
   public abstract int scannerOpen(long region, long snap, long out);
 
   /**
-   * Seeks and reads the current entry: returns a negative status, or the valid flag (0/1);
-   * when valid, {@code entry + 8..40} holds key address, key length, value address, value length.
+   * Seeks and reads the current entry's key: returns a negative status, or the valid flag (0/1);
+   * when valid, {@code entry + 8..24} holds the key's address and length. The value is not read
+   * ({@link #scannerValue}).
    */
   public abstract int scannerSeek(long scanner, long key, long keyLen, int mode, long entry);
 
   /** Advances; same result convention as {@link #scannerSeek}. */
   public abstract int scannerNext(long scanner, long entry);
+
+  /** Steps back; same result convention as {@link #scannerSeek}. */
+  public abstract int scannerPrev(long scanner, long entry);
+
+  /**
+   * {@code par_scanner_value}: reads the current entry's value (from a value log if it lives
+   * there); its address and length go to {@code out} and {@code out + 8}. Blocking (file I/O,
+   * checksums of up to 64 MiB): never a critical downcall.
+   */
+  public abstract int scannerValue(long scanner, long out);
 
   public abstract void scannerClose(long scanner);
 

@@ -23,8 +23,9 @@ import java.util.List;
  * The FFM backend (JDK 22+): one downcall handle per C entry point. Pointers and sizes travel as
  * {@code long} (x86_64 LP64), so the handles take raw addresses exactly like the JNI bridge.
  * {@link Linker.Option#critical(boolean)} (no thread-state transition) is used only for trivial,
- * non-blocking helpers: error strings, option defaults, scanner accessors, batch bookkeeping;
- * never for put, get, scans or anything that can block.
+ * non-blocking helpers: error strings, option defaults, the scanner's valid flag and current key
+ * (already in memory after a move), batch bookkeeping; never for put, get, scans, a scanner's
+ * value (a log read with its checksum, up to 64 MiB) or anything else that can block.
  */
 final class FfmBackend extends NativeApi {
   private static final Linker LINKER = Linker.nativeLinker();
@@ -34,8 +35,8 @@ final class FfmBackend extends NativeApi {
   private final MethodHandle strerror, lastError, optionsInit, open, close, regionCreate,
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
-      snapshotRelease, get, exists, snapshotGetView, scannerOpen, scannerSeek, scannerValid, scannerKey,
-      scannerValue, scannerNext, scannerClose, flush, regionStats, volumeStats;
+      snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
+      scannerValue, scannerNext, scannerPrev, scannerClose, flush, regionStats, volumeStats;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
 
@@ -86,6 +87,8 @@ final class FfmBackend extends NativeApi {
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     snapshotGetView = h("par_snapshot_get_view",
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    multiGet = h("par_multi_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     scannerOpen = h("par_scanner_open",
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     scannerSeek = h("par_scanner_seek",
@@ -94,8 +97,9 @@ final class FfmBackend extends NativeApi {
     scannerKey = h("par_scanner_key",
         FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), crit);
     scannerValue = h("par_scanner_value",
-        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG), crit);
+        FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     scannerNext = h("par_scanner_next", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    scannerPrev = h("par_scanner_prev", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     scannerClose = h("par_scanner_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     flush = h("par_flush", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     regionStats = h("par_region_stats", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
@@ -403,6 +407,16 @@ final class FfmBackend extends NativeApi {
   }
 
   @Override
+  public int multiGet(long snap, long n, long keys, long keyLens, long values, long valueLens,
+      long statuses) {
+    try {
+      return (int) multiGet.invokeExact(snap, n, keys, keyLens, values, valueLens, statuses);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
   public int scannerOpen(long region, long snap, long out) {
     try {
       return (int) scannerOpen.invokeExact(region, snap, out);
@@ -416,7 +430,6 @@ final class FfmBackend extends NativeApi {
     ALL.set(JAVA_LONG, entry, (long) valid);
     if (valid == 0) return 0;
     int rc = (int) scannerKey.invokeExact(s, entry + 8, entry + 16);
-    if (rc == 0) rc = (int) scannerValue.invokeExact(s, entry + 24, entry + 32);
     return rc < 0 ? rc : 1;
   }
 
@@ -435,6 +448,25 @@ final class FfmBackend extends NativeApi {
     try {
       int rc = (int) scannerNext.invokeExact(scanner);
       return rc < 0 ? rc : entry(scanner, entry);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int scannerPrev(long scanner, long entry) {
+    try {
+      int rc = (int) scannerPrev.invokeExact(scanner);
+      return rc < 0 ? rc : entry(scanner, entry);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int scannerValue(long scanner, long out) {
+    try {
+      return (int) scannerValue.invokeExact(scanner, out, out + 8);
     } catch (Throwable t) {
       throw rethrow(t);
     }
