@@ -6,6 +6,7 @@ import de.bwaldvogel.mongo.bson.Json;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.Collection;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -24,11 +25,69 @@ final class FieldBounds {
   private List<Object> points;
   private final List<Range> ranges = new ArrayList<>();
 
-  /** A range of encoded values: keys from {@code low} up to keys starting with {@code high}. */
-  record Range(byte[] low, byte[] high, String display) {
-    byte[] highEnd() {
-      return KeyLayout.successor(high);
+  /**
+   * A range of values of one type: from {@code low} (or the type's first value when null) to
+   * {@code high} (or its last), each end inclusive or not.
+   */
+  record Range(int rank, Object low, boolean lowInclusive, Object high, boolean highInclusive,
+      String display) {
+    /**
+     * The keys {@code [start, end)} that hold exactly this range's values, in a field stored in
+     * the given direction; see {@link KeyEnds} for what follows a value.
+     */
+    byte[][] keys(boolean descending, KeyEnds ends) {
+      if (!descending) {
+        byte[] start = low == null ? new byte[] {(byte) rank}
+            : lowInclusive ? ends.before(encode(low, false)) : ends.after(encode(low, false));
+        byte[] end = high == null ? new byte[] {(byte) (rank + 1)}
+            : highInclusive ? ends.after(encode(high, false)) : ends.before(encode(high, false));
+        return new byte[][] {start, end};
+      }
+      byte[] start = high == null ? new byte[] {(byte) ~rank}
+          : highInclusive ? ends.before(encode(high, true)) : ends.after(encode(high, true));
+      byte[] end = low == null ? new byte[] {(byte) (~rank + 1)}
+          : lowInclusive ? ends.after(encode(low, true)) : ends.before(encode(low, true));
+      return new byte[][] {start, end};
     }
+  }
+
+  /**
+   * Where the keys of exactly one encoded value E begin and end. Index entries continue after
+   * E with the next field or the {@code _id}, whose first byte is in 0x01..0xFE: their keys lie
+   * in {@code [E+0x01, E+0xFF)}, while a longer string sharing E's bytes (KeyString escapes NUL as
+   * 0x00 0xFF) continues with 0xFF, or 0x00 in a descending field. A record's key ends with its
+   * {@code _id}: exactly E is {@code [E, E+0x00)}.
+   */
+  enum KeyEnds {
+    ENTRY(0x01, 0xff), RECORD(-1, 0x00);
+
+    private final int before;
+    private final int after;
+
+    KeyEnds(int before, int after) {
+      this.before = before;
+      this.after = after;
+    }
+
+    /** The first key of exactly E. */
+    byte[] before(byte[] e) {
+      return before < 0 ? e : withByte(e, before);
+    }
+
+    /** The first key past exactly E. */
+    byte[] after(byte[] e) {
+      return withByte(e, after);
+    }
+  }
+
+  static byte[] encode(Object value, boolean descending) {
+    return new KeyString.Builder().append(value, descending).toByteArray();
+  }
+
+  static byte[] withByte(byte[] prefix, int b) {
+    byte[] k = Arrays.copyOf(prefix, prefix.length + 1);
+    k[prefix.length] = (byte) b;
+    return k;
   }
 
   /** The bounds of every field the filter constrains conjunctively. */
@@ -55,14 +114,14 @@ final class FieldBounds {
     if (predicate instanceof Document d && d.keySet().stream().anyMatch(k -> k.startsWith("$"))) {
       for (Map.Entry<String, Object> op : d.entrySet()) operator(op.getKey(), op.getValue());
     } else if (isPoint(predicate)) {
-      addPoints(List.of(predicate));
+      addPoints(Collections.singletonList(predicate));
     }
   }
 
   private void operator(String op, Object v) {
     switch (op) {
       case "$eq" -> {
-        if (isPoint(v)) addPoints(List.of(v));
+        if (isPoint(v)) addPoints(Collections.singletonList(v));
       }
       case "$in" -> {
         if (v instanceof Collection<?> c && c.stream().allMatch(FieldBounds::isPoint)) {
@@ -73,13 +132,13 @@ final class FieldBounds {
       }
       case "$gt", "$gte" -> {
         if (isRangeBound(v)) {
-          ranges.add(new Range(KeyString.encode(v), rankOnly(v),
+          ranges.add(new Range(KeyString.rank(v), v, op.equals("$gte"), null, true,
               (op.equals("$gt") ? "(" : "[") + json(v) + ", " + typeEnd(v) + "]"));
         }
       }
       case "$lt", "$lte" -> {
         if (isRangeBound(v)) {
-          ranges.add(new Range(rankOnly(v), KeyString.encode(v),
+          ranges.add(new Range(KeyString.rank(v), null, true, v, op.equals("$lte"),
               "[" + typeStart(v) + ", " + json(v) + (op.equals("$lt") ? ")" : "]")));
         }
       }
@@ -103,10 +162,6 @@ final class FieldBounds {
     return v != null && isPoint(v) && !(v instanceof Document);
   }
 
-  private static byte[] rankOnly(Object v) {
-    return new byte[] {(byte) KeyString.rank(v)};
-  }
-
   private static String typeStart(Object v) {
     return v instanceof Number ? "-inf" : "MinOf" + v.getClass().getSimpleName();
   }
@@ -125,25 +180,32 @@ final class FieldBounds {
   }
 
   /**
-   * The range to scan, or null. On a multikey index two range operators may be satisfied by
-   * different array elements, so only one is used there (as MongoDB does); otherwise they
-   * intersect.
+   * The keys {@code [start, end)} to scan for this field's ranges, or null if it has none. On a
+   * multikey index two range operators may be satisfied by different array elements, so only
+   * one is used there (as MongoDB does); otherwise they intersect.
    */
-  Range range(boolean multikey) {
+  byte[][] rangeKeys(boolean descending, boolean multikey, KeyEnds ends) {
     if (ranges.isEmpty()) return null;
-    Range r = ranges.get(0);
+    byte[][] r = ranges.get(0).keys(descending, ends);
     if (multikey) return r;
     for (Range o : ranges.subList(1, ranges.size())) {
-      byte[] low = Arrays.compareUnsigned(o.low(), r.low()) > 0 ? o.low() : r.low();
-      byte[] high = Arrays.compareUnsigned(o.highEnd(), r.highEnd()) < 0 ? o.high() : r.high();
-      r = new Range(low, high, r.display() + " ∩ " + o.display());
+      byte[][] k = o.keys(descending, ends);
+      r = new byte[][] {
+          Arrays.compareUnsigned(k[0], r[0]) > 0 ? k[0] : r[0],
+          Arrays.compareUnsigned(k[1], r[1]) < 0 ? k[1] : r[1]};
     }
     return r;
+  }
+
+  /** How explain shows the ranges used. */
+  String rangeDisplay(boolean multikey) {
+    if (multikey) return ranges.get(0).display();
+    return String.join(" ∩ ", ranges.stream().map(Range::display).toList());
   }
 
   /** True if no value in these bounds is null or missing (a sparse index can serve them). */
   boolean excludesNull(boolean multikey) {
     if (points != null) return points.stream().noneMatch(p -> p == null);
-    return range(multikey) != null; // ranges never take null as a bound
+    return !ranges.isEmpty(); // ranges never take null as a bound
   }
 }

@@ -40,9 +40,10 @@ final class ParallaxBackend extends AbstractMongoBackend {
     databases.remove(databaseName);
   }
 
+  /** The databases that hold a collection (as MongoDB lists them). */
   @Override
   protected Set<String> listDatabaseNames() {
-    Set<String> names = new TreeSet<>(super.listDatabaseNames());
+    Set<String> names = new TreeSet<>();
     for (String ns : volume.namespaces()) names.add(Utils.getDatabaseNameFromFullName(ns));
     return names;
   }

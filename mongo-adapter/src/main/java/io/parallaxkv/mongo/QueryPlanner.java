@@ -59,8 +59,10 @@ final class QueryPlanner {
     if (index.isSparse() && (first == null || !first.excludesNull(multikey))) {
       return null; // a sparse index lacks the documents without the field
     }
-    byte[] start = index instanceof SecondaryIndex s
-        ? KeyLayout.indexPrefix(s.id()) : new byte[] {KeyLayout.RECORD};
+    boolean records = !(index instanceof SecondaryIndex);
+    FieldBounds.KeyEnds ends = records ? FieldBounds.KeyEnds.RECORD : FieldBounds.KeyEnds.ENTRY;
+    byte[] start = records
+        ? new byte[] {KeyLayout.RECORD} : KeyLayout.indexPrefix(((SecondaryIndex) index).id());
     List<byte[]> prefixes = List.of(start);
     List<byte[][]> intervals = null;
     Document display = new Document();
@@ -80,18 +82,27 @@ final class QueryPlanner {
         display.put(field.getKey(), shown);
         continue;
       }
-      FieldBounds.Range r = b == null ? null : b.range(multikey);
+      byte[][] r = b == null ? null : b.rangeKeys(descending, multikey, ends);
       if (r != null) {
-        intervals = rangeIntervals(prefixes, r, descending);
+        intervals = new ArrayList<>();
+        if (Arrays.compareUnsigned(r[0], r[1]) < 0) {
+          for (byte[] p : prefixes) {
+            intervals.add(new byte[][] {KeyLayout.concat(p, r[0]), KeyLayout.concat(p, r[1])});
+          }
+        }
         range = true;
-        display.put(field.getKey(), List.of(r.display()));
+        display.put(field.getKey(), List.of(b.rangeDisplay(multikey)));
       }
       break;
     }
     for (IndexKey field : fields) display.putIfAbsent(field.getKey(), List.of("[MinKey, MaxKey]"));
     if (intervals == null) {
       intervals = new ArrayList<>();
-      for (byte[] p : prefixes) intervals.add(new byte[][] {p, KeyLayout.successor(p)});
+      for (byte[] p : prefixes) {
+        // Exactly the pinned values: see FieldBounds.KeyEnds.
+        intervals.add(equalityFields == 0 ? new byte[][] {p, KeyLayout.successor(p)}
+            : new byte[][] {ends.before(p), ends.after(p)});
+      }
     }
     boolean sorted = !multikey && providesSort(sortKeys, fields, singlePointFields);
     boolean usefulSort = sorted && !sortKeys.isEmpty();
@@ -105,7 +116,7 @@ final class QueryPlanner {
       boolean descending) {
     List<byte[]> encoded = new ArrayList<>();
     for (Object p : points) {
-      byte[] e = new KeyString.Builder().append(p, descending).toByteArray();
+      byte[] e = FieldBounds.encode(p, descending);
       if (encoded.stream().noneMatch(x -> Arrays.equals(x, e))) encoded.add(e);
     }
     encoded.sort(Arrays::compareUnsigned); // intervals in key order: the scan stays sorted
@@ -113,25 +124,6 @@ final class QueryPlanner {
     for (byte[] p : prefixes) {
       for (byte[] e : encoded) out.add(KeyLayout.concat(p, e));
     }
-    return out;
-  }
-
-  private static List<byte[][]> rangeIntervals(List<byte[]> prefixes, FieldBounds.Range r,
-      boolean descending) {
-    // A descending field is stored inverted: its range is the inverted range, ends swapped.
-    byte[] low = descending ? invert(r.high()) : r.low();
-    byte[] high = descending ? invert(r.low()) : r.high();
-    List<byte[][]> out = new ArrayList<>();
-    if (Arrays.compareUnsigned(low, KeyLayout.successor(high)) >= 0) return out; // empty
-    for (byte[] p : prefixes) {
-      out.add(new byte[][] {KeyLayout.concat(p, low), KeyLayout.successor(KeyLayout.concat(p, high))});
-    }
-    return out;
-  }
-
-  private static byte[] invert(byte[] b) {
-    byte[] out = new byte[b.length];
-    for (int i = 0; i < b.length; i++) out[i] = (byte) ~b[i];
     return out;
   }
 
