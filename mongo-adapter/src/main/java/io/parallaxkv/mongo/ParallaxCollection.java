@@ -4,6 +4,7 @@ import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.backend.AbstractSynchronizedMongoCollection;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.DocumentComparator;
 import de.bwaldvogel.mongo.backend.DocumentWithPosition;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.KeyValue;
@@ -277,11 +278,22 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
   private QueryResult run(QueryPlan plan, Document query, Document orderBy, int skip, int limit,
       int batchSize, Document fieldSelector) {
     try (Stream<Document> candidates = plan.execute(store, new QueryPlan.Counters())) {
-      Comparator<Document> order = plan.providesSort() ? null : deriveComparator(orderBy);
+      Comparator<Document> order = plan.providesSort() ? null : sortOrder(orderBy);
       return matchDocumentsFromStream(query, candidates, skip, limit, batchSize, order,
           fieldSelector);
     }
   }
+
+  /**
+   * An in-memory sort, ties in {@code _id} order: the order of a collection scan and of index
+   * entries, so a query's order does not depend on the plan that ran it.
+   */
+  private static Comparator<Document> sortOrder(Document orderBy) {
+    Comparator<Document> order = deriveComparator(orderBy);
+    return order == null ? null : order.thenComparing(BY_ID);
+  }
+
+  private static final Comparator<Document> BY_ID = new DocumentComparator(new Document("_id", 1));
 
   /**
    * The {@code explain} of a find: the plan and what running it examined (the documents
@@ -295,7 +307,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     long returned;
     try (Stream<Document> candidates = plan.execute(store, counters)) {
       Stream<Document> matched = candidates.filter(d -> documentMatchesQuery(d, query));
-      Comparator<Document> order = plan.providesSort() ? null : deriveComparator(sort);
+      Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
       if (order != null) matched = matched.sorted(order);
       if (skip > 0) matched = matched.skip(skip);
       if (limit > 0) matched = matched.limit(limit);
