@@ -154,11 +154,23 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       throw new MongoServerError(72, "InvalidOptions", "cannot drop _id index");
     }
     Document response = super.handleCommand(channel, command, query, databaseResolver, oplog);
+    if (name.equals("insert")) countInserted(query, response);
     if (WRITE_COMMANDS.contains(name) && WriteConcerns.journaled(query)) {
       MongoCollection<RecordKey> target = resolveCollection(String.valueOf(query.get(command)), false);
       if (target instanceof ParallaxCollection c) c.store().sync();
     }
     return response;
+  }
+
+  /**
+   * The library answers an insert with {@code n} = every document sent, even those that failed;
+   * drivers report that as the inserted count. An ordered insert stops at its first error.
+   */
+  private static void countInserted(Document query, Document response) {
+    if (!(response.get("writeErrors") instanceof List<?> errors) || errors.isEmpty()) return;
+    int sent = ((List<?>) query.get("documents")).size();
+    int firstError = ((Number) ((Document) errors.get(0)).get("index")).intValue();
+    response.put("n", Utils.isTrue(query.get("ordered")) ? firstError : sent - errors.size());
   }
 
   private Document explain(Document query) {

@@ -135,6 +135,7 @@ class JavaDriverTest {
         new BulkWriteOptions().ordered(false)));
     assertEquals(11000, e.getWriteErrors().get(0).getCode());
     assertEquals(0, e.getWriteErrors().get(0).getIndex());
+    assertEquals(1, e.getWriteResult().getInsertedCount());
     assertEquals(2, c.countDocuments()); // the unordered batch went on past the error
     assertValid("bulk");
   }
