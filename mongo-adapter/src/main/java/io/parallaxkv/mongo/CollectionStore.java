@@ -30,6 +30,7 @@ final class CollectionStore implements AutoCloseable {
   private long count;
   private long dataSize;
   private int nextIndexId;
+  private volatile boolean dropping;
 
   CollectionStore(Region region, String namespace) {
     this.region = region;
@@ -129,8 +130,18 @@ final class CollectionStore implements AutoCloseable {
         .append("nextIndexId", nextIndexId)));
   }
 
+  /**
+   * The collection is being dropped: its region goes as a whole, so the library's index drops
+   * that come first leave the region alone. Deleting their entries one by one would only cost
+   * time, and a crash in the middle would leave a collection with some of its indexes gone.
+   */
+  void beginDrop() {
+    dropping = true;
+  }
+
   /** Removes an index's definition durably, then its entries (after a crash, see reopen). */
   void dropIndex(String name, int indexId) {
+    if (dropping) return;
     try (WriteBatch batch = new WriteBatch()) {
       batch.delete(KeyLayout.meta(INDEX_META_PREFIX + name));
       region.write(batch, WriteOptions.SYNC);

@@ -8,6 +8,7 @@ import de.bwaldvogel.mongo.backend.DatabaseResolver;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
@@ -150,6 +151,10 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       DatabaseResolver databaseResolver, Oplog oplog) {
     String name = command.toLowerCase(Locale.ROOT);
     if (name.equals("explain")) return explain(query);
+    if (name.equals("aggregate")) {
+      Document pushedDown = aggregateFromIndex(query, databaseResolver, oplog);
+      if (pushedDown != null) return pushedDown;
+    }
     if (name.equals("dropindexes") && IdIndex.NAME.equals(query.get("index"))) {
       throw new MongoServerError(72, "InvalidOptions", "cannot drop _id index");
     }
@@ -160,6 +165,44 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       if (target instanceof ParallaxCollection c) c.store().sync();
     }
     return response;
+  }
+
+  /**
+   * A pipeline that starts with {@code $match} (as the drivers' countDocuments does) reads its
+   * input through the query planner, so the match can use an index; the library would scan the
+   * whole collection. The stages, {@code $match} included, then run as the library runs them.
+   * Null when the pipeline does not start with a match on a stored collection.
+   */
+  private Document aggregateFromIndex(Document query, DatabaseResolver databaseResolver,
+      Oplog oplog) {
+    if (!(query.get("pipeline") instanceof List<?> stages) || stages.isEmpty()
+        || !(stages.get(0) instanceof Document first) || !(first.get("$match") instanceof Document match)) {
+      return null;
+    }
+    String collectionName = String.valueOf(query.get("aggregate"));
+    if (!(resolveCollection(collectionName, false) instanceof ParallaxCollection collection)) {
+      return null;
+    }
+    Aggregation aggregation = Aggregation.fromPipeline(stages, databaseResolver, this, collection,
+        oplog);
+    aggregation.validate(query);
+    List<Document> input = collection.handleQuery(match, 0, 0).collectDocuments();
+    // The whole result in the first batch, as the library answers an aggregate.
+    Document cursor = new Document("id", 0L)
+        .append("ns", getFullCollectionNamespace(collectionName))
+        .append("firstBatch", aggregation.runStages(input.stream()));
+    Document response = new Document("cursor", cursor);
+    Utils.markOkay(response);
+    return response;
+  }
+
+  /** Dropping a collection drops its region: see CollectionStore#beginDrop. */
+  @Override
+  public void dropCollection(String collectionName, Oplog oplog) {
+    if (resolveCollection(collectionName, false) instanceof ParallaxCollection c) {
+      c.store().beginDrop();
+    }
+    super.dropCollection(collectionName, oplog);
   }
 
   /**

@@ -270,6 +270,7 @@ class JavaDriverTest {
   void collectionsAndDatabases() {
     people(5);
     db.getCollection("other").insertOne(new Document("x", 1));
+    db.getCollection("other").createIndex(Indexes.ascending("x"));
     db.createCollection("empty");
     Set<String> collections = db.listCollectionNames().into(new HashSet<>());
     assertEquals(Set.of("people", "other", "empty"), collections);
@@ -278,6 +279,9 @@ class JavaDriverTest {
     db.getCollection("other").drop();
     assertEquals(Set.of("people", "empty"), db.listCollectionNames().into(new HashSet<>()));
     assertEquals(0, db.getCollection("other").countDocuments());
+    db.getCollection("other").insertOne(new Document("x", 2)); // a new, empty collection
+    assertEquals(Set.of("_id_"), indexNames(db.getCollection("other")));
+    assertEquals(1, db.getCollection("other").countDocuments());
 
     db.drop();
     assertTrue(db.listCollectionNames().into(new HashSet<>()).isEmpty());
