@@ -33,10 +33,6 @@ final class KeyLayout {
     return k;
   }
 
-  static String metaName(byte[] key) {
-    return new String(key, 1, key.length - 1, StandardCharsets.UTF_8);
-  }
-
   static byte[] record(byte[] idKeyString) {
     byte[] k = new byte[idKeyString.length + 1];
     k[0] = RECORD;

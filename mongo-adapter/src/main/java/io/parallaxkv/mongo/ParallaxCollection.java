@@ -7,6 +7,7 @@ import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.DocumentComparator;
 import de.bwaldvogel.mongo.backend.DocumentWithPosition;
 import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.Utils;
@@ -64,7 +65,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
 
   /** The stored index named {@code name}, or a new, not yet built one with a fresh id. */
   synchronized SecondaryIndex secondaryIndex(String name,
-      List<de.bwaldvogel.mongo.backend.IndexKey> keys, boolean unique, boolean sparse) {
+      List<IndexKey> keys, boolean unique, boolean sparse) {
     for (Document definition : store.indexDefinitions()) {
       SecondaryIndex stored = SecondaryIndex.fromDefinition(store, definition);
       if (stored.getName().equals(name)) return stored;
@@ -254,6 +255,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     index.markBuilt();
   }
 
+  /** Serialized with the writers, which write the entries of every registered index. */
   @Override
   public synchronized void dropIndex(String indexName) {
     super.dropIndex(indexName);

@@ -155,7 +155,8 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       Document pushedDown = aggregateFromIndex(query, databaseResolver, oplog);
       if (pushedDown != null) return pushedDown;
     }
-    if (name.equals("dropindexes") && IdIndex.NAME.equals(query.get("index"))) {
+    if (name.equals("dropindexes") && dropsIdIndex(query.get("index"))) {
+      // The library would unregister it, and with it the check that keeps _id unique.
       throw new MongoServerError(72, "InvalidOptions", "cannot drop _id index");
     }
     Document response = super.handleCommand(channel, command, query, databaseResolver, oplog);
@@ -165,6 +166,11 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       if (target instanceof ParallaxCollection c) c.store().sync();
     }
     return response;
+  }
+
+  private static boolean dropsIdIndex(Object index) {
+    return IdIndex.NAME.equals(index)
+        || index instanceof Document key && key.keySet().equals(Set.of("_id"));
   }
 
   /**

@@ -192,6 +192,8 @@ class JavaDriverTest {
     assertEquals(Set.of("_id_", "by_name", "nick_1"), indexNames(c));
     MongoCommandException noId = assertThrows(MongoCommandException.class, () -> c.dropIndex("_id_"));
     assertEquals(72, noId.getErrorCode());
+    assertEquals(72, assertThrows(MongoCommandException.class,
+        () -> c.dropIndex(Indexes.ascending("_id"))).getErrorCode());
     c.dropIndexes();
     assertEquals(Set.of("_id_"), indexNames(c));
     assertValid("people");
