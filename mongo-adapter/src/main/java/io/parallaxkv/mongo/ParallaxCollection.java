@@ -200,6 +200,18 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     return (int) Math.min(Integer.MAX_VALUE, store.count());
   }
 
+  // The library leaves these unsynchronized; they read the index list that addIndex changes.
+
+  @Override
+  public synchronized int count(Document query, int skip, int limit) {
+    return super.count(query, skip, limit);
+  }
+
+  @Override
+  public synchronized Document getStats() {
+    return super.getStats();
+  }
+
   // ---- indexes -----------------------------------------------------------------------------
 
   /**

@@ -16,6 +16,7 @@ import de.bwaldvogel.mongo.oplog.Oplog;
 import io.netty.channel.Channel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
@@ -137,6 +138,11 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       }
     }
     for (Map.Entry<String, Object> field : ((Document) indexDescription.get("key")).entrySet()) {
+      if (Arrays.stream(field.getKey().split("\\.")).anyMatch(p -> p.matches("\\d+"))) {
+        // MongoDB indexes "a.0" positionally; IndexKeyExtractor does not.
+        throw new MongoServerError(CANNOT_CREATE_INDEX, "CannotCreateIndex", "index field '"
+            + field.getKey() + "' has a positional (numeric) path component: not supported");
+      }
       Object direction = field.getValue();
       if (!(direction instanceof Number n) || Math.abs(n.doubleValue()) != 1.0) {
         throw new MongoServerError(CANNOT_CREATE_INDEX, "CannotCreateIndex", "index type "

@@ -201,6 +201,11 @@ class JavaDriverTest {
     MongoCommandException text = assertThrows(MongoCommandException.class,
         () -> c.createIndex(Indexes.text("name")));
     assertEquals(67, text.getErrorCode());
+    assertEquals(67, assertThrows(MongoCommandException.class,
+        () -> c.createIndex(Indexes.ascending("tags.0"))).getErrorCode());
+    assertEquals(67, assertThrows(MongoCommandException.class,
+        () -> c.createIndex(Indexes.ascending("age"), new IndexOptions().expireAfter(10L,
+            java.util.concurrent.TimeUnit.SECONDS))).getErrorCode());
   }
 
   private static Set<String> indexNames(MongoCollection<Document> c) {
