@@ -7,8 +7,8 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 
 /**
- * Documents as stored: standard BSON, written and read by the same codec that the server uses on
- * the wire, so a stored value is exactly the bytes a driver sent (any BSON library reads it).
+ * Documents as stored: standard BSON (any BSON library reads it), written and read by the codec
+ * the server uses on the wire.
  */
 final class BsonCodec {
   private BsonCodec() {}
