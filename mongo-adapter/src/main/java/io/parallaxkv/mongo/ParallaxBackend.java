@@ -1,0 +1,73 @@
+package io.parallaxkv.mongo;
+
+import de.bwaldvogel.mongo.MongoDatabase;
+import de.bwaldvogel.mongo.backend.AbstractMongoBackend;
+import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.exception.MongoServerError;
+import io.netty.channel.Channel;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * The storage-engine swap: mongo-java-server's backend whose databases and collections live in
+ * one Parallax volume ({@link MongoVolume}). Adds to the library's commands the ones whose
+ * meaning depends on storage: {@code fsync}, and a refusal of {@code renameCollection}.
+ */
+final class ParallaxBackend extends AbstractMongoBackend {
+  private final MongoVolume volume;
+  /** One object per database: the library asks again for every listDatabases. */
+  private final Map<String, MongoDatabase> databases = new ConcurrentHashMap<>();
+
+  ParallaxBackend(Path dbPath) {
+    this.volume = new MongoVolume(dbPath);
+    version(AdvertisedVersion.MONGO_4_4);
+  }
+
+  @Override
+  protected MongoDatabase openOrCreateDatabase(String databaseName) {
+    return databases.computeIfAbsent(databaseName,
+        name -> new ParallaxDatabase(name, volume, getCursorRegistry()));
+  }
+
+  @Override
+  public void dropDatabase(String databaseName) {
+    resolveDatabase(databaseName); // so that the library drops its collections from the volume
+    super.dropDatabase(databaseName);
+    databases.remove(databaseName);
+  }
+
+  /** The databases that hold a collection (as MongoDB lists them). */
+  @Override
+  protected Set<String> listDatabaseNames() {
+    Set<String> names = new TreeSet<>();
+    for (String ns : volume.namespaces()) names.add(Utils.getDatabaseNameFromFullName(ns));
+    return names;
+  }
+
+  @Override
+  public Document handleCommand(Channel channel, String databaseName, String command,
+      Document query) {
+    if (command.equalsIgnoreCase("fsync")) {
+      volume.syncAll();
+      Document response = new Document("numFiles", 1);
+      Utils.markOkay(response);
+      return response;
+    }
+    if (command.equalsIgnoreCase("renameCollection")) {
+      // A collection is a region, and regions cannot be renamed (nor written atomically together).
+      throw new MongoServerError(20, "IllegalOperation",
+          "renameCollection is not supported by the Parallax storage engine");
+    }
+    return super.handleCommand(channel, databaseName, command, query);
+  }
+
+  @Override
+  public void close() {
+    super.close();
+    volume.close();
+  }
+}

@@ -1,0 +1,441 @@
+package io.parallaxkv.mongo;
+
+import de.bwaldvogel.mongo.MongoDatabase;
+import de.bwaldvogel.mongo.backend.AbstractSynchronizedMongoCollection;
+import de.bwaldvogel.mongo.backend.CollectionOptions;
+import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.DocumentComparator;
+import de.bwaldvogel.mongo.backend.DocumentWithPosition;
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.QueryResult;
+import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.bson.ObjectId;
+import de.bwaldvogel.mongo.exception.DuplicateKeyError;
+import de.bwaldvogel.mongo.exception.IndexBuildFailedException;
+import de.bwaldvogel.mongo.exception.IndexKeySpecsConflictException;
+import de.bwaldvogel.mongo.exception.InvalidIdFieldError;
+import de.bwaldvogel.mongo.exception.MongoServerError;
+import io.parallaxkv.Parallax;
+import io.parallaxkv.Scanner;
+import io.parallaxkv.WriteBatch;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.stream.Collectors;
+import java.util.stream.Stream;
+
+/**
+ * A collection stored in its own engine region ({@link CollectionStore}). The library provides
+ * the semantics (query matching, update operators, upserts, findAndModify); this class provides
+ * storage: every document change is one atomic engine batch holding the document, all of its
+ * index entries and the collection's counters, and queries run the plan {@link QueryPlanner}
+ * chooses. Methods are synchronized (one writer per collection, see
+ * AbstractSynchronizedMongoCollection), which also makes unique checks race-free.
+ */
+final class ParallaxCollection extends AbstractSynchronizedMongoCollection<RecordKey> {
+  /** Documents over this size cannot go in one engine batch with their index entries. */
+  static final int MAX_DOCUMENT_BYTES = Parallax.MAX_BATCH_SIZE - 256 * 1024;
+  private static final int BUILD_BATCH_BYTES = 512 * 1024;
+  /** MongoDB's BSONObjectTooLarge. */
+  private static final int OBJECT_TOO_LARGE = 10334;
+  /** MongoDB's KeyTooLong, for an _id over the engine's key limit. */
+  private static final int KEY_TOO_LONG = 17280;
+
+  private final CollectionStore store;
+
+  ParallaxCollection(MongoDatabase database, String collectionName, CollectionOptions options,
+      CursorRegistry cursorRegistry, CollectionStore store) {
+    super(database, collectionName, options, cursorRegistry);
+    this.store = store;
+  }
+
+  CollectionStore store() {
+    return store;
+  }
+
+  /** The stored index named {@code name}, or a new, not yet built one with a fresh id. */
+  synchronized SecondaryIndex secondaryIndex(String name,
+      List<IndexKey> keys, boolean unique, boolean sparse) {
+    for (Document definition : store.indexDefinitions()) {
+      SecondaryIndex stored = SecondaryIndex.fromDefinition(store, definition);
+      if (stored.getName().equals(name)) return stored;
+    }
+    return new SecondaryIndex(store, store.allocateIndexId(), name, keys, unique, sparse, false,
+        false);
+  }
+
+  private List<SecondaryIndex> secondaryIndexes() {
+    List<SecondaryIndex> out = new ArrayList<>();
+    for (Index<RecordKey> i : getIndexes()) {
+      if (i instanceof SecondaryIndex s) out.add(s);
+    }
+    return out;
+  }
+
+  private List<StoredIndex> storedIndexes() {
+    return getIndexes().stream().map(i -> (StoredIndex) i).collect(Collectors.toList());
+  }
+
+  // ---- writes: one engine batch per document change -------------------------------------------
+
+  @Override
+  public synchronized void addDocument(Document document) {
+    if (document.get("_id") instanceof Collection) {
+      throw new InvalidIdFieldError("The '_id' value cannot be of type array");
+    }
+    document.putIfAbsent("_id", new ObjectId());
+    for (Index<RecordKey> index : getIndexes()) index.checkAdd(document, this);
+    addDocumentInternal(document);
+  }
+
+  @Override
+  protected RecordKey addDocumentInternal(Document document) {
+    RecordKey record = recordKey(document);
+    byte[] bson = encode(document);
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.put(record.key(), bson);
+      for (SecondaryIndex index : secondaryIndexes()) {
+        SecondaryIndex.Entries entries = index.entries(document, record);
+        for (ByteBuffer key : entries.keys().keySet()) batch.put(key.array(), CollectionStore.EMPTY);
+        noteMultikey(batch, index, entries);
+      }
+      store.write(batch, 1, bson.length);
+    }
+    return record;
+  }
+
+  @Override
+  protected void handleUpdate(RecordKey record, Document oldDocument, Document newDocument) {
+    byte[] bson = encode(newDocument);
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.put(record.key(), bson);
+      for (SecondaryIndex index : secondaryIndexes()) {
+        Set<ByteBuffer> before = index.entries(oldDocument, record).keys().keySet();
+        SecondaryIndex.Entries after = index.entries(newDocument, record);
+        for (ByteBuffer key : before) {
+          if (!after.keys().containsKey(key)) batch.delete(key.array());
+        }
+        for (ByteBuffer key : after.keys().keySet()) {
+          if (!before.contains(key)) batch.put(key.array(), CollectionStore.EMPTY);
+        }
+        noteMultikey(batch, index, after);
+      }
+      store.write(batch, 0, bson.length - encode(oldDocument).length);
+    }
+  }
+
+  @Override
+  public synchronized void removeDocument(Document document) {
+    removeDocument(RecordKey.of(document));
+  }
+
+  @Override
+  protected void removeDocument(RecordKey record) {
+    Document stored = store.get(record);
+    if (stored == null) return;
+    try (WriteBatch batch = new WriteBatch()) {
+      batch.delete(record.key());
+      for (SecondaryIndex index : secondaryIndexes()) {
+        for (ByteBuffer key : index.entries(stored, record).keys().keySet()) batch.delete(key.array());
+      }
+      store.write(batch, -1, -encode(stored).length);
+    }
+  }
+
+  /** An index becomes multikey in the batch that first writes an array into it. */
+  private void noteMultikey(WriteBatch batch, SecondaryIndex index, SecondaryIndex.Entries entries) {
+    if (entries.multikey() && !index.isMultikey()) {
+      index.markMultikey();
+      store.putIndexDefinition(batch, index.getName(), index.definition());
+    }
+  }
+
+  private static RecordKey recordKey(Document document) {
+    RecordKey record = RecordKey.of(document);
+    if (record.key().length > Parallax.MAX_KEY_SIZE) {
+      throw new MongoServerError(KEY_TOO_LONG, "KeyTooLong",
+          "_id too large to index: " + record.key().length + " bytes (limit "
+              + Parallax.MAX_KEY_SIZE + ")");
+    }
+    return record;
+  }
+
+  private static byte[] encode(Document document) {
+    byte[] bson = BsonCodec.encode(document);
+    if (bson.length > MAX_DOCUMENT_BYTES) {
+      throw new MongoServerError(OBJECT_TOO_LARGE, "BSONObjectTooLarge", "document of "
+          + bson.length + " bytes is larger than this server's limit of " + MAX_DOCUMENT_BYTES
+          + " bytes");
+    }
+    return bson;
+  }
+
+  @Override
+  protected boolean tracksDataSize() {
+    return false; // the counters change in each document's batch (CollectionStore.write)
+  }
+
+  @Override
+  protected void updateDataSize(int sizeDelta) {
+    throw new UnsupportedOperationException("counters change in the document's batch");
+  }
+
+  @Override
+  protected int getDataSize() {
+    return (int) Math.min(Integer.MAX_VALUE, store.dataSize());
+  }
+
+  @Override
+  public synchronized int count() {
+    return (int) Math.min(Integer.MAX_VALUE, store.count());
+  }
+
+  // The library leaves these unsynchronized; they read the index list that addIndex changes.
+
+  @Override
+  public synchronized int count(Document query, int skip, int limit) {
+    return super.count(query, skip, limit);
+  }
+
+  @Override
+  public synchronized Document getStats() {
+    return super.getStats();
+  }
+
+  // ---- indexes -----------------------------------------------------------------------------
+
+  /**
+   * Registers an index; a new secondary index is first built from every document. Its entries
+   * are written in batches and its definition last, durably: until then no reader uses the index,
+   * and entries of a build a crash interrupted are removed when the collection is reopened.
+   */
+  @Override
+  public synchronized void addIndex(Index<RecordKey> index) {
+    for (Index<RecordKey> existing : getIndexes()) {
+      if (existing.getName().equals(index.getName())) {
+        if (!existing.hasSameOptions(index)) throw new IndexKeySpecsConflictException(index, existing);
+        return;
+      }
+    }
+    if (index instanceof SecondaryIndex s && !s.isBuilt()) build(s);
+    getIndexes().add(index);
+  }
+
+  private void build(SecondaryIndex index) {
+    Map<ByteBuffer, RecordKey> uniqueKeys = index.isUnique() ? new HashMap<>() : null;
+    try (WriteBatch batch = new WriteBatch(); Stream<Document> docs = allDocuments()) {
+      long bytes = 0;
+      for (Iterator<Document> it = docs.iterator(); it.hasNext(); ) {
+        Document document = it.next();
+        RecordKey record = RecordKey.of(document);
+        SecondaryIndex.Entries entries = index.entries(document, record);
+        if (entries.multikey()) index.markMultikey();
+        for (Map.Entry<ByteBuffer, List<Object>> e : entries.keys().entrySet()) {
+          if (uniqueKeys != null) {
+            ByteBuffer fields = ByteBuffer.wrap(KeyLayout.fieldsOfEntry(e.getKey().array()));
+            if (uniqueKeys.putIfAbsent(fields, record) != null) {
+              throw new IndexBuildFailedException(new DuplicateKeyError(index, this,
+                  index.getKeys(), new KeyValue(e.getValue())), this);
+            }
+          }
+          batch.put(e.getKey().array(), CollectionStore.EMPTY);
+          bytes += e.getKey().capacity();
+        }
+        if (bytes >= BUILD_BATCH_BYTES) {
+          store.write(batch, 0, 0);
+          batch.clear();
+          bytes = 0;
+        }
+      }
+      store.putIndexDefinition(batch, index.getName(), index.definition());
+      store.write(batch, 0, 0);
+      store.sync();
+    } catch (MongoServerError e) {
+      store.deleteRange(KeyLayout.indexPrefix(index.id()));
+      throw e;
+    }
+    index.markBuilt();
+  }
+
+  /** Serialized with the writers, which write the entries of every registered index. */
+  @Override
+  public synchronized void dropIndex(String indexName) {
+    super.dropIndex(indexName);
+  }
+
+  // ---- reads -------------------------------------------------------------------------------
+
+  @Override
+  protected QueryResult queryDocuments(Document query, Document orderBy, int numberToSkip,
+      int limit, int batchSize, Document fieldSelector) {
+    QueryPlan plan = QueryPlanner.plan(query, orderBy, storedIndexes());
+    return run(plan, query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+  }
+
+  @Override
+  protected QueryResult matchDocuments(Document query, Document orderBy, int numberToSkip,
+      int limit, int batchSize, Document fieldSelector) {
+    QueryPlan scan = QueryPlan.collectionScan(false);
+    return run(scan, query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
+  }
+
+  private QueryResult run(QueryPlan plan, Document query, Document orderBy, int skip, int limit,
+      int batchSize, Document fieldSelector) {
+    try (Stream<Document> candidates = plan.execute(store, new QueryPlan.Counters())) {
+      Comparator<Document> order = plan.providesSort() ? null : sortOrder(orderBy);
+      return matchDocumentsFromStream(query, candidates, skip, limit, batchSize, order,
+          fieldSelector);
+    }
+  }
+
+  /**
+   * An in-memory sort, ties in {@code _id} order: the order of a collection scan and of index
+   * entries, so a query's order does not depend on the plan that ran it.
+   */
+  private static Comparator<Document> sortOrder(Document orderBy) {
+    Comparator<Document> order = deriveComparator(orderBy);
+    return order == null ? null : order.thenComparing(BY_ID);
+  }
+
+  private static final Comparator<Document> BY_ID = new DocumentComparator(new Document("_id", 1));
+
+  /**
+   * The {@code explain} of a find: the plan and what running it examined (the documents
+   * themselves are not returned).
+   */
+  synchronized Document explainFind(Document filter, Document sort, int skip, int limit) {
+    Document query = filter == null ? new Document() : filter;
+    QueryPlan plan = QueryPlanner.plan(query, sort, storedIndexes());
+    QueryPlan.Counters counters = new QueryPlan.Counters();
+    long started = System.nanoTime();
+    long returned;
+    try (Stream<Document> candidates = plan.execute(store, counters)) {
+      Stream<Document> matched = candidates.filter(d -> documentMatchesQuery(d, query));
+      Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
+      if (order != null) matched = matched.sorted(order);
+      if (skip > 0) matched = matched.skip(skip);
+      if (limit > 0) matched = matched.limit(limit);
+      returned = matched.count();
+    }
+    Document stages = plan.describe();
+    if (!plan.providesSort() && deriveComparator(sort) != null) {
+      stages = new Document("stage", "SORT").append("sortPattern", sort).append("inputStage", stages);
+    }
+    if (skip > 0) stages = new Document("stage", "SKIP").append("skipAmount", skip).append("inputStage", stages);
+    if (limit > 0) stages = new Document("stage", "LIMIT").append("limitAmount", limit).append("inputStage", stages);
+    Document planner = new Document("namespace", getFullName())
+        .append("indexFilterSet", false)
+        .append("parsedQuery", query)
+        .append("winningPlan", stages)
+        .append("rejectedPlans", List.of());
+    Document execution = new Document("executionSuccess", true)
+        .append("nReturned", returned)
+        .append("executionTimeMillis", (System.nanoTime() - started) / 1_000_000)
+        .append("totalKeysExamined", counters.keysExamined)
+        .append("totalDocsExamined", counters.docsExamined)
+        .append("executionStages", stages);
+    Document result = new Document("queryPlanner", planner).append("executionStats", execution);
+    Utils.markOkay(result);
+    return result;
+  }
+
+  @Override
+  protected Document getDocument(RecordKey record) {
+    return store.get(record);
+  }
+
+  @Override
+  protected Stream<DocumentWithPosition<RecordKey>> streamAllDocumentsWithPosition() {
+    return allDocuments().map(d -> new DocumentWithPosition<>(d, RecordKey.of(d)));
+  }
+
+  /** Every document in {@code _id} order, from one snapshot (close the stream). */
+  private Stream<Document> allDocuments() {
+    return QueryPlan.collectionScan(true).execute(store, new QueryPlan.Counters());
+  }
+
+  // ---- validate ----------------------------------------------------------------------------
+
+  /**
+   * MongoDB's {@code validate}, for real: on one snapshot, every document has exactly the index
+   * entries its fields call for, every index entry points to a document that calls for it, and
+   * the counters match the documents.
+   */
+  @Override
+  public synchronized Document validate() {
+    List<String> errors = new ArrayList<>();
+    Map<String, Long> keysPerIndex = new HashMap<>();
+    long records = 0;
+    long bytes = 0;
+    try (io.parallaxkv.Snapshot snapshot = store.snapshot()) {
+      Map<Integer, Set<ByteBuffer>> expected = new HashMap<>();
+      try (Scanner s = snapshot.scanner(CollectionStore.records())) {
+        for (; s.isValid(); s.next()) {
+          byte[] bson = s.value();
+          Document document = BsonCodec.decode(bson);
+          RecordKey record = RecordKey.ofKey(s.key());
+          records++;
+          bytes += bson.length;
+          if (!record.equals(RecordKey.of(document))) {
+            errors.add("document " + document.get("_id") + " is stored under another _id's key");
+          }
+          for (SecondaryIndex index : secondaryIndexes()) {
+            expected.computeIfAbsent(index.id(), k -> new HashSet<>())
+                .addAll(index.entries(document, record).keys().keySet());
+          }
+        }
+      }
+      for (SecondaryIndex index : secondaryIndexes()) {
+        Set<ByteBuffer> want = expected.getOrDefault(index.id(), Set.of());
+        long found = 0;
+        byte[] prefix = KeyLayout.indexPrefix(index.id());
+        try (Scanner s = snapshot.scanner(CollectionStore.range(prefix, KeyLayout.successor(prefix)))) {
+          for (; s.isValid(); s.next()) {
+            found++;
+            if (!want.contains(ByteBuffer.wrap(s.key()))) {
+              errors.add("index " + index.getName() + " has an entry for record "
+                  + KeyLayout.recordOfEntry(s.key()) + " that its document does not call for");
+            }
+          }
+        }
+        keysPerIndex.put(index.getName(), found);
+        if (found != want.size()) {
+          errors.add("index " + index.getName() + " has " + found + " entries, its documents call for "
+              + want.size());
+        }
+      }
+    }
+    if (records != store.count() || bytes != store.dataSize()) {
+      errors.add("counters say " + store.count() + " documents of " + store.dataSize()
+          + " bytes, the collection holds " + records + " of " + bytes);
+    }
+    keysPerIndex.put(IdIndex.NAME, records);
+    Document response = new Document("ns", getFullName())
+        .append("nrecords", records)
+        .append("datasize", bytes)
+        .append("nIndexes", getIndexes().size())
+        .append("keysPerIndex", new Document(keysPerIndex))
+        .append("valid", errors.isEmpty())
+        .append("errors", errors);
+    Utils.markOkay(response);
+    return response;
+  }
+
+  // ---- drop --------------------------------------------------------------------------------
+
+  @Override
+  public synchronized void drop() {
+    super.drop();
+    ((ParallaxDatabase) getDatabase()).volume().drop(store.namespace());
+  }
+}

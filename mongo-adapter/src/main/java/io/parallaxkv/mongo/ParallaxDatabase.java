@@ -1,0 +1,264 @@
+package io.parallaxkv.mongo;
+
+import de.bwaldvogel.mongo.MongoCollection;
+import de.bwaldvogel.mongo.backend.AbstractSynchronizedMongoDatabase;
+import de.bwaldvogel.mongo.backend.CollectionOptions;
+import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.DatabaseResolver;
+import de.bwaldvogel.mongo.backend.Index;
+import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
+import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.exception.MongoServerError;
+import de.bwaldvogel.mongo.oplog.Oplog;
+import io.netty.channel.Channel;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A database: the collections whose regions are named {@code mongo/<name>.*}.
+ *
+ * <p>The library keeps its catalog in two collections, {@code system.namespaces} and
+ * {@code system.indexes}. Here the catalog's truth is in each collection's own region (so that a
+ * collection, its indexes and their definitions change atomically together); those two are
+ * in-memory views, filled from the regions when the database is opened and kept current by the
+ * library as collections and indexes come and go.
+ */
+final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey> {
+  private static final String NAMESPACES = "system.namespaces";
+  private static final String INDEXES = "system.indexes";
+  private static final Set<String> INDEX_OPTIONS =
+      Set.of("key", "name", "ns", "v", "unique", "sparse", "background");
+  private static final Set<String> WRITE_COMMANDS = Set.of("insert", "update", "delete",
+      "findandmodify", "create", "createindexes", "dropindexes");
+  private static final int CANNOT_CREATE_INDEX = 67;
+
+  private final MongoVolume volume;
+
+  ParallaxDatabase(String databaseName, MongoVolume volume, CursorRegistry cursorRegistry) {
+    super(databaseName, cursorRegistry);
+    this.volume = volume;
+    initializeNamespacesAndIndexes();
+  }
+
+  MongoVolume volume() {
+    return volume;
+  }
+
+  private List<String> storedNamespaces() {
+    List<String> out = new ArrayList<>();
+    for (String ns : volume.namespaces()) {
+      if (ns.startsWith(databaseName + ".")) out.add(ns);
+    }
+    return out;
+  }
+
+  @Override
+  protected MongoCollection<RecordKey> openOrCreateCollection(String collectionName,
+      CollectionOptions options) {
+    if (collectionName.equals(NAMESPACES)) {
+      List<Document> names = new ArrayList<>();
+      for (String ns : storedNamespaces()) names.add(new Document("name", ns));
+      return catalogView(NAMESPACES, CollectionOptions.withIdField("name"), names);
+    }
+    if (collectionName.equals(INDEXES)) {
+      return catalogView(INDEXES, CollectionOptions.withoutIdField(), storedIndexDescriptions());
+    }
+    String namespace = getFullCollectionNamespace(collectionName);
+    if (namespace.getBytes(StandardCharsets.UTF_8).length > MongoVolume.MAX_NAMESPACE_BYTES) {
+      throw new MongoServerError(73, "InvalidNamespace", "namespace " + namespace
+          + " is longer than " + MongoVolume.MAX_NAMESPACE_BYTES + " bytes");
+    }
+    CollectionStore store = volume.openOrCreate(namespace);
+    Set<Integer> live = new java.util.HashSet<>();
+    for (Document d : store.indexDefinitions()) live.add(((Number) d.get("id")).intValue());
+    store.removeOrphanIndexEntries(live);
+    return new ParallaxCollection(this, collectionName, options, cursorRegistry, store);
+  }
+
+  private List<Document> storedIndexDescriptions() {
+    List<Document> out = new ArrayList<>();
+    for (String ns : storedNamespaces()) {
+      out.add(new Document("v", 2).append("key", new Document("_id", 1))
+          .append("name", IdIndex.NAME).append("ns", ns));
+      for (Document definition : volume.openOrCreate(ns).indexDefinitions()) {
+        Document spec = ((Document) definition.get("spec")).clone();
+        spec.put("ns", ns);
+        out.add(spec);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * An in-memory catalog view. The library types every collection of a database by one
+   * position type; these views never receive an index, so their positions stay inside
+   * MemoryCollection and the cast cannot fail.
+   */
+  @SuppressWarnings("unchecked")
+  private MongoCollection<RecordKey> catalogView(String name, CollectionOptions options,
+      List<Document> documents) {
+    MemoryCollection view = new MemoryCollection(this, name, options, cursorRegistry);
+    for (Document d : documents) view.addDocument(d);
+    return (MongoCollection<RecordKey>) (MongoCollection<?>) view;
+  }
+
+  @Override
+  protected Index<RecordKey> openOrCreateUniqueIndex(String collectionName, String indexName,
+      List<IndexKey> keys, boolean sparse) {
+    ParallaxCollection collection = collection(collectionName);
+    if (indexName.equals(IdIndex.NAME)) return new IdIndex(collection.store());
+    return collection.secondaryIndex(indexName, keys, true, sparse);
+  }
+
+  @Override
+  protected Index<RecordKey> openOrCreateSecondaryIndex(String collectionName, String indexName,
+      List<IndexKey> keys, boolean sparse) {
+    return collection(collectionName).secondaryIndex(indexName, keys, false, sparse);
+  }
+
+  private ParallaxCollection collection(String collectionName) {
+    return (ParallaxCollection) resolveCollection(collectionName, true);
+  }
+
+  /** Refuses index kinds and options this storage engine does not implement. */
+  @Override
+  protected synchronized void addIndex(Document indexDescription) {
+    for (String option : indexDescription.keySet()) {
+      if (!INDEX_OPTIONS.contains(option)) {
+        throw new MongoServerError(CANNOT_CREATE_INDEX, "CannotCreateIndex",
+            "index option '" + option + "' is not supported by the Parallax storage engine");
+      }
+    }
+    for (Map.Entry<String, Object> field : ((Document) indexDescription.get("key")).entrySet()) {
+      if (Arrays.stream(field.getKey().split("\\.")).anyMatch(p -> p.matches("\\d+"))) {
+        // MongoDB indexes "a.0" positionally; IndexKeyExtractor does not.
+        throw new MongoServerError(CANNOT_CREATE_INDEX, "CannotCreateIndex", "index field '"
+            + field.getKey() + "' has a positional (numeric) path component: not supported");
+      }
+      Object direction = field.getValue();
+      if (!(direction instanceof Number n) || Math.abs(n.doubleValue()) != 1.0) {
+        throw new MongoServerError(CANNOT_CREATE_INDEX, "CannotCreateIndex", "index type "
+            + direction + " on '" + field.getKey() + "' is not supported (only 1 and -1)");
+      }
+    }
+    super.addIndex(indexDescription);
+  }
+
+  @Override
+  public Document handleCommand(Channel channel, String command, Document query,
+      DatabaseResolver databaseResolver, Oplog oplog) {
+    String name = command.toLowerCase(Locale.ROOT);
+    if (name.equals("explain")) return explain(query);
+    if (name.equals("aggregate")) {
+      Document pushedDown = aggregateFromIndex(query, databaseResolver, oplog);
+      if (pushedDown != null) return pushedDown;
+    }
+    if (name.equals("dropindexes") && dropsIdIndex(query.get("index"))) {
+      // The library would unregister it, and with it the check that keeps _id unique.
+      throw new MongoServerError(72, "InvalidOptions", "cannot drop _id index");
+    }
+    Document response = super.handleCommand(channel, command, query, databaseResolver, oplog);
+    if (name.equals("insert")) countInserted(query, response);
+    if (WRITE_COMMANDS.contains(name) && WriteConcerns.journaled(query)) {
+      MongoCollection<RecordKey> target = resolveCollection(String.valueOf(query.get(command)), false);
+      if (target instanceof ParallaxCollection c) c.store().sync();
+    }
+    return response;
+  }
+
+  private static boolean dropsIdIndex(Object index) {
+    return IdIndex.NAME.equals(index)
+        || index instanceof Document key && key.keySet().equals(Set.of("_id"));
+  }
+
+  /**
+   * A pipeline that starts with {@code $match} (as the drivers' countDocuments does) reads its
+   * input through the query planner, so the match can use an index; the library would scan the
+   * whole collection. The stages, {@code $match} included, then run as the library runs them.
+   * Null when the pipeline does not start with a match on a stored collection.
+   */
+  private Document aggregateFromIndex(Document query, DatabaseResolver databaseResolver,
+      Oplog oplog) {
+    if (!(query.get("pipeline") instanceof List<?> stages) || stages.isEmpty()
+        || !(stages.get(0) instanceof Document first) || !(first.get("$match") instanceof Document match)) {
+      return null;
+    }
+    String collectionName = String.valueOf(query.get("aggregate"));
+    if (!(resolveCollection(collectionName, false) instanceof ParallaxCollection collection)) {
+      return null;
+    }
+    Aggregation aggregation = Aggregation.fromPipeline(stages, databaseResolver, this, collection,
+        oplog);
+    aggregation.validate(query);
+    List<Document> input = collection.handleQuery(match, 0, 0).collectDocuments();
+    // The whole result in the first batch, as the library answers an aggregate.
+    Document cursor = new Document("id", 0L)
+        .append("ns", getFullCollectionNamespace(collectionName))
+        .append("firstBatch", aggregation.runStages(input.stream()));
+    Document response = new Document("cursor", cursor);
+    Utils.markOkay(response);
+    return response;
+  }
+
+  /** Dropping a collection drops its region: see CollectionStore#beginDrop. */
+  @Override
+  public void dropCollection(String collectionName, Oplog oplog) {
+    if (resolveCollection(collectionName, false) instanceof ParallaxCollection c) {
+      c.store().beginDrop();
+    }
+    super.dropCollection(collectionName, oplog);
+  }
+
+  /**
+   * The library answers an insert with {@code n} = every document sent, even those that failed;
+   * drivers report that as the inserted count. An ordered insert stops at its first error.
+   */
+  private static void countInserted(Document query, Document response) {
+    if (!(response.get("writeErrors") instanceof List<?> errors) || errors.isEmpty()) return;
+    int sent = ((List<?>) query.get("documents")).size();
+    int firstError = ((Number) ((Document) errors.get(0)).get("index")).intValue();
+    response.put("n", Utils.isTrue(query.get("ordered")) ? firstError : sent - errors.size());
+  }
+
+  private Document explain(Document query) {
+    Document explained = (Document) query.get("explain");
+    String verb = explained.keySet().iterator().next();
+    if (!verb.equalsIgnoreCase("find")) {
+      throw new MongoServerError(115, "CommandNotSupported",
+          "explain is implemented for find only, not " + verb);
+    }
+    String collectionName = String.valueOf(explained.get(verb));
+    MongoCollection<RecordKey> collection = resolveCollection(collectionName, false);
+    int skip = ((Number) explained.getOrDefault("skip", 0)).intValue();
+    int limit = Math.abs(((Number) explained.getOrDefault("limit", 0)).intValue());
+    if (collection instanceof ParallaxCollection c) {
+      return c.explainFind((Document) explained.get("filter"), (Document) explained.get("sort"),
+          skip, limit);
+    }
+    Document eof = new Document("stage", "EOF");
+    Document response = new Document("queryPlanner",
+        new Document("namespace", getFullCollectionNamespace(collectionName)).append("winningPlan", eof))
+        .append("executionStats", new Document("nReturned", 0).append("totalKeysExamined", 0)
+            .append("totalDocsExamined", 0).append("executionStages", eof));
+    Utils.markOkay(response);
+    return response;
+  }
+
+  @Override
+  protected long getFileSize() {
+    return volume.fileBytes();
+  }
+
+  @Override
+  protected long getStorageSize() {
+    return volume.storageBytes();
+  }
+}

@@ -1,0 +1,52 @@
+package io.parallaxkv.mongo;
+
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+/** {@code java -jar parallax-mongo.jar --dbpath DIR [--port 27017] [--bind_ip 127.0.0.1]}. */
+@Command(name = "parallax-mongo", mixinStandardHelpOptions = true,
+    description = "A MongoDB wire-protocol server storing its data in a Parallax volume.")
+public final class ServerCommand implements Callable<Integer> {
+  @Option(names = "--dbpath", required = true, description = "Directory of the data (created if missing).")
+  Path dbPath;
+
+  @Option(names = "--port", defaultValue = "27017", description = "Port (default ${DEFAULT-VALUE}; 0 picks a free one).")
+  int port;
+
+  @Option(names = "--bind_ip", defaultValue = "127.0.0.1",
+      description = "Address to listen on (default ${DEFAULT-VALUE}).")
+  String bindIp;
+
+  @Option(names = "--insecure-no-auth",
+      description = "Allow a non-loopback --bind_ip although the server has no authentication.")
+  boolean insecureNoAuth;
+
+  public static void main(String[] args) {
+    System.exit(new CommandLine(new ServerCommand()).execute(args));
+  }
+
+  @Override
+  public Integer call() throws InterruptedException {
+    ParallaxMongoServer server;
+    try {
+      server = ParallaxMongoServer.start(dbPath, bindIp, port, insecureNoAuth);
+    } catch (IllegalArgumentException e) {
+      System.err.println("parallax-mongo: " + e.getMessage());
+      return 2;
+    }
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+      server.close();
+      stopped.countDown();
+    }, "parallax-mongo-shutdown"));
+    // Tests and scripts wait for this line to know the port (useful with --port 0).
+    System.out.println("parallax-mongo listening on " + server.connectionString());
+    System.out.flush();
+    stopped.await();
+    return 0;
+  }
+}

@@ -1,0 +1,70 @@
+"""pymongo, unmodified, against the Parallax MongoDB server: run by PymongoClientTest.
+
+Usage: python pymongo_client.py mongodb://127.0.0.1:PORT
+"""
+import sys
+
+import pymongo
+from pymongo import ASCENDING, DESCENDING, InsertOne, UpdateOne, DeleteOne, ReturnDocument
+from pymongo.errors import BulkWriteError, DuplicateKeyError
+from pymongo.write_concern import WriteConcern
+
+client = pymongo.MongoClient(sys.argv[1], serverSelectionTimeoutMS=10000)
+db = client["pyapp"]
+people = db["people"]
+
+people.insert_many([{"_id": i, "name": "p%d" % i, "age": i % 40, "city": "c%d" % (i % 5)}
+                    for i in range(200)])
+assert people.count_documents({}) == 200
+assert people.find_one({"_id": 7})["name"] == "p7"
+
+people.create_index([("age", ASCENDING)])
+people.create_index([("city", ASCENDING), ("age", DESCENDING)])
+people.create_index("name", unique=True)
+assert {ix["name"] for ix in people.list_indexes()} == {"_id_", "age_1", "city_1_age_-1", "name_1"}
+
+try:
+    people.insert_one({"name": "p3"})
+    raise AssertionError("duplicate name accepted")
+except DuplicateKeyError as e:
+    assert e.code == 11000, e.code
+
+plan = people.find({"city": "c2", "age": {"$gte": 30}}).explain()
+scan = plan["queryPlanner"]["winningPlan"]["inputStage"]
+assert scan["stage"] == "IXSCAN" and scan["indexName"] == "city_1_age_-1", plan
+stats = plan["executionStats"]
+assert stats["totalDocsExamined"] == stats["nReturned"], stats
+
+top = list(people.find({"city": "c1"}).sort("age", DESCENDING).limit(3))
+assert [d["age"] for d in top] == sorted((d["age"] for d in top), reverse=True)
+
+res = people.update_many({"age": {"$lt": 5}}, {"$set": {"young": True}})
+assert res.modified_count == 25, res.modified_count
+up = people.update_one({"_id": 1000}, {"$set": {"name": "new"}}, upsert=True)
+assert up.upserted_id == 1000
+doc = people.find_one_and_update({"_id": 1}, {"$inc": {"age": 100}},
+                                 return_document=ReturnDocument.AFTER)
+assert doc["age"] == 101
+
+try:
+    people.bulk_write([InsertOne({"_id": 2000, "name": "b"}), UpdateOne({"_id": 2}, {"$set": {"x": 1}}),
+                       DeleteOne({"_id": 3}), InsertOne({"_id": 2001, "name": "b"})], ordered=True)
+    raise AssertionError("duplicate in bulk accepted")
+except BulkWriteError as e:
+    assert e.details["writeErrors"][0]["code"] == 11000
+    assert e.details["nInserted"] == 1
+
+groups = list(people.aggregate([{"$match": {"young": True}},
+                                {"$group": {"_id": "$city", "n": {"$sum": 1}}},
+                                {"$sort": {"_id": 1}}]))
+assert sum(g["n"] for g in groups) == 24, groups  # 25 young, _id 3 deleted in the bulk
+
+journaled = people.with_options(write_concern=WriteConcern(j=True))
+journaled.insert_one({"_id": "durable", "name": "d"})
+
+assert sorted(db.list_collection_names()) == ["people"]
+valid = db.command("validate", "people")
+assert valid["valid"], valid
+people.drop()
+assert db.list_collection_names() == []
+print("pymongo %s OK" % pymongo.version)
