@@ -6,7 +6,8 @@
 #
 #   scripts/prereqs.sh build   CMake, Ninja, GCC, Maven, JDK 17, pip (to fetch zig), jemalloc
 #   scripts/prereqs.sh test    the above, plus cmocka (C tests), clang (fuzzers), qemu-user and
-#                              the aarch64 C library (the aarch64 build's smoke run)
+#                              the aarch64 C library (the aarch64 build's smoke run), python3-venv
+#                              and npm (the MongoDB adapter's pymongo and mongosh tests)
 # Environment: PAR_JDK25_HOME, the JDK 22+ that compiles and tests the FFM backend
 # (default /usr/lib/jvm/temurin-25-jdk-amd64).
 set -euo pipefail
@@ -14,7 +15,7 @@ set -euo pipefail
 mode=${1:-build}
 build_packages=(cmake ninja-build gcc libc6-dev binutils pkg-config maven openjdk-17-jdk-headless
                 python3-pip libjemalloc2)
-test_packages=(libcmocka-dev clang qemu-user libc6-arm64-cross)
+test_packages=(libcmocka-dev clang qemu-user libc6-arm64-cross python3-venv npm)
 case "$mode" in
   build) packages=("${build_packages[@]}") ;;
   test) packages=("${build_packages[@]}" "${test_packages[@]}") ;;
@@ -37,6 +38,8 @@ fi
 
 missing=()
 for p in "${packages[@]}"; do
+  # Node.js from elsewhere (NodeSource, nvm) ships its own npm: Debian's would conflict.
+  [[ "$p" == npm ]] && command -v npm >/dev/null && continue
   if [[ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" != "install ok installed" ]]; then
     missing+=("$p")
   fi
