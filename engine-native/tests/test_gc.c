@@ -424,10 +424,12 @@ static void test_flushed_large_survives_kill(void **state) {
   /* The head segment the killed session left: its unwritten tail must count
    * as garbage, as a clean close counts it; otherwise a segment whose few
    * values all die stays under the GC threshold and is never freed. Every
-   * key has one version, so no merge can have found garbage. */
+   * key has one version, so no merge can have found garbage; counted, the
+   * tail makes the segment collectable, and GC may already have moved its
+   * values to a fresh segment. */
   par_stats st;
   assert_ok(par_region_stats(r, &st));
-  if (st.large_log_garbage_bytes == 0)
+  if (st.large_log_garbage_bytes == 0 && st.gc_runs == 0)
     fail_msg("the crashed session's head segment tail is not counted as garbage (%llu segments)",
              (unsigned long long)st.large_log_segments);
   assert_ok(par_region_close(r));
