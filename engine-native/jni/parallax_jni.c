@@ -62,43 +62,14 @@ DECL(jlong, directAddress, jobject buf)
 DECL(void, copyToArray, jlong src, jbyteArray dst, jint off, jint len)
 DECL(void, copyMemory, jlong src, jlong dst, jlong len)
 
-/* Offsets the Java side hard-codes for the FFM backend, checked by a test. */
+/* The struct layout the library was built with (par_abi_layout), which the
+ * Java side checks at load. */
 JNI_FN(jlongArray, layout)(JNIEnv *env, jclass cls) {
-  jlong v[] = {
-      (jlong)sizeof(par_options),
-      (jlong)offsetof(par_options, l0_size),
-      (jlong)offsetof(par_options, growth_factor),
-      (jlong)offsetof(par_options, durability_interval_ms),
-      (jlong)offsetof(par_options, compaction_threads),
-      (jlong)offsetof(par_options, use_direct_io),
-      (jlong)offsetof(par_options, max_volume_size),
-      (jlong)offsetof(par_options, create_if_missing),
-      (jlong)offsetof(par_options, placement),
-      (jlong)offsetof(par_options, small_threshold),
-      (jlong)offsetof(par_options, large_threshold),
-      (jlong)offsetof(par_options, gc_threshold_pct),
-      (jlong)offsetof(par_options, medium_merge_level),
-      (jlong)sizeof(par_stats),
-      (jlong)offsetof(par_stats, puts),
-      (jlong)offsetof(par_stats, last_lsn),
-      (jlong)offsetof(par_stats, levels),
-      (jlong)offsetof(par_stats, level),
-      (jlong)offsetof(par_stats, small_puts),
-      (jlong)offsetof(par_stats, medium_log_bytes_written),
-      (jlong)offsetof(par_stats, level_small_bytes),
-      (jlong)offsetof(par_stats, medium_log_value_reads),
-      (jlong)sizeof(par_level_stats),
-      (jlong)offsetof(par_level_stats, height),
-      (jlong)sizeof(par_volume_stats),
-      (jlong)PAR_MAX_KEY_SIZE,
-      (jlong)PAR_MAX_VALUE_SIZE,
-      (jlong)PAR_MAX_BATCH_SIZE,
-      (jlong)PAR_MAX_REGION_NAME,
-      (jlong)PAR_MAX_LEVELS,
-  };
-  jsize n = (jsize)(sizeof v / sizeof v[0]);
-  jlongArray a = (*env)->NewLongArray(env, n);
-  if (a) (*env)->SetLongArrayRegion(env, a, 0, n, v);
+  jlong v[64];
+  size_t n = par_abi_layout((int64_t *)v, sizeof v / sizeof v[0]);
+  if (n > sizeof v / sizeof v[0]) n = sizeof v / sizeof v[0];
+  jlongArray a = (*env)->NewLongArray(env, (jsize)n);
+  if (a) (*env)->SetLongArrayRegion(env, a, 0, (jsize)n, v);
   return a;
 }
 

@@ -301,6 +301,13 @@ typedef struct par_volume_stats {
 
 PAR_API int par_volume_stats_get(par_volume *vol, par_volume_stats *out);
 
+/* The sizes and offsets of this header's structs and its limits, in a fixed
+ * order (src/api/abi.c lists it), for bindings that encode the structs
+ * themselves (Java's FFM backend) to check at load that this library was
+ * built from the header they were. Writes min(cap, count) values to out and
+ * returns the count. */
+PAR_API size_t par_abi_layout(int64_t *out, size_t cap);
+
 #ifdef __cplusplus
 }
 #endif

@@ -47,12 +47,19 @@ public final class Backend {
     return a;
   }
 
+  /** The chosen backend over the located library, once its struct layout is checked. */
   private static NativeApi load() {
+    Path lib = NativeLibrary.locate();
+    NativeApi api = create(lib);
+    Layout.check(api.layout(), lib);
+    return api;
+  }
+
+  private static NativeApi create(Path lib) {
     String choice = System.getProperty(PROPERTY);
     if (choice == null || choice.isEmpty()) choice = System.getenv(ENV);
     if (choice == null || choice.isEmpty()) choice = "auto";
     choice = choice.toLowerCase(Locale.ROOT);
-    Path lib = NativeLibrary.locate();
     switch (choice) {
       case "jni":
         return new JniBackend(lib);

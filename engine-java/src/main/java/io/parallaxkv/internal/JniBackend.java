@@ -45,8 +45,8 @@ final class JniBackend extends NativeApi {
     }
   }
 
-  /** The C layout constants the bridge was compiled with (see {@link Layout}). */
-  static long[] nativeLayout() {
+  @Override
+  public long[] layout() {
     return JniNative.layout();
   }
 

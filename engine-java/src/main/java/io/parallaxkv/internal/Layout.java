@@ -1,9 +1,10 @@
 package io.parallaxkv.internal;
 
 /**
- * Sizes and offsets of the C structs and limits of {@code parallax.h} (x86_64 LP64). The FFM
- * backend and the shared encoders rely on them; {@code LayoutTest} checks them against the
- * values the JNI bridge was compiled with. Struct buffers are allocated with generous slack
+ * Sizes and offsets of the C structs and limits of {@code parallax.h} (LP64). The FFM backend
+ * and the shared encoders rely on them, so every backend checks them at load against what the
+ * library was built with ({@code par_abi_layout}, {@link #check}): a library from another build
+ * is refused instead of mis-encoding options. Struct buffers are allocated with generous slack
  * ({@link #STRUCT_SLACK}) so that a newer engine that grows a struct cannot write past them.
  */
 public final class Layout {
@@ -47,7 +48,7 @@ public final class Layout {
   public static final int MAX_REGION_NAME = 127;
   public static final int MAX_LEVELS = 8;
 
-  /** The values above in the order of the JNI bridge's {@code layout()}. */
+  /** The values above in the order of {@code par_abi_layout}. */
   public static long[] expected() {
     return new long[] {OPTIONS_SIZE, OPT_L0_SIZE, OPT_GROWTH_FACTOR, OPT_DURABILITY_MS,
         OPT_COMPACTION_THREADS, OPT_DIRECT_IO, OPT_MAX_VOLUME_SIZE, OPT_CREATE_IF_MISSING,
@@ -60,8 +61,19 @@ public final class Layout {
         MAX_REGION_NAME, MAX_LEVELS};
   }
 
-  /** What the JNI bridge reports (loads the JNI backend's natives; test use). */
-  public static long[] actual() {
-    return JniBackend.nativeLayout();
+  /**
+   * Throws, naming the first difference, unless {@code actual} (what {@code library} reports)
+   * starts with {@link #expected()}; a longer list is a newer library that only appended.
+   */
+  public static void check(long[] actual, Object library) {
+    long[] want = expected();
+    for (int i = 0; i < want.length; i++) {
+      if (i >= actual.length || actual[i] != want[i]) {
+        throw new IllegalStateException(library + " was built from another version of parallax.h"
+            + " than this API: layout value " + i + " is "
+            + (i < actual.length ? String.valueOf(actual[i]) : "missing") + ", expected "
+            + want[i] + "; use the library this jar embeds, or a matching build");
+      }
+    }
   }
 }

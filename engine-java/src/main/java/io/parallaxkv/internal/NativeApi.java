@@ -16,6 +16,9 @@ public abstract class NativeApi {
   /** Short name of the backend: {@code "jni"} or {@code "ffm"}. */
   public abstract String name();
 
+  /** {@code par_abi_layout}: the struct sizes, offsets and limits the library was built with. */
+  public abstract long[] layout();
+
   /** {@code par_strerror}. */
   public abstract String strerror(int status);
 

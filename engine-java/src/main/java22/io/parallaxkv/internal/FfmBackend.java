@@ -32,7 +32,7 @@ final class FfmBackend extends NativeApi {
   private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
   private final SymbolLookup lib;
-  private final MethodHandle strerror, lastError, optionsInit, open, close, regionCreate,
+  private final MethodHandle abiLayout, strerror, lastError, optionsInit, open, close, regionCreate,
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
@@ -53,6 +53,7 @@ final class FfmBackend extends NativeApi {
       throw new IllegalStateException(NativeLibrary.nativeAccessMessage(m, "FFM"), e);
     }
     Linker.Option crit = Linker.Option.critical(false);
+    abiLayout = h("par_abi_layout", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG), crit);
     strerror = h("par_strerror", FunctionDescriptor.of(ADDRESS, JAVA_INT), crit);
     lastError = h("par_last_error", FunctionDescriptor.of(ADDRESS), crit);
     optionsInit = h("par_options_init", FunctionDescriptor.ofVoid(JAVA_LONG), crit);
@@ -136,6 +137,18 @@ final class FfmBackend extends NativeApi {
   @Override
   public String name() {
     return "ffm";
+  }
+
+  @Override
+  public long[] layout() {
+    try (Arena arena = Arena.ofConfined()) {
+      int cap = 256;
+      MemorySegment out = arena.allocate(JAVA_LONG, cap);
+      long n = (long) abiLayout.invokeExact(out.address(), (long) cap);
+      return out.asSlice(0, Math.min(n, cap) * Long.BYTES).toArray(JAVA_LONG);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
   }
 
   private static String cString(MemorySegment p) {
