@@ -56,6 +56,7 @@ DECL(jint, scannerPrev, jlong s, jlong entry)
 DECL(jint, scannerValue, jlong s, jlong out)
 DECL(void, scannerClose, jlong s)
 DECL(jint, flush, jlong r)
+DECL(jint, compact, jlong r)
 DECL(jint, regionStats, jlong r, jlong out)
 DECL(jint, volumeStats, jlong vol, jlong out)
 DECL(jlong, directAddress, jobject buf)
@@ -219,6 +220,7 @@ JNI_FN(jint, scannerValue)(JNIEnv *env, jclass cls, jlong s, jlong out) {
 }
 JNI_FN(void, scannerClose)(JNIEnv *env, jclass cls, jlong s) { par_scanner_close(P(s)); }
 JNI_FN(jint, flush)(JNIEnv *env, jclass cls, jlong r) { return par_flush(P(r)); }
+JNI_FN(jint, compact)(JNIEnv *env, jclass cls, jlong r) { return par_compact(P(r)); }
 JNI_FN(jint, regionStats)(JNIEnv *env, jclass cls, jlong r, jlong out) {
   return par_region_stats(P(r), P(out));
 }

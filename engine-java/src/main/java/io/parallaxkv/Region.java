@@ -229,6 +229,21 @@ public final class Region implements AutoCloseable {
     }
   }
 
+  /**
+   * {@link #flush()}, then merges every level into the last one and waits: medium values reach
+   * the leaves (their transient log is freed), shadowed versions and tombstones are dropped and
+   * their large values become garbage for GC. For a host's maintenance window; it rewrites the
+   * whole region.
+   */
+  public void compact() {
+    long r = state.acquire();
+    try {
+      Native.check(api, api.compact(r));
+    } finally {
+      state.release();
+    }
+  }
+
   // ---- reads -------------------------------------------------------------------------------
 
   /** The value of {@code key}, or null when absent. */

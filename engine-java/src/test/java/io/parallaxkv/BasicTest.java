@@ -51,6 +51,39 @@ class BasicTest {
   }
 
   @Test
+  void compactMergesEverythingIntoTheLastLevelAndFreesTheMediumLog() {
+    // A small L0 and growth factor 2: several levels, and medium values in transient logs.
+    Options small = Options.builder().l0Size(64 << 10).growthFactor(2).build();
+    Region kept;
+    try (Parallax db = Parallax.open(dir.resolve("compact.vol"), small);
+         Region r = db.region("r")) {
+      kept = r;
+      for (int i = 0; i < 3; i++) r.put(b("gone" + i), new byte[300]);
+      for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < 400; i++) r.put(b("k" + i), new byte[300 + round]);
+        r.flush();
+      }
+      for (int i = 0; i < 3; i++) r.delete(b("gone" + i));
+      r.flush();
+      RegionStats before = r.stats();
+      assertTrue(before.deepestLevel() >= 2 && before.placement().mediumLogSegments() > 0,
+          before.toString());
+      r.compact();
+      RegionStats st = r.stats();
+      assertEquals(0, st.placement().mediumLogSegments(), "merged in place: " + st);
+      long entries = 0;
+      for (LevelStats l : st.levels()) {
+        if (l.level() != st.deepestLevel()) assertEquals(0, l.entries(), st.toString());
+        entries += l.entries();
+      }
+      assertEquals(400, entries, "shadowed versions and tombstones dropped: " + st);
+      for (int i = 0; i < 400; i++) assertEquals(303, r.get(b("k" + i)).length, "k" + i);
+      for (int i = 0; i < 3; i++) assertNull(r.get(b("gone" + i)));
+    }
+    assertThrows(ParallaxClosedException.class, kept::compact);
+  }
+
+  @Test
   void levelStatsCountLeafBytesByClass() {
     try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
       r.put(b("small"), new byte[10]);

@@ -223,6 +223,11 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int compact(long region) {
+    return JniNative.compact(region);
+  }
+
+  @Override
   public int regionStats(long region, long out) {
     return JniNative.regionStats(region, out);
   }

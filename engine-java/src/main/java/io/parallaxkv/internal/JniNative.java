@@ -79,6 +79,8 @@ final class JniNative {
 
   static native int flush(long r);
 
+  static native int compact(long r);
+
   static native int regionStats(long r, long out);
 
   static native int volumeStats(long vol, long out);

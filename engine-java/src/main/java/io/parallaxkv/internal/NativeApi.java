@@ -107,6 +107,8 @@ public abstract class NativeApi {
 
   public abstract int flush(long region);
 
+  public abstract int compact(long region);
+
   public abstract int regionStats(long region, long out);
 
   public abstract int volumeStats(long vol, long out);

@@ -36,7 +36,7 @@ final class FfmBackend extends NativeApi {
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
-      scannerValue, scannerNext, scannerPrev, scannerClose, flush, regionStats, volumeStats;
+      scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
 
@@ -103,6 +103,7 @@ final class FfmBackend extends NativeApi {
     scannerPrev = h("par_scanner_prev", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     scannerClose = h("par_scanner_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     flush = h("par_flush", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    compact = h("par_compact", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     regionStats = h("par_region_stats", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     volumeStats = h("par_volume_stats_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     try {
@@ -498,6 +499,15 @@ final class FfmBackend extends NativeApi {
   public int flush(long region) {
     try {
       return (int) flush.invokeExact(region);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int compact(long region) {
+    try {
+      return (int) compact.invokeExact(region);
     } catch (Throwable t) {
       throw rethrow(t);
     }
