@@ -1,14 +1,13 @@
 package io.parallaxkv.mongo;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static io.parallaxkv.mongo.ExternalCommand.run;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import java.io.IOException;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import io.parallaxkv.mongo.ExternalCommand.Result;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -45,19 +44,5 @@ class MongoshClientTest {
     assertEquals(0, npm.exit(), "npm install mongosh@" + version + " failed:\n" + npm.output());
     Files.createFile(marker);
     return mongosh;
-  }
-
-  private record Result(int exit, String output) {}
-
-  private static Result run(List<String> command, int timeoutSeconds)
-      throws IOException, InterruptedException {
-    Process p = new ProcessBuilder(command).redirectErrorStream(true).start();
-    p.getOutputStream().close();
-    byte[] out = p.getInputStream().readAllBytes();
-    if (!p.waitFor(timeoutSeconds, TimeUnit.SECONDS)) {
-      p.destroyForcibly();
-      return new Result(-1, "timed out: " + command);
-    }
-    return new Result(p.exitValue(), new String(out, StandardCharsets.UTF_8));
   }
 }
