@@ -150,8 +150,23 @@ int region_read_value(par_region *r, const tree_entry *e, const uint8_t **value,
 /* The value of e (found in s's view), through the map or, for a large value
  * still in a tail buffer, as a copy that lives as long as the snapshot. */
 int snapshot_value(par_snapshot *s, const tree_entry *e, const uint8_t **value, uint32_t *value_len);
+/* write.c and batch.c */
 /* PAR_OK, or the status (with a message) of a key outside 1..PAR_MAX_KEY_SIZE. */
 int region_check_key(const void *key, size_t key_len);
+/* ... of a value over PAR_MAX_VALUE_SIZE, or NULL with a length. */
+int region_check_value(const void *value, size_t value_len);
+/* Logs and applies ops as one atomic WAL record, waiting while L0 is full;
+ * with PAR_SYNC, returns once the record is durable. */
+int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags);
+/* Freezes the active L0 and installs a fresh one (write_mu and view_mu
+ * held, no frozen L0). */
+int region_freeze(par_region *r);
+/* Size classes of a pair (key + value bytes), by the options' thresholds. */
+enum { CLASS_SMALL, CLASS_MEDIUM, CLASS_LARGE };
+
+/* recovery.c: builds the view from d and replays the WAL into L0; *last is
+ * the newest LSN recovered. */
+int region_recover(par_region *r, const region_desc *d, uint64_t *last);
 
 /* Looks key up in w at lsn: PAR_OK with *e (any category but a
  * tombstone), or PAR_NOT_FOUND. */

@@ -1,0 +1,199 @@
+/* The write path: size classes and placement, the WAL record, the L0
+ * insert, and the stall when L0 is full (batches are in batch.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "util/status.h"
+
+/* Freezes the active L0 and installs a fresh one (write_mu and view_mu
+ * held, no frozen L0). */
+int region_freeze(par_region *r) {
+  view *w = r->view;
+  memtable *m = memtable_create();
+  view *n = m ? view_clone(w) : NULL;
+  if (!n) {
+    memtable_unref(m);
+    return par_error(PAR_ENOMEM, "new L0");
+  }
+  n->frozen = n->active; /* the clone's reference moves over */
+  n->active = m;
+  r->view = n;
+  view_unref(w);
+  pthread_cond_broadcast(&r->view_cv);
+  return PAR_OK;
+}
+
+/* Returns the L0 to insert into, freezing a full one or stalling while the
+ * previous frozen L0 is still being compacted (write_mu held). */
+memtable *region_make_room(par_region *r, int *rc) {
+  pthread_mutex_lock(&r->view_mu);
+  view *w = r->view;
+  memtable *m = NULL;
+  int froze = 0;
+  if (atomic_load(&w->active->bytes) < r->vol->opts.l0_size) {
+    m = w->active;
+  } else if (!w->frozen) {
+    *rc = region_freeze(r);
+    m = *rc ? NULL : r->view->active;
+    froze = !*rc;
+  } else {
+    *rc = PAR_EBUSY;
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  if (froze) compaction_schedule(r);
+  return m;
+}
+
+int region_wait_room(par_region *r) {
+  int retried = 0, rc = PAR_OK;
+  pthread_mutex_lock(&r->view_mu);
+  atomic_fetch_add(&r->stats.stalls, 1);
+  while (r->view->frozen && atomic_load(&r->view->active->bytes) >= r->vol->opts.l0_size) {
+    if (r->failed == PAR_ENOSPC && !retried) {
+      /* Space may have been freed since (a region dropped): try once more. */
+      retried = 1;
+      r->failed = 0;
+      pthread_mutex_unlock(&r->view_mu);
+      compaction_schedule(r);
+      pthread_mutex_lock(&r->view_mu);
+      continue;
+    }
+    if (r->failed) {
+      rc = par_error(r->failed, "L0 is full and compaction failed: %s", par_strerror(r->failed));
+      break;
+    }
+    pthread_cond_wait(&r->view_cv, &r->view_mu);
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  return rc;
+}
+
+int region_check_key(const void *key, size_t key_len) {
+  if (!key) return par_error(PAR_EINVAL, "key must not be NULL");
+  if (key_len == 0) return par_error(PAR_EINVAL, "keys must not be empty");
+  if (key_len > PAR_MAX_KEY_SIZE)
+    return par_error(PAR_ETOOBIG, "key of %zu bytes exceeds the limit of %u", key_len, PAR_MAX_KEY_SIZE);
+  return PAR_OK;
+}
+
+int region_check_value(const void *value, size_t value_len) {
+  if (!value && value_len) return par_error(PAR_EINVAL, "value must not be NULL");
+  if (value_len > PAR_MAX_VALUE_SIZE)
+    return par_error(PAR_ETOOBIG, "value of %zu bytes exceeds the limit of %u", value_len, PAR_MAX_VALUE_SIZE);
+  return PAR_OK;
+}
+
+static int size_class(const par_options *o, size_t pair) {
+  return pair < o->small_threshold ? CLASS_SMALL : pair < o->large_threshold ? CLASS_MEDIUM : CLASS_LARGE;
+}
+
+/* Whether a put's value goes to the large log under the placement policy. */
+static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
+  if (value_len > PAR_MAX_INLINE_VALUE) return 1;
+  switch (o->placement) {
+  case PAR_PLACEMENT_IN_LOG: return 1;
+  case PAR_PLACEMENT_IN_PLACE: return 0;
+  default: return cls == CLASS_LARGE;
+  }
+}
+
+/* Logs and applies ops atomically: one WAL record, LSNs in order. Values
+ * bound for the large log are appended there first, and the WAL record
+ * carries their pointers (write_mu held). */
+static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n) {
+  const par_options *o = &r->vol->opts;
+  wal_op *logged = NULL;
+  uint8_t *ptrs = NULL;
+  int rc = PAR_OK;
+  for (uint32_t i = 0; i < n && !rc; i++) {
+    if (ops[i].type != WAL_PUT ||
+        !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len), ops[i].value_len))
+      continue;
+    if (!logged) {
+      logged = malloc(n * sizeof *logged);
+      ptrs = malloc((size_t)n * VPTR_SIZE);
+      if (!logged || !ptrs) {
+        rc = par_error(PAR_ENOMEM, "large-log pointers");
+        break;
+      }
+      memcpy(logged, ops, n * sizeof *logged);
+    }
+    vptr p;
+    if (vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE)
+      rc = vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    else
+      rc = vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    if (rc) break;
+    vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
+    logged[i].type = WAL_PUT_LARGE;
+    logged[i].value = ptrs + (size_t)i * VPTR_SIZE;
+    logged[i].value_len = VPTR_SIZE;
+  }
+  const wal_op *w = logged ? logged : ops;
+  if (!rc) rc = wal_append(&r->wal, lsn, w, n);
+  for (uint32_t i = 0; !rc && i < n; i++)
+    rc = memtable_insert(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len);
+  free(logged);
+  free(ptrs);
+  return rc;
+}
+
+int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
+  int rc = PAR_OK;
+  memtable *m;
+  /* Never wait for a compaction holding write_mu: GC needs it to finish. */
+  for (;;) {
+    pthread_mutex_lock(&r->write_mu);
+    m = region_make_room(r, &rc);
+    if (m || rc != PAR_EBUSY) break;
+    pthread_mutex_unlock(&r->write_mu);
+    if ((rc = region_wait_room(r))) return rc;
+  }
+  uint64_t lsn = r->next_lsn;
+  if (m) rc = log_and_insert(r, m, lsn, ops, n);
+  if (m && !rc) {
+    r->next_lsn = lsn + n;
+    atomic_store(&r->last_lsn, lsn + n - 1);
+  }
+  pthread_mutex_unlock(&r->write_mu);
+  if (!rc) {
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      size_t pair = ops[i].key_len + ops[i].value_len;
+      bytes += pair;
+      if (ops[i].type == WAL_PUT) {
+        int cls = size_class(&r->vol->opts, pair);
+        atomic_fetch_add(&r->stats.class_puts[cls], 1);
+        atomic_fetch_add(&r->stats.class_bytes[cls], pair);
+      }
+      atomic_fetch_add(ops[i].type == WAL_PUT ? &r->stats.puts : &r->stats.deletes, 1);
+    }
+    atomic_fetch_add(&r->stats.user_bytes, bytes);
+  }
+  if (!rc && (flags & PAR_SYNC)) rc = wal_sync(&r->wal, lsn + n - 1);
+  return rc;
+}
+
+PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
+                    size_t value_len, unsigned flags) {
+  if (!r) return par_error(PAR_EINVAL, "par_put: NULL region");
+  int rc = region_check_key(key, key_len);
+  if (!rc) rc = region_check_value(value, value_len);
+  if (rc) return rc;
+  wal_op op = {WAL_PUT, (uint16_t)key_len, (uint32_t)value_len, key, value};
+  return region_apply(r, &op, 1, flags);
+}
+
+PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned flags) {
+  if (!r) return par_error(PAR_EINVAL, "par_delete: NULL region");
+  int rc = region_check_key(key, key_len);
+  if (rc) return rc;
+  wal_op op = {WAL_DELETE, (uint16_t)key_len, 0, key, NULL};
+  return region_apply(r, &op, 1, flags);
+}
+
+PAR_API int par_sync(par_region *r) {
+  if (!r) return par_error(PAR_EINVAL, "par_sync: NULL region");
+  return wal_sync(&r->wal, atomic_load(&r->last_lsn));
+}
