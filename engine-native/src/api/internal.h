@@ -104,6 +104,17 @@ struct par_region {
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
+
+  /* Replication (src/repl). role is a par_repl_role, changed under write_mu
+   * and view_mu. A send-index backup appends shipped records to its WAL only
+   * (next_lsn runs ahead of last_lsn, the newest LSN in L0) and never
+   * compacts; its levels are installed from the primary, and repl_tree_id
+   * names the primary's tree each of them copies (0: none). */
+  int repl_role;
+  uint32_t repl_tree_id[PAR_MAX_LEVELS + 1][LEVEL_TREES];
+  struct {
+    atomic_uint_fast64_t applied, skipped, trees, segments;
+  } repl_stats;
 };
 
 struct par_volume {
@@ -158,6 +169,9 @@ int region_check_value(const void *value, size_t value_len);
 /* Logs and applies ops as one atomic WAL record, waiting while L0 is full;
  * with PAR_SYNC, returns once the record is durable. */
 int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags);
+/* region_apply whose first LSN must be lsn (a backup keeps its primary's
+ * LSNs): PAR_EINVAL, nothing applied, when the region's next LSN differs. */
+int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags, uint64_t lsn);
 /* Freezes the active L0 and installs a fresh one (write_mu and view_mu
  * held, no frozen L0). */
 int region_freeze(par_region *r);

@@ -140,6 +140,11 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
 }
 
 int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
+  return region_apply_at(r, ops, n, flags, 0);
+}
+
+/* want_lsn 0: the next LSN, whatever it is. */
+int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags, uint64_t want_lsn) {
   int rc = PAR_OK;
   memtable *m;
   /* Never wait for a compaction holding write_mu: GC needs it to finish. */
@@ -151,6 +156,11 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
     if ((rc = region_wait_room(r))) return rc;
   }
   uint64_t lsn = r->next_lsn;
+  if (m && want_lsn && want_lsn != lsn) {
+    rc = par_error(PAR_EINVAL, "record LSN %llu is not the region's next LSN %llu",
+                   (unsigned long long)want_lsn, (unsigned long long)lsn);
+    m = NULL;
+  }
   if (m) rc = log_and_insert(r, m, lsn, ops, n);
   if (m && !rc) {
     r->next_lsn = lsn + n;

@@ -15,6 +15,7 @@
 
 #include "api/internal.h"
 #include "index/builder.h"
+#include "parallax/replication.h"
 #include "scan/merge.h"
 #include "util/status.h"
 
@@ -148,7 +149,7 @@ static int publish(par_region *r, view *w, uint64_t covered, const garbage_list 
 static int pick(par_region *r, task *t) {
   par_volume *v = r->vol;
   memset(t, 0, sizeof *t);
-  if (r->closing || r->failed) return PAR_OK;
+  if (r->closing || r->failed || r->repl_role == PAR_REPL_BACKUP_SEND_INDEX) return PAR_OK;
   view *w = r->view;
   if (w->frozen && !r->dest_busy[1]) {
     t->kind = TASK_FLUSH;
@@ -174,6 +175,7 @@ static int pick(par_region *r, task *t) {
       }
     }
   }
+  if (!t->kind && r->repl_role != PAR_REPL_PRIMARY) return PAR_OK; /* a relocation takes an LSN: the primary's to give */
   if (!t->kind) {
     /* No merge to run: free collected segments, then collect another. */
     if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
@@ -457,7 +459,7 @@ void compaction_stop(par_volume *v) {
 
 int compaction_pending(par_region *r) {
   const view *w = r->view;
-  if (r->failed) return 0;
+  if (r->failed || r->repl_role == PAR_REPL_BACKUP_SEND_INDEX) return 0;
   if (w->frozen) return 1;
   for (int i = 1; i < PAR_MAX_LEVELS; i++)
     if (w->tree[i][1] || should_spill(r, w, i)) return 1;

@@ -327,3 +327,35 @@ int wal_check_end(par_file *f, const region_desc *d, uint64_t last_lsn) {
   free(b);
   return rc;
 }
+
+uint32_t wal_seed(uint32_t region_id, uint32_t gen) { return crc_seed(region_id, gen); }
+
+int wal_parse(const uint8_t *b, uint32_t off, uint32_t seed, uint64_t expect, uint32_t *size,
+              uint32_t *count) {
+  return parse(b, off, seed, expect, size, count);
+}
+
+uint64_t wal_durable_lsn(wal *w) {
+  pthread_mutex_lock(&w->mu);
+  uint64_t lsn = w->durable_lsn;
+  pthread_mutex_unlock(&w->mu);
+  return lsn;
+}
+
+int wal_restart(wal *w) {
+  pthread_mutex_lock(&w->mu);
+  int rc = wait_pending(w);
+  if (!rc && w->fill) {
+    seal(w);
+    rc = wait_pending(w);
+  }
+  if (!rc) w->seg = 0;
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
+void wal_skip_to(wal *w, uint64_t last_lsn) {
+  pthread_mutex_lock(&w->mu);
+  if (last_lsn > w->appended_lsn) w->appended_lsn = w->durable_lsn = last_lsn;
+  pthread_mutex_unlock(&w->mu);
+}

@@ -103,4 +103,20 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
  * way a crash ends the log) cannot explain. */
 int wal_check_end(par_file *f, const region_desc *d, uint64_t last_lsn);
 
+/* For readers of the live log (replication, src/repl): the checksum seed of
+ * a segment, and the parse of the record at off of the segment at b: 1 when
+ * it is whole and carries LSN expect (then *size and *count are set). */
+uint32_t wal_seed(uint32_t region_id, uint32_t gen);
+int wal_parse(const uint8_t *b, uint32_t off, uint32_t seed, uint64_t expect, uint32_t *size,
+              uint32_t *count);
+/* The newest LSN known durable. */
+uint64_t wal_durable_lsn(wal *w);
+/* A log that restarts after a gap (a backup whose installed levels cover
+ * LSNs it never logged; replay expects LSNs to follow on within a segment):
+ * wal_restart writes and syncs everything appended and makes the next
+ * append start a new segment; wal_skip_to then takes last_lsn as the newest
+ * LSN logged (the caller appends nothing in between). */
+int wal_restart(wal *w);
+void wal_skip_to(wal *w, uint64_t last_lsn);
+
 #endif

@@ -1,0 +1,142 @@
+/*
+ * replication.h — the hooks a primary/backup replication layer needs
+ * (Talos, "send index"): read a region's log from an LSN, apply shipped log
+ * records on a backup keeping the primary's LSNs, export the levels a
+ * primary's compactions built and install them on a backup by rewriting the
+ * segment addresses inside their nodes, and promote a backup.
+ *
+ * Roles of a region:
+ *  PRIMARY            an ordinary region (the default): writes, reads,
+ *                     compactions. Its log can be read from any LSN it
+ *                     still holds (par_repl_cursor_*), its levels exported.
+ *  BACKUP_SEND_INDEX  takes shipped records (par_repl_apply) into its WAL
+ *                     only, and its levels from the primary
+ *                     (par_repl_install_*); it never compacts.
+ *  BACKUP_BUILD_INDEX takes shipped records into its WAL and L0 and compacts
+ *                     its own copy, as a primary does (for comparison).
+ * A backup becomes PRIMARY through par_repl_set_role, which replays the
+ * records its L0 lacks from its log copy.
+ *
+ * Shipped records ("log stream") are a sequence of
+ *   lsn u64 | count u32 | len u32 | count x op
+ * (little-endian), an op being type u8 (1 put, 2 delete) | key length varint
+ * | value length varint | key | value: the WAL's records, with every value
+ * the primary keeps in its large log read back in place of its pointer.
+ *
+ * Send-index mode copies the primary's leaves as they are, so it needs
+ * leaves without pointers into the primary's logs: PAR_PLACEMENT_IN_PLACE
+ * and values up to PAR_MAX_INLINE_VALUE. par_repl_install_segment refuses a
+ * leaf holding such a pointer (PAR_EINVAL).
+ */
+#ifndef PARALLAX_REPLICATION_H
+#define PARALLAX_REPLICATION_H
+
+#include "parallax/parallax.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum par_repl_role {
+  PAR_REPL_PRIMARY = 0,
+  PAR_REPL_BACKUP_SEND_INDEX = 1,
+  PAR_REPL_BACKUP_BUILD_INDEX = 2
+} par_repl_role;
+
+/* Changes the region's role. PRIMARY -> a backup role: the region stops
+ * compacting (send-index) and accepts par_repl_apply; it should be new (its
+ * LSNs then follow the primary's). A backup -> PRIMARY (promotion): the
+ * records its L0 lacks are replayed from its log copy into L0, compactions
+ * resume; the caller sends no write to the region until this returns. A
+ * backup cannot change to the other backup role (PAR_EINVAL). A role lasts
+ * while the region is open: a reopened region is a PRIMARY until told
+ * otherwise (its log copy and installed levels are kept; a build-index
+ * backup's large-log GC, which runs on primaries only since a relocation
+ * takes an LSN, may run meanwhile). */
+PAR_API int par_repl_set_role(par_region *r, int role);
+
+/* ---- the log stream (primary) ------------------------------------------ */
+
+typedef struct par_repl_cursor par_repl_cursor;
+/* A reader of the region's log from from_lsn (>= 1), which must be the
+ * first LSN of a record (the LSN after the last one read, in practice). */
+PAR_API int par_repl_cursor_open(par_region *r, uint64_t from_lsn, par_repl_cursor **out);
+/* Copies the next whole durable records (as shipped records) into buf, at
+ * most cap bytes: *len bytes, the last record ending at LSN *last_lsn
+ * (*len = 0 when no durable record follows yet). PAR_ETOOBIG with *len =
+ * the size needed when the next record alone does not fit in cap;
+ * PAR_ENOENT when the next LSN is no longer in the log (a compaction covered
+ * it: the backup needs the levels first). */
+PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size_t *len,
+                                 uint64_t *last_lsn);
+PAR_API void par_repl_cursor_close(par_repl_cursor *c);
+
+/* ---- applying the stream (backup) -------------------------------------- */
+
+/* Applies shipped records in order, each with its own LSN, and returns once
+ * they are durable in the backup's WAL; *applied_lsn is then the newest LSN
+ * of the region's log. A record the region already holds (LSNs up to its
+ * newest) is skipped, so re-delivery is harmless. PAR_EINVAL for a gap (a
+ * record that does not start at the next LSN) or a region that is not a
+ * backup; PAR_ECORRUPT for malformed bytes. Records before the bad one stay
+ * applied. */
+PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint64_t *applied_lsn);
+
+/* ---- send index -------------------------------------------------------- */
+
+/* The primary's device levels at one moment, kept alive (segments included)
+ * until closed: the layout (every tree: level, slot, an id, root, height,
+ * counts, segments) and covered LSN, and the bytes of each segment. */
+typedef struct par_repl_export par_repl_export;
+PAR_API int par_repl_export_open(par_region *r, par_repl_export **out);
+/* The encoded layout; PAR_ETOOBIG with *len = the size needed when cap is
+ * too small. */
+PAR_API int par_repl_export_layout(par_repl_export *x, void *buf, size_t cap, size_t *len);
+/* The LSN the exported levels cover. */
+PAR_API uint64_t par_repl_export_covered(const par_repl_export *x);
+/* Copies segment seg (one of the layout's; PAR_EINVAL otherwise) into buf,
+ * PAR_SEGMENT_SIZE bytes. */
+PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf);
+PAR_API void par_repl_export_close(par_repl_export *x);
+
+/* Installs a layout on a send-index backup: begin parses it and allocates a
+ * segment of the backup for every segment of each tree it does not hold yet
+ * (par_repl_install_needed lists those, by the primary's numbers); each
+ * needed segment's bytes then go to par_repl_install_segment, which copies
+ * it, rewriting the child addresses of index nodes through the segment map;
+ * commit makes the levels the region's (replacing the trees the layout no
+ * longer has) and trims the log copy up to the covered LSN, in one catalog
+ * record. No compaction runs. close frees the handle and, without a commit,
+ * the segments it allocated. PAR_EBUSY from commit: the region's levels
+ * changed since begin (another install). */
+typedef struct par_repl_install par_repl_install;
+PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len,
+                                   par_repl_install **out);
+/* Writes min(cap, count) segment numbers to segs; returns the count. */
+PAR_API size_t par_repl_install_needed(const par_repl_install *in, uint32_t *segs, size_t cap);
+PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data);
+PAR_API int par_repl_install_commit(par_repl_install *in);
+PAR_API void par_repl_install_close(par_repl_install *in);
+
+/* ---- counters ---------------------------------------------------------- */
+
+enum {
+  PAR_REPL_STAT_ROLE = 0,        /* the par_repl_role                         */
+  PAR_REPL_STAT_LOG_LSN,         /* newest LSN in the region's log            */
+  PAR_REPL_STAT_L0_LSN,          /* newest LSN in L0 (below LOG_LSN on a
+                                    send-index backup)                        */
+  PAR_REPL_STAT_COVERED_LSN,     /* LSNs the device levels cover              */
+  PAR_REPL_STAT_RECORDS_APPLIED, /* shipped records applied                   */
+  PAR_REPL_STAT_RECORDS_SKIPPED, /* shipped records already held              */
+  PAR_REPL_STAT_TREES_INSTALLED,
+  PAR_REPL_STAT_SEGMENTS_INSTALLED,
+  PAR_REPL_STAT_COMPACTIONS,     /* compactions completed since the open      */
+  PAR_REPL_STAT_COUNT
+};
+/* Writes min(cap, PAR_REPL_STAT_COUNT) counters to out; returns the count. */
+PAR_API size_t par_repl_stats(par_region *r, uint64_t *out, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

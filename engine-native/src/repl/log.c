@@ -1,0 +1,293 @@
+/* The log stream: a primary's WAL read from an LSN (large values read back
+ * from the large log), and a backup's apply of it with the primary's LSNs.
+ *
+ * The cursor reads WAL segments through the volume's memory map, and only
+ * records the WAL writer has made durable, so a record it returns is never
+ * rolled back by a crash of the primary. A WAL segment is freed as soon as
+ * a compaction covers it, so after copying records out of a segment the
+ * cursor checks that the segment is still in the region's WAL list: if it
+ * is, it was throughout the copy (a list entry, segment + generation + first
+ * LSN, is never re-added once removed) and the bytes were the log's. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "repl/repl.h"
+#include "util/coding.h"
+#include "util/status.h"
+
+#define SEG ((uint32_t)PAR_SEGMENT_SIZE)
+#define SHIP_HDR 16u /* lsn u64 | count u32 | len u32 */
+
+struct par_repl_cursor {
+  par_region *r;
+  uint64_t next;   /* LSN of the next record to return */
+  wal_seg at;      /* segment being read; at.seg == 0: locate next */
+  uint32_t off;    /* offset in it of the record carrying expect */
+  uint64_t expect; /* LSN of the record at off */
+};
+
+PAR_API int par_repl_cursor_open(par_region *r, uint64_t from_lsn, par_repl_cursor **out) {
+  if (!r || !out || !from_lsn) return par_error(PAR_EINVAL, "par_repl_cursor_open: NULL argument or LSN 0");
+  *out = calloc(1, sizeof **out);
+  if (!*out) return par_error(PAR_ENOMEM, "log cursor");
+  (*out)->r = r;
+  (*out)->next = from_lsn;
+  return PAR_OK;
+}
+
+PAR_API void par_repl_cursor_close(par_repl_cursor *c) { free(c); }
+
+static int find_seg(const wal_list *l, const wal_seg *s) {
+  for (uint32_t i = 0; i < l->n; i++)
+    if (l->w[i].seg == s->seg && l->w[i].gen == s->gen && l->w[i].first_lsn == s->first_lsn) return (int)i;
+  return -1;
+}
+
+/* Points the cursor at the segment whose records include c->next. */
+static int locate(par_repl_cursor *c, const wal_list *l) {
+  int i = -1;
+  for (uint32_t k = 0; k < l->n; k++)
+    if (l->w[k].first_lsn <= c->next) i = (int)k;
+  if (i < 0)
+    return par_error(PAR_ENOENT, "LSN %llu is no longer in the log of region '%s' (levels cover up to %llu)",
+                     (unsigned long long)c->next, c->r->name, (unsigned long long)l->covered);
+  c->at = l->w[i];
+  c->off = 0;
+  c->expect = l->w[i].first_lsn;
+  return PAR_OK;
+}
+
+/* The ops of a WAL record, each large value read back (*owned[i] to free). */
+typedef struct rec_ops {
+  uint32_t n;
+  wal_op *ops;
+  uint8_t **owned;
+  size_t size; /* shipped size */
+} rec_ops;
+
+static void rec_ops_free(rec_ops *o) {
+  for (uint32_t i = 0; o->owned && i < o->n; i++) free(o->owned[i]);
+  free(o->owned);
+  free(o->ops);
+  memset(o, 0, sizeof *o);
+}
+
+/* Decodes count ops from [p, end) into o; ship: large-log pointers are not
+ * allowed (a shipped record carries values); wal: they are read back. */
+static int decode_ops(par_region *r, const uint8_t *p, const uint8_t *end, uint32_t count, int ship,
+                      rec_ops *o) {
+  memset(o, 0, sizeof *o);
+  if (count == 0 || count > (size_t)(end - p) / 3) return par_error(PAR_ECORRUPT, "record of %u ops in %zu bytes", count, (size_t)(end - p));
+  o->ops = calloc(count, sizeof *o->ops);
+  o->owned = calloc(count, sizeof *o->owned);
+  if (!o->ops || !o->owned) {
+    rec_ops_free(o);
+    return par_error(PAR_ENOMEM, "record ops");
+  }
+  o->n = count;
+  o->size = SHIP_HDR;
+  for (uint32_t k = 0; k < count; k++) {
+    uint32_t kl = 0, vl = 0;
+    const uint8_t *q = p < end ? p + 1 : NULL;
+    if (q) q = get_varint32(q, end, &kl);
+    if (q) q = get_varint32(q, end, &vl);
+    int type = p < end ? p[0] : 0;
+    int ok = q && kl >= 1 && kl <= PAR_MAX_KEY_SIZE && vl <= PAR_MAX_VALUE_SIZE &&
+             (size_t)(end - q) >= (size_t)kl + vl &&
+             (type == WAL_PUT || (type == WAL_DELETE && vl == 0) || (!ship && type == WAL_PUT_LARGE && vl == VPTR_SIZE));
+    if (!ok) {
+      rec_ops_free(o);
+      return par_error(PAR_ECORRUPT, "op %u of a log record is malformed", k);
+    }
+    wal_op *op = &o->ops[k];
+    *op = (wal_op){(uint8_t)type, (uint16_t)kl, vl, q, q + kl};
+    if (type == WAL_PUT_LARGE) {
+      tree_entry e = {.cat = CAT_LARGE, .key = q, .key_len = (uint16_t)kl, .value = q + kl,
+                      .value_len = VPTR_SIZE, .ks = &r->keys};
+      const uint8_t *val;
+      uint32_t len;
+      int rc = region_read_large(r, &e, &val, &len, &o->owned[k]);
+      if (rc) {
+        rec_ops_free(o);
+        return rc;
+      }
+      *op = (wal_op){WAL_PUT, (uint16_t)kl, len, q, val};
+    }
+    o->size += wal_op_size(op->key_len, op->value_len);
+    p = q + kl + vl;
+  }
+  if (p != end) {
+    rec_ops_free(o);
+    return par_error(PAR_ECORRUPT, "log record has %zu bytes after its ops", (size_t)(end - p));
+  }
+  return PAR_OK;
+}
+
+static void encode_record(uint8_t *out, uint64_t lsn, const rec_ops *o) {
+  enc64(out, lsn);
+  enc32(out + 8, o->n);
+  enc32(out + 12, (uint32_t)(o->size - SHIP_HDR));
+  uint8_t *p = out + SHIP_HDR;
+  for (uint32_t i = 0; i < o->n; i++) {
+    const wal_op *op = &o->ops[i];
+    *p++ = op->type;
+    p = put_varint(p, op->key_len);
+    p = put_varint(p, op->value_len);
+    memcpy(p, op->key, op->key_len);
+    p += op->key_len;
+    if (op->value_len) memcpy(p, op->value, op->value_len);
+    p += op->value_len;
+  }
+}
+
+PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size_t *len,
+                                 uint64_t *last_lsn) {
+  if (!c || (!buf && cap) || !len || !last_lsn) return par_error(PAR_EINVAL, "par_repl_cursor_read: NULL argument");
+  par_region *r = c->r;
+  const uint64_t start = c->next;
+  *len = 0;
+  *last_lsn = start - 1;
+  uint64_t durable = wal_durable_lsn(&r->wal);
+  wal_list l;
+  int rc = repl_wal_list(r, &l);
+  size_t pos = 0;
+  wal_seg read_from[4]; /* segments copied from, in order */
+  uint32_t nread = 0;
+  while (!rc && c->next <= durable) {
+    int idx = c->at.seg ? find_seg(&l, &c->at) : -1;
+    if (idx < 0) {
+      if ((rc = locate(c, &l))) break;
+      idx = find_seg(&l, &c->at);
+    }
+    const uint8_t *base = r->vol->file.map + seg_offset(c->at.seg);
+    uint32_t seed = wal_seed(r->id, c->at.gen), size, count;
+    if (!wal_parse(base, c->off, seed, c->expect, &size, &count)) {
+      uint32_t aligned = ALIGN_UP(c->off, PAR_BLOCK); /* skip a seal's padding */
+      if (aligned != c->off && aligned < SEG && wal_parse(base, aligned, seed, c->expect, &size, &count)) {
+        c->off = aligned;
+      } else if ((uint32_t)idx + 1 < l.n && l.w[idx + 1].first_lsn == c->expect) {
+        c->at = l.w[idx + 1]; /* the record went to the next segment */
+        c->off = 0;
+        continue;
+      } else if ((uint32_t)idx + 1 < l.n) {
+        rc = par_error(PAR_ENOENT, "LSNs %llu..%llu are not in the log of region '%s'",
+                       (unsigned long long)c->expect, (unsigned long long)(l.w[idx + 1].first_lsn - 1), r->name);
+        break;
+      } else {
+        if (c->expect <= durable)
+          rc = par_error(PAR_ECORRUPT, "durable log record %llu of region '%s' cannot be read",
+                         (unsigned long long)c->expect, r->name);
+        break;
+      }
+    }
+    uint64_t rec_last = c->expect + count - 1;
+    if (rec_last > durable) break;
+    if (c->expect < c->next) { /* locating: skip the records before next */
+      if (c->next <= rec_last) {
+        rc = par_error(PAR_EINVAL, "LSN %llu is inside a log record (%llu..%llu)", (unsigned long long)c->next,
+                       (unsigned long long)c->expect, (unsigned long long)rec_last);
+        break;
+      }
+    } else {
+      int known = nread && find_seg(&(wal_list){0, 1, &read_from[nread - 1]}, &c->at) == 0;
+      if (!known && nread == 4) break; /* enough segments for one call: check them first */
+      rec_ops o;
+      const uint8_t *rec = base + c->off;
+      rc = decode_ops(r, rec + WAL_HDR, rec + size, count, 0, &o);
+      if (rc) break;
+      if (pos + o.size > cap) {
+        if (!pos) {
+          *len = o.size;
+          rc = par_error(PAR_ETOOBIG, "log record %llu needs %zu bytes", (unsigned long long)c->expect, o.size);
+        }
+        rec_ops_free(&o);
+        break;
+      }
+      encode_record((uint8_t *)buf + pos, c->expect, &o);
+      pos += o.size;
+      rec_ops_free(&o);
+      if (!known) read_from[nread++] = c->at;
+      c->next = rec_last + 1;
+    }
+    c->off += size;
+    c->expect = rec_last + 1;
+  }
+  repl_wal_list_free(&l);
+  if (!rc && nread) {
+    /* Were the segments copied from still the log's? (see the top) */
+    rc = repl_wal_list(r, &l);
+    for (uint32_t i = 0; !rc && i < nread; i++)
+      if (find_seg(&l, &read_from[i]) < 0)
+        rc = par_error(PAR_ENOENT, "the log of region '%s' was trimmed while being read", r->name);
+    repl_wal_list_free(&l);
+  }
+  if (rc) {
+    /* Nothing returned: the next call starts again from the same LSN. */
+    size_t need = rc == PAR_ETOOBIG ? *len : 0;
+    c->next = start;
+    c->at.seg = 0;
+    *len = need;
+    return rc;
+  }
+  *len = pos;
+  *last_lsn = c->next - 1;
+  return PAR_OK;
+}
+
+/* ---- apply ---- */
+
+/* Applies one record (lsn, ops) unless the region holds it already. */
+static int apply_record(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t n) {
+  pthread_mutex_lock(&r->write_mu);
+  int role = r->repl_role;
+  uint64_t next = r->next_lsn;
+  int rc = PAR_OK;
+  if (lsn + n - 1 < next) {
+    pthread_mutex_unlock(&r->write_mu);
+    atomic_fetch_add(&r->repl_stats.skipped, 1);
+    return PAR_OK;
+  }
+  if (role == PAR_REPL_PRIMARY)
+    rc = par_error(PAR_EINVAL, "region '%s' is a primary: it takes no shipped records", r->name);
+  else if (lsn != next)
+    rc = par_error(PAR_EINVAL, "shipped record %llu..%llu does not follow the log of region '%s' (next LSN %llu)",
+                   (unsigned long long)lsn, (unsigned long long)(lsn + n - 1), r->name, (unsigned long long)next);
+  else if (role == PAR_REPL_BACKUP_SEND_INDEX && !(rc = wal_append(&r->wal, lsn, ops, n)))
+    r->next_lsn = lsn + n; /* the log copy only: promotion replays it into L0 */
+  pthread_mutex_unlock(&r->write_mu);
+  /* A build-index backup applies as a primary does, at the given LSN (which
+   * region_apply_at checks again under write_mu). */
+  if (!rc && role == PAR_REPL_BACKUP_BUILD_INDEX) rc = region_apply_at(r, ops, n, 0, lsn);
+  if (!rc) atomic_fetch_add(&r->repl_stats.applied, 1);
+  return rc;
+}
+
+PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint64_t *applied_lsn) {
+  if (!r || (!records && len) || !applied_lsn) return par_error(PAR_EINVAL, "par_repl_apply: NULL argument");
+  const uint8_t *p = records, *end = p + len;
+  int rc = PAR_OK;
+  while (!rc && p < end) {
+    if ((size_t)(end - p) < SHIP_HDR) {
+      rc = par_error(PAR_ECORRUPT, "shipped records end inside a record header");
+      break;
+    }
+    uint64_t lsn = dec64(p);
+    uint32_t count = dec32(p + 8), plen = dec32(p + 12);
+    if (plen > (size_t)(end - p) - SHIP_HDR || lsn == 0 || lsn > UINT64_MAX - count) {
+      rc = par_error(PAR_ECORRUPT, "shipped record %llu is malformed", (unsigned long long)lsn);
+      break;
+    }
+    rec_ops o;
+    rc = decode_ops(r, p + SHIP_HDR, p + SHIP_HDR + plen, count, 1, &o);
+    if (!rc) rc = apply_record(r, lsn, o.ops, o.n);
+    rec_ops_free(&o);
+    p += SHIP_HDR + plen;
+  }
+  pthread_mutex_lock(&r->write_mu);
+  uint64_t last = r->next_lsn - 1;
+  pthread_mutex_unlock(&r->write_mu);
+  /* Acknowledged only once durable: the backup's crash keeps what it acked. */
+  int src = wal_sync(&r->wal, last);
+  *applied_lsn = last;
+  return rc ? rc : src;
+}

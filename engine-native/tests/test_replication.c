@@ -1,0 +1,359 @@
+/*
+ * test_replication.c — the replication hooks of replication.h, between two
+ * volumes in one process (a primary's and a backup's):
+ *  - the log stream read from LSN 1 and from the middle, large values read
+ *    back, re-delivery skipped, gaps and malformed bytes refused;
+ *  - a build-index and a send-index backup applying it keep the primary's
+ *    LSNs, survive a close (crash-like: no promotion) and, promoted, hold
+ *    exactly the primary's state;
+ *  - send index: every layout the primary's compactions build, installed on
+ *    a backup that never compacts (counter 0), full scan equal after
+ *    promotion; a fresh backup that starts from the levels (the log copy
+ *    restarts after them); a mixed placement and a bad layout refused.
+ */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include <parallax/replication.h>
+
+typedef struct node {
+  char *dir;
+  par_options opts;
+  par_volume *vol;
+  par_region *reg;
+} node;
+
+static void node_open(node *n, const char *name, uint32_t placement) {
+  if (!n->dir) n->dir = tu_make_dir(name);
+  n->opts = tu_options(1u << 20, 4);
+  n->opts.placement = placement;
+  char *path = tu_path(n->dir, "volume.px");
+  assert_ok(par_open(path, &n->opts, &n->vol));
+  free(path);
+  assert_ok(par_region_open(n->vol, "r", 1, &n->reg));
+}
+
+static void node_close(node *n) {
+  assert_ok(par_region_close(n->reg));
+  assert_ok(par_close(n->vol));
+  n->reg = NULL;
+  n->vol = NULL;
+}
+
+static void node_free(node *n) {
+  if (n->vol) node_close(n);
+  tu_rm_rf(n->dir);
+  free(n->dir);
+}
+
+static uint64_t stat_of(par_region *r, int which) {
+  uint64_t s[PAR_REPL_STAT_COUNT];
+  assert_int_equal(par_repl_stats(r, s, PAR_REPL_STAT_COUNT), PAR_REPL_STAT_COUNT);
+  return s[which];
+}
+
+static size_t ship_index(par_region *p, par_region *b);
+
+/* Reads everything durable from *c and applies it to b; returns the bytes
+ * shipped. When the primary p's log no longer holds the next LSN (a
+ * compaction covered it) and p is given, ships p's levels first and goes
+ * on from the backup's log, as a replication layer does. */
+static size_t ship_log(par_region *p, par_repl_cursor **c, par_region *b) {
+  size_t cap = 64 << 10, total = 0;
+  uint8_t *buf = malloc(cap);
+  for (;;) {
+    size_t len;
+    uint64_t last, applied;
+    int rc = par_repl_cursor_read(*c, buf, cap, &len, &last);
+    if (rc == PAR_ETOOBIG) {
+      cap = len;
+      buf = realloc(buf, cap);
+      continue;
+    }
+    if (rc == PAR_ENOENT && p) {
+      ship_index(p, b);
+      par_repl_cursor_close(*c);
+      assert_ok(par_repl_cursor_open(p, stat_of(b, PAR_REPL_STAT_LOG_LSN) + 1, c));
+      continue;
+    }
+    assert_ok(rc);
+    if (!len) break;
+    assert_ok(par_repl_apply(b, buf, len, &applied));
+    assert_true(applied >= last);
+    total += len;
+  }
+  free(buf);
+  return total;
+}
+
+/* Ships the primary's current levels to backup b; returns the segments copied. */
+static size_t ship_index(par_region *p, par_region *b) {
+  par_repl_export *x;
+  assert_ok(par_repl_export_open(p, &x));
+  size_t len;
+  assert_par(par_repl_export_layout(x, NULL, 0, &len), PAR_ETOOBIG);
+  uint8_t *layout = malloc(len);
+  assert_ok(par_repl_export_layout(x, layout, len, &len));
+  par_repl_install *in;
+  assert_ok(par_repl_install_begin(b, layout, len, &in));
+  size_t n = par_repl_install_needed(in, NULL, 0);
+  uint32_t *segs = calloc(n + 1, sizeof *segs);
+  assert_int_equal(par_repl_install_needed(in, segs, n), n);
+  uint8_t *data = malloc(PAR_SEGMENT_SIZE);
+  for (size_t i = 0; i < n; i++) {
+    assert_ok(par_repl_export_segment(x, segs[i], data));
+    assert_ok(par_repl_install_segment(in, segs[i], data));
+  }
+  assert_ok(par_repl_install_commit(in));
+  par_repl_install_close(in);
+  par_repl_export_close(x);
+  free(data);
+  free(segs);
+  free(layout);
+  return n;
+}
+
+static void put_model(par_region *r, tu_map *m, uint64_t *rng, int i, size_t vmax) {
+  char key[32];
+  int kl = snprintf(key, sizeof key, "key%06d", (int)tu_rand_range(rng, 4000));
+  size_t vl = tu_rand_range(rng, vmax);
+  uint8_t *v = malloc(vl + 1);
+  tu_fill_pattern(v, vl, (uint64_t)i);
+  if (tu_rand_range(rng, 10) == 0) {
+    assert_ok(par_delete(r, key, (size_t)kl, 0));
+    tu_map_del(m, key, (size_t)kl);
+  } else {
+    assert_ok(par_put(r, key, (size_t)kl, v, vl, 0));
+    tu_map_put(m, key, (size_t)kl, v, vl);
+  }
+  free(v);
+}
+
+static void verify(par_region *r, const tu_map *m) {
+  char err[512];
+  if (tu_verify_region(r, NULL, m, err, sizeof err)) fail_msg("%s", err);
+}
+
+/* Build-index and send-index backups fed by the log stream only. */
+static void test_log_stream(void **state) {
+  (void)state;
+  node p = {0}, bi = {0}, si = {0};
+  node_open(&p, "repl_log_p", PAR_PLACEMENT_HYBRID);
+  node_open(&bi, "repl_log_bi", PAR_PLACEMENT_HYBRID);
+  node_open(&si, "repl_log_si", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(bi.reg, PAR_REPL_BACKUP_BUILD_INDEX));
+  assert_ok(par_repl_set_role(si.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_par(par_repl_set_role(si.reg, PAR_REPL_BACKUP_BUILD_INDEX), PAR_EINVAL);
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_log");
+  /* values up to 3 KiB: large ones go to the primary's large log */
+  for (int i = 0; i < 3000; i++) put_model(p.reg, &m, &rng, i, 3000);
+  par_batch *b;
+  assert_ok(par_batch_create(&b));
+  assert_ok(par_batch_put(b, "batch-a", 7, "1", 1));
+  assert_ok(par_batch_delete(b, "key000001", 9));
+  assert_ok(par_write(p.reg, b, PAR_SYNC));
+  tu_map_put(&m, "batch-a", 7, "1", 1);
+  tu_map_del(&m, "key000001", 9);
+  par_batch_destroy(b);
+  uint64_t last = stat_of(p.reg, PAR_REPL_STAT_LOG_LSN);
+  assert_int_equal(last, 3002);
+
+  par_repl_cursor *c1, *c2;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c1));
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c2));
+  ship_log(NULL, &c1, bi.reg);
+  ship_log(NULL, &c2, si.reg);
+  /* (bi runs as a primary again until told otherwise: its large-log GC may
+   * take LSNs of its own; its contents are checked below.) */
+  assert_true(stat_of(bi.reg, PAR_REPL_STAT_LOG_LSN) >= last);
+  assert_int_equal(stat_of(si.reg, PAR_REPL_STAT_LOG_LSN), last);
+  assert_int_equal(stat_of(si.reg, PAR_REPL_STAT_L0_LSN), 0); /* the log copy only */
+  assert_int_equal(stat_of(si.reg, PAR_REPL_STAT_RECORDS_APPLIED), 3001);
+
+  /* Re-delivery is skipped; a gap, a primary and malformed bytes are refused. */
+  par_repl_cursor *again;
+  assert_ok(par_repl_cursor_open(p.reg, 2000, &again));
+  ship_log(NULL, &again, si.reg);
+  par_repl_cursor_close(again);
+  assert_int_equal(stat_of(si.reg, PAR_REPL_STAT_RECORDS_SKIPPED), 1002);
+  uint8_t rec[64] = {0}, *q = rec;
+  uint64_t applied;
+  /* lsn 5000, 1 op: put "k" = "" */
+  q[0] = 0x88, q[1] = 0x13, q[8] = 1, q[12] = 4, q[16] = 1, q[17] = 1, q[18] = 0, q[19] = 'k';
+  assert_par(par_repl_apply(si.reg, rec, 20, &applied), PAR_EINVAL);
+  assert_par(par_repl_apply(p.reg, rec, 20, &applied), PAR_EINVAL);
+  q[16] = 9; /* no such op */
+  assert_par(par_repl_apply(si.reg, rec, 20, &applied), PAR_ECORRUPT);
+  q[16] = 1, q[12] = 200; /* longer than the bytes */
+  assert_par(par_repl_apply(si.reg, rec, 20, &applied), PAR_ECORRUPT);
+  assert_par(par_repl_apply(si.reg, rec, 7, &applied), PAR_ECORRUPT);
+  assert_int_equal(applied, last);
+
+  /* Writes go on; the cursors follow from where they are. */
+  for (int i = 3000; i < 4000; i++) put_model(p.reg, &m, &rng, i, 3000);
+  assert_ok(par_sync(p.reg));
+  ship_log(NULL, &c1, bi.reg);
+  ship_log(NULL, &c2, si.reg);
+  last = stat_of(p.reg, PAR_REPL_STAT_LOG_LSN);
+  par_repl_cursor_close(c1);
+  par_repl_cursor_close(c2);
+
+  /* The backups' crash: their WALs hold the records, LSNs included. */
+  node_close(&bi);
+  node_close(&si);
+  node_open(&bi, "repl_log_bi", PAR_PLACEMENT_HYBRID);
+  node_open(&si, "repl_log_si", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(si.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_int_equal(stat_of(si.reg, PAR_REPL_STAT_LOG_LSN), last);
+  /* (bi runs as a primary again until told otherwise: its large-log GC may
+   * take LSNs of its own; its contents are checked below.) */
+  assert_true(stat_of(bi.reg, PAR_REPL_STAT_LOG_LSN) >= last);
+
+  /* Promotion: the same state, and new writes continue the LSNs. */
+  assert_ok(par_repl_set_role(si.reg, PAR_REPL_PRIMARY));
+  verify(si.reg, &m);
+  verify(bi.reg, &m);
+  assert_ok(par_put(si.reg, "after", 5, "x", 1, PAR_SYNC));
+  assert_int_equal(stat_of(si.reg, PAR_REPL_STAT_LOG_LSN), last + 1);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&bi);
+  node_free(&si);
+}
+
+/* Send index: the primary's levels, installed after each compaction. */
+static void test_send_index(void **state) {
+  (void)state;
+  node p = {0}, s = {0}, fresh = {0};
+  node_open(&p, "repl_si_p", PAR_PLACEMENT_IN_PLACE);
+  node_open(&s, "repl_si_b", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_si");
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  uint64_t seen = 0;
+  size_t copied = 0;
+  int installs = 0;
+  for (int i = 0; i < 40000; i++) {
+    put_model(p.reg, &m, &rng, i, 400);
+    if (i % 2000 == 1999) {
+      assert_ok(par_sync(p.reg));
+      ship_log(p.reg, &c, s.reg); /* the log first: levels never get ahead of it */
+      par_stats st;
+      assert_ok(par_region_stats(p.reg, &st));
+      if (st.compactions != seen) {
+        seen = st.compactions;
+        copied += ship_index(p.reg, s.reg);
+        installs++;
+      }
+    }
+  }
+  assert_true(installs >= 3);
+  assert_true(copied > 0);
+  /* Once compactions are done, the last layout; shipped again it copies
+   * nothing: the backup holds its trees. */
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, s.reg);
+  assert_int_equal(ship_index(p.reg, s.reg), 0);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_COMPACTIONS), 0);
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_TREES_INSTALLED) >= 3);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_COVERED_LSN), stat_of(p.reg, PAR_REPL_STAT_COVERED_LSN));
+
+  /* A fresh backup starts from the levels; the log follows from them. */
+  node_open(&fresh, "repl_si_f", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  par_repl_export *x;
+  assert_ok(par_repl_export_open(p.reg, &x));
+  uint64_t covered = par_repl_export_covered(x);
+  par_repl_export_close(x);
+  assert_true(covered > 0);
+  ship_index(p.reg, fresh.reg);
+  assert_int_equal(stat_of(fresh.reg, PAR_REPL_STAT_LOG_LSN), covered);
+  par_repl_cursor *fc;
+  assert_ok(par_repl_cursor_open(p.reg, covered + 1, &fc));
+  for (int i = 40000; i < 41000; i++) put_model(p.reg, &m, &rng, i, 400);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &fc, fresh.reg);
+  ship_log(p.reg, &c, s.reg);
+  par_repl_cursor_close(fc);
+  par_repl_cursor_close(c);
+  uint64_t last = stat_of(p.reg, PAR_REPL_STAT_LOG_LSN);
+  assert_int_equal(stat_of(fresh.reg, PAR_REPL_STAT_LOG_LSN), last);
+
+  /* Both backups survive a close before promotion; then hold the state. */
+  node_close(&s);
+  node_close(&fresh);
+  node_open(&s, "repl_si_b", PAR_PLACEMENT_IN_PLACE);
+  node_open(&fresh, "repl_si_f", PAR_PLACEMENT_IN_PLACE);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_LOG_LSN), last);
+  assert_int_equal(stat_of(fresh.reg, PAR_REPL_STAT_LOG_LSN), last);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  verify(fresh.reg, &m);
+  assert_ok(par_compact(s.reg)); /* the installed trees merge like built ones */
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+  node_free(&fresh);
+}
+
+/* What send index cannot take: pointers into a primary's logs, bad layouts. */
+static void test_send_index_refusals(void **state) {
+  (void)state;
+  node p = {0}, s = {0};
+  node_open(&p, "repl_ref_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_ref_b", PAR_PLACEMENT_IN_PLACE);
+  uint8_t v[2000];
+  memset(v, 7, sizeof v);
+  for (int i = 0; i < 200; i++) {
+    char key[16];
+    int kl = snprintf(key, sizeof key, "k%05d", i);
+    assert_ok(par_put(p.reg, key, (size_t)kl, v, sizeof v, 0)); /* large: a pointer in the leaf */
+  }
+  assert_ok(par_flush(p.reg));
+  par_repl_export *x;
+  assert_ok(par_repl_export_open(p.reg, &x));
+  size_t len;
+  assert_par(par_repl_export_layout(x, NULL, 0, &len), PAR_ETOOBIG);
+  uint8_t *layout = malloc(len);
+  assert_ok(par_repl_export_layout(x, layout, len, &len));
+  par_repl_install *in;
+  assert_par(par_repl_install_begin(s.reg, layout, len, &in), PAR_EINVAL); /* not a backup */
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_install_begin(s.reg, layout, len, &in));
+  uint32_t seg;
+  assert_int_equal(par_repl_install_needed(in, &seg, 1), 1);
+  uint8_t *data = malloc(PAR_SEGMENT_SIZE);
+  assert_ok(par_repl_export_segment(x, seg, data));
+  assert_par(par_repl_install_segment(in, seg, data), PAR_EINVAL);
+  assert_par(par_repl_install_segment(in, seg + 1, data), PAR_EINVAL);
+  assert_par(par_repl_install_commit(in), PAR_EINVAL); /* a segment is missing */
+  par_repl_install_close(in);
+  assert_par(par_repl_export_segment(x, seg + 1000, data), PAR_EINVAL);
+  /* Damaged layouts: every truncation, and a flipped byte in each field. */
+  for (size_t cut = 0; cut < len; cut++)
+    assert_par(par_repl_install_begin(s.reg, layout, cut, &in), PAR_ECORRUPT);
+  layout[16] = 9; /* level 9 */
+  assert_par(par_repl_install_begin(s.reg, layout, len, &in), PAR_ECORRUPT);
+  par_repl_export_close(x);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED), 0);
+  free(layout);
+  free(data);
+  node_free(&p);
+  node_free(&s);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_log_stream),
+      cmocka_unit_test(test_send_index),
+      cmocka_unit_test(test_send_index_refusals),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
