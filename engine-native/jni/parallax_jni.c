@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "parallax/parallax.h"
+#include "parallax/replication.h"
 
 #define JNI_FN(ret, name) JNIEXPORT ret JNICALL Java_io_parallaxkv_internal_JniNative_##name
 #define P(a) ((void *)(uintptr_t)(a))
@@ -58,6 +59,22 @@ DECL(void, scannerClose, jlong s)
 DECL(jint, flush, jlong r)
 DECL(jint, compact, jlong r)
 DECL(jint, regionStats, jlong r, jlong out)
+DECL(jint, replSetRole, jlong region, jint role)
+DECL(jint, replCursorOpen, jlong region, jlong fromLsn, jlong out)
+DECL(jint, replCursorRead, jlong cursor, jlong buf, jlong cap, jlong lenOut, jlong lastOut)
+DECL(void, replCursorClose, jlong cursor)
+DECL(jint, replApply, jlong region, jlong records, jlong len, jlong appliedOut)
+DECL(jint, replExportOpen, jlong region, jlong out)
+DECL(jint, replExportLayout, jlong export, jlong buf, jlong cap, jlong lenOut)
+DECL(jlong, replExportCovered, jlong export)
+DECL(jint, replExportSegment, jlong export, jint seg, jlong buf)
+DECL(void, replExportClose, jlong export)
+DECL(jint, replInstallBegin, jlong region, jlong layout, jlong len, jlong out)
+DECL(jlong, replInstallNeeded, jlong install, jlong segs, jlong cap)
+DECL(jint, replInstallSegment, jlong install, jint seg, jlong data)
+DECL(jint, replInstallCommit, jlong install)
+DECL(void, replInstallClose, jlong install)
+DECL(jlong, replStats, jlong region, jlong out, jlong cap)
 DECL(jint, volumeStats, jlong vol, jlong out)
 DECL(jlong, directAddress, jobject buf)
 DECL(void, copyToArray, jlong src, jbyteArray dst, jint off, jint len)
@@ -236,3 +253,21 @@ JNI_FN(void, copyToArray)(JNIEnv *env, jclass cls, jlong src, jbyteArray dst, ji
 JNI_FN(void, copyMemory)(JNIEnv *env, jclass cls, jlong src, jlong dst, jlong len) {
   memmove(P(dst), CP(src), (size_t)len);
 }
+
+/* ---- replication.h ---- */
+JNI_FN(jint, replSetRole)(JNIEnv *env, jclass cls, jlong region, jint role) { return (jint)par_repl_set_role(P(region), (int)role); }
+JNI_FN(jint, replCursorOpen)(JNIEnv *env, jclass cls, jlong region, jlong fromLsn, jlong out) { return (jint)par_repl_cursor_open(P(region), (uint64_t)fromLsn, P(out)); }
+JNI_FN(jint, replCursorRead)(JNIEnv *env, jclass cls, jlong cursor, jlong buf, jlong cap, jlong lenOut, jlong lastOut) { return (jint)par_repl_cursor_read(P(cursor), P(buf), (size_t)cap, P(lenOut), P(lastOut)); }
+JNI_FN(void, replCursorClose)(JNIEnv *env, jclass cls, jlong cursor) { par_repl_cursor_close(P(cursor)); }
+JNI_FN(jint, replApply)(JNIEnv *env, jclass cls, jlong region, jlong records, jlong len, jlong appliedOut) { return (jint)par_repl_apply(P(region), P(records), (size_t)len, P(appliedOut)); }
+JNI_FN(jint, replExportOpen)(JNIEnv *env, jclass cls, jlong region, jlong out) { return (jint)par_repl_export_open(P(region), P(out)); }
+JNI_FN(jint, replExportLayout)(JNIEnv *env, jclass cls, jlong export, jlong buf, jlong cap, jlong lenOut) { return (jint)par_repl_export_layout(P(export), P(buf), (size_t)cap, P(lenOut)); }
+JNI_FN(jlong, replExportCovered)(JNIEnv *env, jclass cls, jlong export) { return (jlong)par_repl_export_covered(P(export)); }
+JNI_FN(jint, replExportSegment)(JNIEnv *env, jclass cls, jlong export, jint seg, jlong buf) { return (jint)par_repl_export_segment(P(export), (uint32_t)seg, P(buf)); }
+JNI_FN(void, replExportClose)(JNIEnv *env, jclass cls, jlong export) { par_repl_export_close(P(export)); }
+JNI_FN(jint, replInstallBegin)(JNIEnv *env, jclass cls, jlong region, jlong layout, jlong len, jlong out) { return (jint)par_repl_install_begin(P(region), P(layout), (size_t)len, P(out)); }
+JNI_FN(jlong, replInstallNeeded)(JNIEnv *env, jclass cls, jlong install, jlong segs, jlong cap) { return (jlong)par_repl_install_needed(P(install), P(segs), (size_t)cap); }
+JNI_FN(jint, replInstallSegment)(JNIEnv *env, jclass cls, jlong install, jint seg, jlong data) { return (jint)par_repl_install_segment(P(install), (uint32_t)seg, P(data)); }
+JNI_FN(jint, replInstallCommit)(JNIEnv *env, jclass cls, jlong install) { return (jint)par_repl_install_commit(P(install)); }
+JNI_FN(void, replInstallClose)(JNIEnv *env, jclass cls, jlong install) { par_repl_install_close(P(install)); }
+JNI_FN(jlong, replStats)(JNIEnv *env, jclass cls, jlong region, jlong out, jlong cap) { return (jlong)par_repl_stats(P(region), P(out), (size_t)cap); }

@@ -242,7 +242,7 @@ static int apply_record(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t
   int role = r->repl_role;
   uint64_t next = r->next_lsn;
   int rc = PAR_OK;
-  if (lsn + n - 1 < next) {
+  if (role != PAR_REPL_PRIMARY && lsn + n - 1 < next) {
     pthread_mutex_unlock(&r->write_mu);
     atomic_fetch_add(&r->repl_stats.skipped, 1);
     return PAR_OK;

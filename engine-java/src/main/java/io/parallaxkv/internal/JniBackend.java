@@ -269,4 +269,86 @@ final class JniBackend extends NativeApi {
       }
     }
   }
+
+  // ---- replication.h ----
+
+  @Override
+  public int replSetRole(long region, int role) {
+    return JniNative.replSetRole(region, role);
+  }
+
+  @Override
+  public int replCursorOpen(long region, long fromLsn, long out) {
+    return JniNative.replCursorOpen(region, fromLsn, out);
+  }
+
+  @Override
+  public int replCursorRead(long cursor, long buf, long cap, long lenOut, long lastOut) {
+    return JniNative.replCursorRead(cursor, buf, cap, lenOut, lastOut);
+  }
+
+  @Override
+  public void replCursorClose(long cursor) {
+    JniNative.replCursorClose(cursor);
+  }
+
+  @Override
+  public int replApply(long region, long records, long len, long appliedOut) {
+    return JniNative.replApply(region, records, len, appliedOut);
+  }
+
+  @Override
+  public int replExportOpen(long region, long out) {
+    return JniNative.replExportOpen(region, out);
+  }
+
+  @Override
+  public int replExportLayout(long export, long buf, long cap, long lenOut) {
+    return JniNative.replExportLayout(export, buf, cap, lenOut);
+  }
+
+  @Override
+  public long replExportCovered(long export) {
+    return JniNative.replExportCovered(export);
+  }
+
+  @Override
+  public int replExportSegment(long export, int seg, long buf) {
+    return JniNative.replExportSegment(export, seg, buf);
+  }
+
+  @Override
+  public void replExportClose(long export) {
+    JniNative.replExportClose(export);
+  }
+
+  @Override
+  public int replInstallBegin(long region, long layout, long len, long out) {
+    return JniNative.replInstallBegin(region, layout, len, out);
+  }
+
+  @Override
+  public long replInstallNeeded(long install, long segs, long cap) {
+    return JniNative.replInstallNeeded(install, segs, cap);
+  }
+
+  @Override
+  public int replInstallSegment(long install, int seg, long data) {
+    return JniNative.replInstallSegment(install, seg, data);
+  }
+
+  @Override
+  public int replInstallCommit(long install) {
+    return JniNative.replInstallCommit(install);
+  }
+
+  @Override
+  public void replInstallClose(long install) {
+    JniNative.replInstallClose(install);
+  }
+
+  @Override
+  public long replStats(long region, long out, long cap) {
+    return JniNative.replStats(region, out, cap);
+  }
 }

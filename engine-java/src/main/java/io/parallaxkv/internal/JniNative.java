@@ -90,4 +90,22 @@ final class JniNative {
   static native void copyToArray(long src, byte[] dst, int off, int len);
 
   static native void copyMemory(long src, long dst, long len);
+
+  // replication.h
+  static native int replSetRole(long region, int role);
+  static native int replCursorOpen(long region, long fromLsn, long out);
+  static native int replCursorRead(long cursor, long buf, long cap, long lenOut, long lastOut);
+  static native void replCursorClose(long cursor);
+  static native int replApply(long region, long records, long len, long appliedOut);
+  static native int replExportOpen(long region, long out);
+  static native int replExportLayout(long export, long buf, long cap, long lenOut);
+  static native long replExportCovered(long export);
+  static native int replExportSegment(long export, int seg, long buf);
+  static native void replExportClose(long export);
+  static native int replInstallBegin(long region, long layout, long len, long out);
+  static native long replInstallNeeded(long install, long segs, long cap);
+  static native int replInstallSegment(long install, int seg, long data);
+  static native int replInstallCommit(long install);
+  static native void replInstallClose(long install);
+  static native long replStats(long region, long out, long cap);
 }

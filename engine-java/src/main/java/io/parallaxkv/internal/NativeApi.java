@@ -113,6 +113,56 @@ public abstract class NativeApi {
 
   public abstract int volumeStats(long vol, long out);
 
+  // ---- replication.h (each a call of the C function of that name) -------------------------
+
+  /** {@code par_repl_set_role}. */
+  public abstract int replSetRole(long region, int role);
+
+  /** {@code par_repl_cursor_open}. */
+  public abstract int replCursorOpen(long region, long fromLsn, long out);
+
+  /** {@code par_repl_cursor_read}. */
+  public abstract int replCursorRead(long cursor, long buf, long cap, long lenOut, long lastOut);
+
+  /** {@code par_repl_cursor_close}. */
+  public abstract void replCursorClose(long cursor);
+
+  /** {@code par_repl_apply}. */
+  public abstract int replApply(long region, long records, long len, long appliedOut);
+
+  /** {@code par_repl_export_open}. */
+  public abstract int replExportOpen(long region, long out);
+
+  /** {@code par_repl_export_layout}. */
+  public abstract int replExportLayout(long export, long buf, long cap, long lenOut);
+
+  /** {@code par_repl_export_covered}. */
+  public abstract long replExportCovered(long export);
+
+  /** {@code par_repl_export_segment}. */
+  public abstract int replExportSegment(long export, int seg, long buf);
+
+  /** {@code par_repl_export_close}. */
+  public abstract void replExportClose(long export);
+
+  /** {@code par_repl_install_begin}. */
+  public abstract int replInstallBegin(long region, long layout, long len, long out);
+
+  /** {@code par_repl_install_needed}. */
+  public abstract long replInstallNeeded(long install, long segs, long cap);
+
+  /** {@code par_repl_install_segment}. */
+  public abstract int replInstallSegment(long install, int seg, long data);
+
+  /** {@code par_repl_install_commit}. */
+  public abstract int replInstallCommit(long install);
+
+  /** {@code par_repl_install_close}. */
+  public abstract void replInstallClose(long install);
+
+  /** {@code par_repl_stats}. */
+  public abstract long replStats(long region, long out, long cap);
+
   /** Native address of {@code buf}'s element at its current position; {@code buf} is direct. */
   public abstract long addressAtPosition(ByteBuffer buf);
 

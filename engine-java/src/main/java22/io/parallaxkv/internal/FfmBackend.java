@@ -37,6 +37,7 @@ final class FfmBackend extends NativeApi {
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
       scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats;
+  private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH, replApplyH, replExportOpenH, replExportLayoutH, replExportCoveredH, replExportSegmentH, replExportCloseH, replInstallBeginH, replInstallNeededH, replInstallSegmentH, replInstallCommitH, replInstallCloseH, replStatsH;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
 
@@ -106,6 +107,22 @@ final class FfmBackend extends NativeApi {
     compact = h("par_compact", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     regionStats = h("par_region_stats", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     volumeStats = h("par_volume_stats_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    replSetRoleH = h("par_repl_set_role", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
+    replCursorOpenH = h("par_repl_cursor_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replCursorReadH = h("par_repl_cursor_read", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replCursorCloseH = h("par_repl_cursor_close", FunctionDescriptor.ofVoid(JAVA_LONG));
+    replApplyH = h("par_repl_apply", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replExportOpenH = h("par_repl_export_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    replExportLayoutH = h("par_repl_export_layout", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replExportCoveredH = h("par_repl_export_covered", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG));
+    replExportSegmentH = h("par_repl_export_segment", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    replExportCloseH = h("par_repl_export_close", FunctionDescriptor.ofVoid(JAVA_LONG));
+    replInstallBeginH = h("par_repl_install_begin", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replInstallNeededH = h("par_repl_install_needed", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replInstallSegmentH = h("par_repl_install_segment", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    replInstallCommitH = h("par_repl_install_commit", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    replInstallCloseH = h("par_repl_install_close", FunctionDescriptor.ofVoid(JAVA_LONG));
+    replStatsH = h("par_repl_stats", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     try {
       MethodHandle cb = MethodHandles.lookup().findStatic(FfmBackend.class, "listOne",
           MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class));
@@ -551,5 +568,151 @@ final class FfmBackend extends NativeApi {
     Arena arena = Arena.ofConfined(); // temporary blocks are freed by the thread that took them
     MemorySegment seg = arena.allocate(Math.max(size, 1), 16);
     return new NativeMemory(seg.address(), seg.asByteBuffer(), arena::close);
+  }
+
+  // ---- replication.h ----
+
+  @Override
+  public int replSetRole(long region, int role) {
+    try {
+      return (int) replSetRoleH.invokeExact(region, role);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replCursorOpen(long region, long fromLsn, long out) {
+    try {
+      return (int) replCursorOpenH.invokeExact(region, fromLsn, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replCursorRead(long cursor, long buf, long cap, long lenOut, long lastOut) {
+    try {
+      return (int) replCursorReadH.invokeExact(cursor, buf, cap, lenOut, lastOut);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void replCursorClose(long cursor) {
+    try {
+      replCursorCloseH.invokeExact(cursor);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replApply(long region, long records, long len, long appliedOut) {
+    try {
+      return (int) replApplyH.invokeExact(region, records, len, appliedOut);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replExportOpen(long region, long out) {
+    try {
+      return (int) replExportOpenH.invokeExact(region, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replExportLayout(long export, long buf, long cap, long lenOut) {
+    try {
+      return (int) replExportLayoutH.invokeExact(export, buf, cap, lenOut);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public long replExportCovered(long export) {
+    try {
+      return (long) replExportCoveredH.invokeExact(export);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replExportSegment(long export, int seg, long buf) {
+    try {
+      return (int) replExportSegmentH.invokeExact(export, seg, buf);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void replExportClose(long export) {
+    try {
+      replExportCloseH.invokeExact(export);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replInstallBegin(long region, long layout, long len, long out) {
+    try {
+      return (int) replInstallBeginH.invokeExact(region, layout, len, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public long replInstallNeeded(long install, long segs, long cap) {
+    try {
+      return (long) replInstallNeededH.invokeExact(install, segs, cap);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replInstallSegment(long install, int seg, long data) {
+    try {
+      return (int) replInstallSegmentH.invokeExact(install, seg, data);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replInstallCommit(long install) {
+    try {
+      return (int) replInstallCommitH.invokeExact(install);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public void replInstallClose(long install) {
+    try {
+      replInstallCloseH.invokeExact(install);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public long replStats(long region, long out, long cap) {
+    try {
+      return (long) replStatsH.invokeExact(region, out, cap);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
   }
 }

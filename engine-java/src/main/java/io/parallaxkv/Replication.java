@@ -1,0 +1,324 @@
+package io.parallaxkv;
+
+import io.parallaxkv.internal.HandleState;
+import io.parallaxkv.internal.NativeApi;
+import io.parallaxkv.internal.NativeMemory;
+import io.parallaxkv.internal.Scratch;
+import java.nio.ByteOrder;
+
+/**
+ * The engine's replication hooks ({@code replication.h}): what a primary/backup replication
+ * layer needs from a region (Talos, "send index").
+ *
+ * <ul>
+ *   <li>A primary's log, read from an LSN: {@link #openLog} gives {@link LogCursor}s whose
+ *       chunks of records (the WAL's, values included) a backup applies with {@link #apply},
+ *       keeping the primary's LSNs; records it holds already are skipped.
+ *   <li>Send index: {@link #exportIndex} takes the primary's device levels (kept alive until
+ *       closed); {@link #installIndex} copies those a send-index backup lacks into its own
+ *       segments, rewriting the addresses inside their nodes, and makes them its levels without
+ *       a compaction, trimming its log copy to the LSN they cover.
+ *   <li>{@link #setRole}: a backup role (a send-index backup never compacts), or
+ *       {@link Role#PRIMARY} to promote a backup.
+ * </ul>
+ *
+ * <p>Send-index mode copies leaves as they are, so both regions need {@code Placement.IN_PLACE}
+ * and values up to 1 MiB. Cursors, exports and installs belong to one thread at a time and are
+ * closed with their region.
+ */
+public final class Replication {
+  /** Bytes of one volume segment, the unit in which levels are shipped. */
+  public static final int SEGMENT_SIZE = 2 << 20;
+
+  private Replication() {}
+
+  /** A region's role. */
+  public enum Role {
+    /** An ordinary region: writes, reads, compactions. */
+    PRIMARY,
+    /** Takes shipped records into its log copy only, and its levels from the primary. */
+    BACKUP_SEND_INDEX,
+    /** Takes shipped records into its log and L0, and compacts its own copy. */
+    BACKUP_BUILD_INDEX
+  }
+
+  /** A region's replication counters ({@code par_repl_stats}). */
+  public record Stats(Role role, long logLsn, long l0Lsn, long coveredLsn, long recordsApplied,
+      long recordsSkipped, long treesInstalled, long segmentsInstalled, long compactions) {}
+
+  /** Records read from a log: {@code records} ends with the record of LSN {@code lastLsn}. */
+  public record Chunk(byte[] records, long lastLsn) {}
+
+  /**
+   * Changes the region's role. To a backup role: the region should be new. Back to
+   * {@link Role#PRIMARY} (promotion): a send-index backup replays its log copy into L0; send no
+   * write to the region until this returns. A role lasts while the region is open.
+   */
+  public static void setRole(Region region, Role role) {
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      Native.check(api, api.replSetRole(r, role.ordinal()));
+    } finally {
+      region.state.release();
+    }
+  }
+
+  /**
+   * Applies shipped records (bytes {@code [off, off + len)} of {@code records}, as a
+   * {@link LogCursor} returned them) and returns, once they are durable, the newest LSN of the
+   * region's log. Throws {@link InvalidArgumentException} for a gap or a region that is not a
+   * backup, {@link CorruptionException} for malformed bytes.
+   */
+  public static long apply(Region region, byte[] records, int off, int len) {
+    java.util.Objects.checkFromIndexSize(off, len, records.length);
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      Scratch s = Scratch.get(len);
+      try {
+        s.buffer().put(Scratch.DATA, records, off, len);
+        Native.check(api, api.replApply(r, s.address() + Scratch.DATA, len, s.address()));
+        return s.out(0);
+      } finally {
+        s.release();
+      }
+    } finally {
+      region.state.release();
+    }
+  }
+
+  /** The region's replication counters. */
+  public static Stats stats(Region region) {
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      long[] v = new long[9];
+      try (NativeMemory m = api.allocate(8 * 32)) {
+        long n = Math.min(api.replStats(r, m.address, 32), 32);
+        if (n < v.length) throw new IllegalStateException("par_repl_stats gave " + n + " counters");
+        for (int i = 0; i < v.length; i++) v[i] = m.buffer.getLong(8 * i);
+      }
+      return new Stats(Role.values()[(int) v[0]], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+    } finally {
+      region.state.release();
+    }
+  }
+
+  /** A reader of the region's log from {@code fromLsn}, the first LSN of a record. */
+  public static LogCursor openLog(Region region, long fromLsn) {
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      Scratch s = Scratch.get(0);
+      Native.check(api, api.replCursorOpen(r, fromLsn, s.address()));
+      return new LogCursor(region, s.out(0));
+    } finally {
+      region.state.release();
+    }
+  }
+
+  /** The region's device levels as they are now, for {@link #installIndex} on a backup. */
+  public static IndexExport exportIndex(Region region) {
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      Scratch s = Scratch.get(0);
+      Native.check(api, api.replExportOpen(r, s.address()));
+      return new IndexExport(region, s.out(0));
+    } finally {
+      region.state.release();
+    }
+  }
+
+  /** Starts installing a layout ({@link IndexExport#layout()}) on a send-index backup. */
+  public static IndexInstall installIndex(Region region, byte[] layout) {
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      Scratch s = Scratch.get(layout.length);
+      Native.check(api, api.replInstallBegin(r, Native.in(layout, s, 0), layout.length,
+          s.address()));
+      return new IndexInstall(region, s.out(0));
+    } finally {
+      region.state.release();
+    }
+  }
+
+  private static HandleState handle(Region region, String kind, long ptr,
+      java.util.function.LongConsumer close) {
+    return new HandleState(kind + " of region '" + region.name() + "'", ptr, region.state, p -> {
+      close.accept(p);
+      return 0;
+    }, ParallaxClosedException::new, true);
+  }
+
+  /** Reads a primary's log ({@code par_repl_cursor_*}). */
+  public static final class LogCursor implements AutoCloseable {
+    private final NativeApi api;
+    private final HandleState state;
+    private NativeMemory buf;
+
+    LogCursor(Region region, long ptr) {
+      this.api = region.api;
+      NativeApi a = api;
+      this.state = handle(region, "Log cursor", ptr, a::replCursorClose);
+      state.register(this);
+    }
+
+    /**
+     * The next durable records, about {@code maxBytes} at most (more when one record alone is
+     * larger), or null when none follows yet. Throws {@link NoSuchEntryException} when the next
+     * LSN is no longer in the log (a compaction covered it: ship the index first).
+     */
+    public Chunk read(int maxBytes) {
+      long c = state.acquire();
+      try (NativeMemory out = api.allocate(16)) {
+        int cap = Math.max(maxBytes, 4096);
+        for (;;) {
+          if (buf == null || buf.size() < cap) {
+            if (buf != null) buf.close();
+            buf = api.allocate(cap);
+          }
+          int rc = api.replCursorRead(c, buf.address, cap, out.address, out.address + 8);
+          long len = out.buffer.getLong(0);
+          if (rc == ParallaxException.ETOOBIG && len > cap) {
+            cap = Math.toIntExact(len);
+            continue;
+          }
+          Native.check(api, rc);
+          if (len == 0) return null;
+          byte[] records = new byte[(int) len];
+          buf.buffer.get(0, records);
+          return new Chunk(records, out.buffer.getLong(8));
+        }
+      } finally {
+        state.release();
+      }
+    }
+
+    @Override
+    public void close() {
+      state.close();
+      if (buf != null) buf.close();
+      buf = null;
+    }
+  }
+
+  /** A primary's levels at one moment ({@code par_repl_export_*}). */
+  public static final class IndexExport implements AutoCloseable {
+    private final NativeApi api;
+    private final HandleState state;
+
+    IndexExport(Region region, long ptr) {
+      this.api = region.api;
+      NativeApi a = api;
+      this.state = handle(region, "Index export", ptr, a::replExportClose);
+      state.register(this);
+    }
+
+    /** The encoded layout: every tree, its id, root and segments. */
+    public byte[] layout() {
+      long x = state.acquire();
+      try (NativeMemory out = api.allocate(8)) {
+        int rc = api.replExportLayout(x, 0, 0, out.address);
+        if (rc != ParallaxException.ETOOBIG) Native.check(api, rc);
+        int len = Math.toIntExact(out.buffer.getLong(0));
+        try (NativeMemory m = api.allocate(Math.max(len, 1))) {
+          Native.check(api, api.replExportLayout(x, m.address, len, out.address));
+          byte[] b = new byte[len];
+          m.buffer.get(0, b);
+          return b;
+        }
+      } finally {
+        state.release();
+      }
+    }
+
+    /** The LSN the exported levels cover. */
+    public long coveredLsn() {
+      long x = state.acquire();
+      try {
+        return api.replExportCovered(x);
+      } finally {
+        state.release();
+      }
+    }
+
+    /** Copies segment {@code seg} of the layout into {@code dst} ({@link #SEGMENT_SIZE} bytes). */
+    public void segment(int seg, byte[] dst) {
+      if (dst.length < SEGMENT_SIZE) throw new InvalidArgumentException("buffer under a segment");
+      long x = state.acquire();
+      try (NativeMemory m = api.allocate(SEGMENT_SIZE)) {
+        Native.check(api, api.replExportSegment(x, seg, m.address));
+        m.buffer.get(0, dst, 0, SEGMENT_SIZE);
+      } finally {
+        state.release();
+      }
+    }
+
+    @Override
+    public void close() {
+      state.close();
+    }
+  }
+
+  /** An install of shipped levels on a send-index backup ({@code par_repl_install_*}). */
+  public static final class IndexInstall implements AutoCloseable {
+    private final NativeApi api;
+    private final HandleState state;
+
+    IndexInstall(Region region, long ptr) {
+      this.api = region.api;
+      NativeApi a = api;
+      this.state = handle(region, "Index install", ptr, a::replInstallClose);
+      state.register(this);
+    }
+
+    /** The primary's segments the backup needs (of trees it does not hold yet). */
+    public int[] needed() {
+      long in = state.acquire();
+      try {
+        int n = (int) api.replInstallNeeded(in, 0, 0);
+        int[] segs = new int[n];
+        try (NativeMemory m = api.allocate(Math.max(4 * n, 4))) {
+          api.replInstallNeeded(in, m.address, n);
+          m.buffer.order(ByteOrder.nativeOrder());
+          for (int i = 0; i < n; i++) segs[i] = m.buffer.getInt(4 * i);
+        }
+        return segs;
+      } finally {
+        state.release();
+      }
+    }
+
+    /** Copies one needed segment's bytes ({@link #SEGMENT_SIZE}), rewriting its nodes. */
+    public void segment(int seg, byte[] data) {
+      if (data.length < SEGMENT_SIZE) throw new InvalidArgumentException("data under a segment");
+      long in = state.acquire();
+      try (NativeMemory m = api.allocate(SEGMENT_SIZE)) {
+        m.buffer.put(0, data, 0, SEGMENT_SIZE);
+        Native.check(api, api.replInstallSegment(in, seg, m.address));
+      } finally {
+        state.release();
+      }
+    }
+
+    /** Makes the levels the region's and trims its log copy; throws {@link BusyException}
+     * when its levels changed since the install began. */
+    public void commit() {
+      long in = state.acquire();
+      try {
+        Native.check(api, api.replInstallCommit(in));
+      } finally {
+        state.release();
+      }
+    }
+
+    /** Frees the install (and, without a commit, the segments it took). */
+    @Override
+    public void close() {
+      state.close();
+    }
+  }
+}

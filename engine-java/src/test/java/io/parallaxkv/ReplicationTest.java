@@ -1,0 +1,160 @@
+package io.parallaxkv;
+
+import static io.parallaxkv.TestSupport.b;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import io.parallaxkv.Replication.Chunk;
+import io.parallaxkv.Replication.Role;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.TreeMap;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The replication hooks through the Java API: a primary's log shipped to a send-index and a
+ * build-index backup, levels installed after the primary's compactions, promotion, and the
+ * refusals (gaps, malformed bytes, a region that is not a backup).
+ */
+class ReplicationTest {
+  @TempDir Path dir;
+
+  private static Options inPlace() {
+    return Options.builder().l0Size(256 << 10).placement(Options.Placement.IN_PLACE)
+        .durabilityInterval(java.time.Duration.ofMillis(5)).build();
+  }
+
+  /** Ships every durable record of {@code c} to {@code backup}; the backup's newest LSN. */
+  private static long shipLog(Replication.LogCursor c, Region backup) {
+    long applied = Replication.stats(backup).logLsn();
+    for (Chunk ch; (ch = c.read(64 << 10)) != null; ) {
+      applied = Replication.apply(backup, ch.records(), 0, ch.records().length);
+      assertTrue(applied >= ch.lastLsn());
+    }
+    return applied;
+  }
+
+  /** Ships the primary's levels to a send-index backup; the segments copied. */
+  private static int shipIndex(Region primary, Region backup) {
+    try (Replication.IndexExport x = Replication.exportIndex(primary);
+        Replication.IndexInstall in = Replication.installIndex(backup, x.layout())) {
+      int[] needed = in.needed();
+      byte[] seg = new byte[Replication.SEGMENT_SIZE];
+      for (int s : needed) {
+        x.segment(s, seg);
+        in.segment(s, seg);
+      }
+      in.commit();
+      return needed.length;
+    }
+  }
+
+  private static TreeMap<String, byte[]> scan(Region r) {
+    TreeMap<String, byte[]> m = new TreeMap<>();
+    try (Scanner s = r.scanner()) {
+      for (boolean ok = s.seekToFirst(); ok; ok = s.next()) m.put(new String(s.key()), s.value());
+    }
+    return m;
+  }
+
+  private static void assertSame(TreeMap<String, byte[]> want, TreeMap<String, byte[]> got) {
+    assertEquals(want.keySet(), got.keySet());
+    for (var e : want.entrySet()) assertArrayEquals(e.getValue(), got.get(e.getKey()), e.getKey());
+  }
+
+  @Test
+  void logAndIndexShippingThenPromotion() {
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), inPlace());
+        Parallax sv = Parallax.open(dir.resolve("s.vol"), inPlace());
+        Parallax bv = Parallax.open(dir.resolve("b.vol"), inPlace())) {
+      Region p = pv.region("r");
+      Region s = sv.region("r");
+      Region bi = bv.region("r");
+      Replication.setRole(s, Role.BACKUP_SEND_INDEX);
+      Replication.setRole(bi, Role.BACKUP_BUILD_INDEX);
+      TreeMap<String, byte[]> model = new TreeMap<>();
+      java.util.Random rnd = new java.util.Random(16);
+      Replication.LogCursor cs = Replication.openLog(p, 1);
+      Replication.LogCursor cb = Replication.openLog(p, 1);
+      long compactions = 0;
+      int copied = 0;
+      for (int i = 0; i < 20000; i++) {
+        String k = String.format("key%05d", rnd.nextInt(3000));
+        byte[] v = new byte[rnd.nextInt(300)];
+        rnd.nextBytes(v);
+        if (i % 11 == 0) {
+          p.delete(b(k));
+          model.remove(k);
+        } else {
+          p.put(b(k), v);
+          model.put(k, v);
+        }
+        if (i % 1000 == 999) {
+          p.sync();
+          shipLog(cb, bi);
+          try {
+            shipLog(cs, s);
+          } catch (NoSuchEntryException truncated) {
+            // a compaction covered LSNs not shipped yet: the levels, then the log after them
+            copied += shipIndex(p, s);
+            cs.close();
+            cs = Replication.openLog(p, Replication.stats(s).logLsn() + 1);
+            shipLog(cs, s);
+          }
+          long c = p.stats().compactions();
+          if (c != compactions) {
+            compactions = c;
+            copied += shipIndex(p, s);
+          }
+        }
+      }
+      p.sync();
+      shipLog(cs, s);
+      shipLog(cb, bi);
+      assertTrue(copied > 0, "levels were shipped");
+      assertNull(cs.read(4096), "nothing more");
+      cs.close();
+      cb.close();
+
+      Replication.Stats st = Replication.stats(s);
+      assertEquals(Role.BACKUP_SEND_INDEX, st.role());
+      assertEquals(0, st.compactions(), "a send-index backup never compacts");
+      assertTrue(st.treesInstalled() > 0);
+      assertEquals(Replication.stats(p).logLsn(), st.logLsn());
+
+      // Re-delivery is skipped; a gap, a primary, and malformed bytes are refused.
+      try (Replication.LogCursor again = Replication.openLog(p, st.logLsn())) {
+        Chunk ch = again.read(4096);
+        assertEquals(st.logLsn(), Replication.apply(s, ch.records(), 0, ch.records().length));
+        byte[] gap = ch.records().clone();
+        java.nio.ByteBuffer.wrap(gap).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, st.logLsn() + 5);
+        assertThrows(InvalidArgumentException.class, () -> Replication.apply(s, gap, 0, gap.length));
+        assertThrows(InvalidArgumentException.class,
+            () -> Replication.apply(p, ch.records(), 0, ch.records().length));
+        byte[] bad = Arrays.copyOf(ch.records(), 10);
+        assertThrows(CorruptionException.class, () -> Replication.apply(s, bad, 0, bad.length));
+      }
+      byte[] layout;
+      try (Replication.IndexExport x = Replication.exportIndex(p)) {
+        layout = x.layout();
+      }
+      assertThrows(InvalidArgumentException.class, () -> Replication.installIndex(bi, layout));
+      assertThrows(CorruptionException.class,
+          () -> Replication.installIndex(s, Arrays.copyOf(layout, layout.length - 1)));
+
+      // Promotion: both backups hold exactly the primary's state.
+      Replication.setRole(s, Role.PRIMARY);
+      Replication.setRole(bi, Role.PRIMARY);
+      TreeMap<String, byte[]> want = scan(p);
+      assertEquals(model.keySet(), want.keySet());
+      assertSame(want, scan(s));
+      assertSame(want, scan(bi));
+      s.put(b("after"), b("x"));
+      assertEquals(st.logLsn() + 1, Replication.stats(s).logLsn());
+    }
+  }
+}
