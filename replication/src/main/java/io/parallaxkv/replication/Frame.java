@@ -1,0 +1,126 @@
+package io.parallaxkv.replication;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * One message of the replication protocol, request or response. Every message has the same
+ * fields (a message type uses those it needs, the others stay empty), so one codec serves all:
+ *
+ * <pre>
+ * type u8 | id u64 | status u8 | region (u16 length + UTF-8) | epoch u64 | num u64 | a (u32 length + bytes) | b (u32 length + bytes)
+ * </pre>
+ *
+ * A response carries its request's {@code id}. {@link #decode} rejects anything malformed with
+ * {@link IllegalArgumentException}; the receiver answers {@link Status#BAD_REQUEST} or drops the
+ * connection, and never fails otherwise.
+ */
+public record Frame(Type type, long id, Status status, String region, long epoch, long num,
+    byte[] a, byte[] b) {
+  /** Largest encoded frame: a shipped segment plus room for the header. */
+  public static final int MAX_SIZE = (4 << 20) + 1024;
+
+  private static final byte[] NONE = new byte[0];
+
+  /** Message types; a response has its request's type. */
+  public enum Type {
+    /** Client write: a = key, b = value; num = 1 for a delete. */
+    WRITE,
+    /** Client read: a = key. Response: OK with b = value, or NOT_FOUND. */
+    GET,
+    /** The primary's whole region, for tests: response a = encoded pairs ({@link Pairs}). */
+    SCAN,
+    /** Primary to backup: a = shipped log records. Response num = the backup's newest LSN. */
+    APPLY,
+    /** Primary to backup: a = layout. Response a = the needed segments (u32 each). */
+    INSTALL_BEGIN,
+    /** Primary to backup: num = segment, a = its bytes. */
+    INSTALL_SEGMENT,
+    /** Primary to backup. Response num = the backup's newest LSN. */
+    INSTALL_COMMIT,
+    /** Primary to backup: it holds every acknowledged write; from now on a promotion candidate. */
+    MARK_COMPLETE,
+    /** Primary to a build-index backup whose copy is current: build its own index from now on. */
+    BUILD_INDEX,
+    /** Master to backup: reject epochs below this one. Response num = newest LSN, b[0] = complete. */
+    FENCE,
+    /** Replication counters of the local copy, for tests: response a = 9 x u64. */
+    STATS
+  }
+
+  /** Outcome of a request. */
+  public enum Status {
+    OK, NOT_FOUND, BAD_REQUEST, NOT_PRIMARY, STALE_EPOCH, UNAVAILABLE, ERROR
+  }
+
+  public Frame {
+    region = region == null ? "" : region;
+    a = a == null ? NONE : a;
+    b = b == null ? NONE : b;
+    status = status == null ? Status.OK : status;
+  }
+
+  public static Frame request(Type type, String region, long epoch, long num, byte[] a, byte[] b) {
+    return new Frame(type, 0, Status.OK, region, epoch, num, a, b);
+  }
+
+  public Frame withId(long newId) {
+    return new Frame(type, newId, status, region, epoch, num, a, b);
+  }
+
+  public Frame reply(Status s, long n, byte[] ra, byte[] rb) {
+    return new Frame(type, id, s, region, epoch, n, ra, rb);
+  }
+
+  public Frame ok(long n) {
+    return reply(Status.OK, n, null, null);
+  }
+
+  public Frame fail(Status s, String message) {
+    return reply(s, 0, null, message.getBytes(StandardCharsets.UTF_8));
+  }
+
+  /** The error message of a failed response. */
+  public String message() {
+    return new String(b, StandardCharsets.UTF_8);
+  }
+
+  public int encodedSize() {
+    return 1 + 8 + 1 + 2 + region.getBytes(StandardCharsets.UTF_8).length + 8 + 8 + 4 + a.length
+        + 4 + b.length;
+  }
+
+  public void encode(ByteBuffer out) {
+    byte[] r = region.getBytes(StandardCharsets.UTF_8);
+    out.put((byte) type.ordinal()).putLong(id).put((byte) status.ordinal());
+    out.putShort((short) r.length).put(r).putLong(epoch).putLong(num);
+    out.putInt(a.length).put(a).putInt(b.length).put(b);
+  }
+
+  public static Frame decode(ByteBuffer in) {
+    try {
+      int t = in.get() & 0xff;
+      long id = in.getLong();
+      int s = in.get() & 0xff;
+      if (t >= Type.values().length || s >= Status.values().length) {
+        throw new IllegalArgumentException("unknown message type " + t + " or status " + s);
+      }
+      String region = new String(bytes(in, in.getShort() & 0xffff), StandardCharsets.UTF_8);
+      long epoch = in.getLong();
+      long num = in.getLong();
+      byte[] a = bytes(in, in.getInt());
+      byte[] b = bytes(in, in.getInt());
+      if (in.hasRemaining()) throw new IllegalArgumentException(in.remaining() + " bytes after a message");
+      return new Frame(Type.values()[t], id, Status.values()[s], region, epoch, num, a, b);
+    } catch (java.nio.BufferUnderflowException e) {
+      throw new IllegalArgumentException("truncated message", e);
+    }
+  }
+
+  private static byte[] bytes(ByteBuffer in, int len) {
+    if (len < 0 || len > in.remaining()) throw new IllegalArgumentException("field of " + len + " bytes");
+    byte[] v = new byte[len];
+    in.get(v);
+    return v;
+  }
+}

@@ -1,0 +1,132 @@
+package io.parallaxkv.replication;
+
+import io.parallaxkv.Parallax;
+import io.parallaxkv.Region;
+import io.parallaxkv.Replication;
+import io.parallaxkv.Replication.Role;
+import java.nio.ByteBuffer;
+
+/**
+ * This server's copy of one region, as primary or backup, for one membership (its join epoch).
+ * The backup side of the protocol lives here: every message from a primary carries its epoch,
+ * and one lower than the highest this copy has seen (from a primary or the master's fence) is
+ * refused: that is what keeps a deposed primary from getting any write acknowledged.
+ *
+ * <p>All methods are synchronized: shipped records, installs, fences and the role change of a
+ * promotion happen one at a time, which the engine hooks require.
+ */
+final class LocalCopy implements AutoCloseable {
+  /** The request's epoch is below one this copy saw. */
+  static final class StaleEpochException extends Exception {
+    StaleEpochException(String msg) {
+      super(msg);
+    }
+  }
+
+  final String name;
+  final long joinEpoch;
+  final Region region;
+  private final Parallax volume;
+  private long epoch;
+  private boolean complete;
+  private Replication.IndexInstall install;
+
+  LocalCopy(Parallax volume, String name, long joinEpoch, boolean primary, boolean complete, long epoch) {
+    this.volume = volume;
+    this.name = name;
+    this.joinEpoch = joinEpoch;
+    this.complete = complete;
+    this.epoch = epoch;
+    if (volume.regions().contains(name)) volume.dropRegion(name); // a copy of an earlier membership
+    this.region = volume.region(name);
+    if (!primary) Replication.setRole(region, Role.BACKUP_SEND_INDEX);
+  }
+
+  synchronized Role role() {
+    return Replication.stats(region).role();
+  }
+
+  synchronized boolean complete() {
+    return complete;
+  }
+
+  /** Promotes this (complete) backup: its log copy goes into L0 and it serves. */
+  synchronized void promote(long newEpoch) {
+    if (Replication.stats(region).role() != Role.PRIMARY) Replication.setRole(region, Role.PRIMARY);
+    epoch = Math.max(epoch, newEpoch);
+    complete = true;
+  }
+
+  private void check(long reqEpoch) throws StaleEpochException {
+    if (reqEpoch < epoch) {
+      throw new StaleEpochException("region " + name + " is at epoch " + epoch + ", not " + reqEpoch);
+    }
+    epoch = reqEpoch;
+    if (Replication.stats(region).role() == Role.PRIMARY) {
+      throw new IllegalStateException("region " + name + " is a primary here");
+    }
+  }
+
+  synchronized long apply(long reqEpoch, byte[] records) throws StaleEpochException {
+    check(reqEpoch);
+    if (records.length == 0) return Replication.stats(region).logLsn();
+    return Replication.apply(region, records, 0, records.length);
+  }
+
+  synchronized byte[] installBegin(long reqEpoch, byte[] layout) throws StaleEpochException {
+    check(reqEpoch);
+    if (install != null) install.close();
+    install = Replication.installIndex(region, layout);
+    int[] segs = install.needed();
+    ByteBuffer b = ByteBuffer.allocate(4 * segs.length);
+    for (int s : segs) b.putInt(s);
+    return b.array();
+  }
+
+  synchronized void installSegment(long reqEpoch, int seg, byte[] data) throws StaleEpochException {
+    check(reqEpoch);
+    if (install == null) throw new IllegalStateException("no install in progress");
+    install.segment(seg, data);
+  }
+
+  synchronized long installCommit(long reqEpoch) throws StaleEpochException {
+    check(reqEpoch);
+    if (install == null) throw new IllegalStateException("no install in progress");
+    try {
+      install.commit();
+    } finally {
+      install.close();
+      install = null;
+    }
+    return Replication.stats(region).logLsn();
+  }
+
+  synchronized void markComplete(long reqEpoch) throws StaleEpochException {
+    check(reqEpoch);
+    complete = true;
+  }
+
+  synchronized void buildIndex(long reqEpoch) throws StaleEpochException {
+    check(reqEpoch);
+    if (Replication.stats(region).role() == Role.BACKUP_SEND_INDEX) Replication.setRole(region, Role.BACKUP_BUILD_INDEX);
+  }
+
+  /** The master's fence: no message below epoch from now on; answers (newest LSN, complete). */
+  synchronized long[] fence(long newEpoch) {
+    epoch = Math.max(epoch, newEpoch);
+    return new long[] {Replication.stats(region).logLsn(), complete ? 1 : 0};
+  }
+
+  @Override
+  public synchronized void close() {
+    if (install != null) install.close();
+    install = null;
+    region.close();
+  }
+
+  /** Closes and deletes the copy (this server is no longer a member). */
+  synchronized void drop() {
+    close();
+    volume.dropRegion(name);
+  }
+}

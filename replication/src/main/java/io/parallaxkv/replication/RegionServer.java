@@ -1,0 +1,254 @@
+package io.parallaxkv.replication;
+
+import io.parallaxkv.Options;
+import io.parallaxkv.Parallax;
+import io.parallaxkv.Replication;
+import io.parallaxkv.Scanner;
+import io.parallaxkv.replication.RegionInfo.Member;
+import java.io.Closeable;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A region server: one volume holding its copies of regions, a {@link Transport} endpoint, its
+ * membership in ZooKeeper and a chance to be the {@link Master}. It follows the region map
+ * (polled every 100 ms): it makes, promotes and drops its copies as the map says, runs the
+ * primary side ({@link PrimaryRegion}) of the regions it leads and answers the backup side
+ * ({@link LocalCopy}) of the others.
+ *
+ * <p>A server whose ZooKeeper session is lost exits: its membership, and every role it had, are
+ * gone, and the master has moved them on. It starts again as a new member with an empty volume.
+ */
+public final class RegionServer implements Closeable {
+  private static final Logger LOG = LoggerFactory.getLogger(RegionServer.class);
+  private static final long WRITE_TIMEOUT_MS = 5000;
+
+  /** Server settings. */
+  public record Config(String zk, Path dir, String host, int port, int rf, int regions,
+      boolean sendIndex, int sessionTimeoutMs, long l0Size) {}
+
+  private final Config cfg;
+  private final String self;
+  private final Parallax volume;
+  private final Transport transport = new NettyTransport();
+  private final Peers peers = new Peers(transport);
+  private final Coordinator coord;
+  private final Master master;
+  private final Closeable endpoint;
+  private final Map<String, LocalCopy> copies = new ConcurrentHashMap<>();
+  private final Map<String, PrimaryRegion> primaries = new ConcurrentHashMap<>();
+  private volatile Map<String, Coordinator.Versioned> map = Map.of();
+  private final ExecutorService workers = Executors.newFixedThreadPool(8);
+  private final Thread follower;
+  private volatile boolean running = true;
+
+  public RegionServer(Config cfg) throws Exception {
+    this.cfg = cfg;
+    this.self = cfg.host() + ":" + cfg.port();
+    java.nio.file.Files.createDirectories(cfg.dir());
+    java.nio.file.Files.deleteIfExists(cfg.dir().resolve("copies.vol")); // a new member starts empty
+    volume = Parallax.open(cfg.dir().resolve("copies.vol"), Options.builder()
+        .placement(Options.Placement.IN_PLACE).l0Size(cfg.l0Size()).build());
+    endpoint = transport.listen(cfg.host(), cfg.port(), this::handle);
+    coord = new Coordinator(cfg.zk(), cfg.sessionTimeoutMs());
+    coord.onSessionLost(() -> {
+      LOG.error("{}: ZooKeeper session lost: exiting (the master has moved this server's roles on)", self);
+      Runtime.getRuntime().halt(3);
+    });
+    coord.register(self);
+    master = new Master(coord, peers, self, cfg.rf(), cfg.regions());
+    follower = new Thread(this::follow, "map-follower");
+    follower.setDaemon(true);
+    follower.start();
+  }
+
+  public String id() {
+    return self;
+  }
+
+  // ---- following the region map -----------------------------------------------------------
+
+  private void follow() {
+    while (running) {
+      try {
+        map = coord.regions();
+        for (Coordinator.Versioned v : map.values()) reconcile(v.info());
+        for (String name : new ArrayList<>(copies.keySet())) {
+          if (!map.containsKey(name)) dropCopy(name);
+        }
+        Thread.sleep(100);
+      } catch (InterruptedException e) {
+        return;
+      } catch (Exception e) {
+        LOG.warn("{}: following the map: {}", self, e.toString());
+      }
+    }
+  }
+
+  private void reconcile(RegionInfo r) {
+    Member me = r.member(self);
+    LocalCopy copy = copies.get(r.name());
+    if (me == null) {
+      if (copy != null) dropCopy(r.name());
+      return;
+    }
+    boolean primary = r.primary().server().equals(self);
+    if (copy == null || copy.joinEpoch != me.joinEpoch()) {
+      if (copy != null) dropCopy(r.name());
+      // A new member starts empty: the primary of a new region, or a backup to transfer to.
+      boolean fresh = me.joinEpoch() == 1 && r.epoch() == 1;
+      if (primary && !fresh) {
+        LOG.error("{}: primary of {} without its copy", self, r.name());
+        return;
+      }
+      copy = new LocalCopy(volume, r.name(), me.joinEpoch(), primary, me.complete(), r.epoch());
+      copies.put(r.name(), copy);
+    }
+    if (primary) {
+      PrimaryRegion p = primaries.get(r.name());
+      if (p == null) {
+        copy.promote(r.epoch());
+        p = new PrimaryRegion(copy, peers, cfg.sendIndex());
+        primaries.put(r.name(), p);
+        LOG.info("{}: primary of {} at epoch {}", self, r.name(), r.epoch());
+      }
+      p.update(r);
+    }
+  }
+
+  private void dropCopy(String name) {
+    PrimaryRegion p = primaries.remove(name);
+    if (p != null) p.close();
+    LocalCopy c = copies.remove(name);
+    if (c != null) c.drop();
+    LOG.info("{}: dropped its copy of {}", self, name);
+  }
+
+  // ---- requests ---------------------------------------------------------------------------
+
+  private CompletableFuture<Frame> handle(Frame req) {
+    CompletableFuture<Frame> f = new CompletableFuture<>();
+    workers.execute(() -> {
+      try {
+        f.complete(serve(req));
+      } catch (LocalCopy.StaleEpochException | PrimaryRegion.DeposedException e) {
+        f.complete(req.fail(Frame.Status.STALE_EPOCH, e.getMessage()));
+      } catch (TimeoutException e) {
+        f.complete(req.fail(Frame.Status.UNAVAILABLE, e.getMessage()));
+      } catch (IllegalArgumentException | io.parallaxkv.InvalidArgumentException
+          | io.parallaxkv.CorruptionException e) {
+        f.complete(req.fail(Frame.Status.BAD_REQUEST, e.getMessage()));
+      } catch (Exception e) {
+        f.complete(req.fail(Frame.Status.ERROR, e.toString()));
+      }
+    });
+    return f;
+  }
+
+  private LocalCopy backupCopy(Frame req) {
+    LocalCopy c = copies.get(req.region());
+    if (c == null) throw new IllegalArgumentException(self + " has no copy of region '" + req.region() + "'");
+    return c;
+  }
+
+  private PrimaryRegion primaryFor(byte[] key) {
+    for (Coordinator.Versioned v : map.values()) {
+      if (v.info().contains(key)) {
+        PrimaryRegion p = primaries.get(v.info().name());
+        return p != null && v.info().primary().server().equals(self) ? p : null;
+      }
+    }
+    return null;
+  }
+
+  private Frame serve(Frame req) throws Exception {
+    switch (req.type()) {
+      case WRITE: {
+        if (req.a().length == 0) throw new IllegalArgumentException("empty key");
+        PrimaryRegion p = primaryFor(req.a());
+        if (p == null) return req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of that key");
+        p.write(req.a(), req.b(), req.num() == 1, WRITE_TIMEOUT_MS);
+        return req.ok(0);
+      }
+      case GET: {
+        if (req.a().length == 0) throw new IllegalArgumentException("empty key");
+        PrimaryRegion p = primaryFor(req.a());
+        if (p == null) return req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of that key");
+        byte[] v = p.region().get(req.a());
+        return v == null ? req.reply(Frame.Status.NOT_FOUND, 0, null, null) : req.reply(Frame.Status.OK, 0, null, v);
+      }
+      case SCAN: {
+        PrimaryRegion p = primaries.get(req.region());
+        if (p == null) return req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of " + req.region());
+        List<byte[][]> pairs = new ArrayList<>();
+        try (Scanner s = p.region().scanner()) {
+          for (boolean ok = s.seekToFirst(); ok; ok = s.next()) pairs.add(new byte[][] {s.key(), s.value()});
+        }
+        return req.reply(Frame.Status.OK, pairs.size(), Pairs.encode(pairs), null);
+      }
+      case APPLY: {
+        LocalCopy c = backupCopy(req);
+        long lsn = c.apply(req.epoch(), req.a());
+        return req.reply(Frame.Status.OK, lsn, new byte[] {(byte) (c.complete() ? 1 : 0)}, null);
+      }
+      case INSTALL_BEGIN:
+        return req.reply(Frame.Status.OK, 0, backupCopy(req).installBegin(req.epoch(), req.a()), null);
+      case INSTALL_SEGMENT:
+        if (req.a().length != Replication.SEGMENT_SIZE) throw new IllegalArgumentException("a segment must be 2 MiB");
+        backupCopy(req).installSegment(req.epoch(), (int) req.num(), req.a());
+        return req.ok(0);
+      case INSTALL_COMMIT:
+        return req.ok(backupCopy(req).installCommit(req.epoch()));
+      case MARK_COMPLETE:
+        backupCopy(req).markComplete(req.epoch());
+        return req.ok(0);
+      case BUILD_INDEX:
+        backupCopy(req).buildIndex(req.epoch());
+        return req.ok(0);
+      case FENCE: {
+        long[] r = backupCopy(req).fence(req.epoch());
+        return req.reply(Frame.Status.OK, r[0], new byte[] {(byte) r[1]}, null);
+      }
+      case STATS: {
+        LocalCopy c = backupCopy(req);
+        Replication.Stats s = Replication.stats(c.region);
+        ByteBuffer b = ByteBuffer.allocate(9 * 8);
+        b.putLong(s.role().ordinal()).putLong(s.logLsn()).putLong(s.l0Lsn()).putLong(s.coveredLsn())
+            .putLong(s.recordsApplied()).putLong(s.recordsSkipped()).putLong(s.treesInstalled())
+            .putLong(s.segmentsInstalled()).putLong(s.compactions());
+        return req.reply(Frame.Status.OK, c.complete() ? 1 : 0, b.array(), null);
+      }
+      default:
+        throw new IllegalArgumentException("unexpected message " + req.type());
+    }
+  }
+
+  @Override
+  public void close() {
+    running = false;
+    follower.interrupt();
+    master.close();
+    primaries.values().forEach(PrimaryRegion::close);
+    try {
+      endpoint.close();
+      workers.shutdownNow();
+      copies.values().forEach(LocalCopy::close);
+      volume.close();
+      peers.close();
+      coord.close();
+      transport.close();
+    } catch (Exception e) {
+      LOG.warn("{}: close: {}", self, e.toString());
+    }
+  }
+}

@@ -1,0 +1,99 @@
+package io.parallaxkv.replication;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The client library: routes each key to its region's primary by the region map in ZooKeeper,
+ * and on any failure (not the primary any more, deposed, timeout, a lost connection) reads the
+ * map again and retries, until a deadline. A write that returns has been acknowledged: it is
+ * durable on the primary and on every backup of its ack set. A write that throws may or may not
+ * have been applied.
+ */
+public final class ReplicatedClient implements Closeable {
+  private final Coordinator coord;
+  private final Transport transport = new NettyTransport();
+  private final Peers peers = new Peers(transport);
+  private final long deadlineMs;
+  private volatile Map<String, Coordinator.Versioned> map = Map.of();
+
+  public ReplicatedClient(String zk, long deadlineMs) throws InterruptedException {
+    this.coord = new Coordinator(zk, 10000);
+    this.deadlineMs = deadlineMs;
+  }
+
+  /** The region map as last read. */
+  public Map<String, Coordinator.Versioned> regions() throws Exception {
+    map = coord.regions();
+    return map;
+  }
+
+  private RegionInfo route(byte[] key) throws Exception {
+    for (int pass = 0; pass < 2; pass++) {
+      for (Coordinator.Versioned v : map.values()) if (v.info().contains(key)) return v.info();
+      map = coord.regions();
+    }
+    return null;
+  }
+
+  private Frame call(byte[] key, Frame req) throws IOException {
+    long end = System.currentTimeMillis() + deadlineMs;
+    String last = "no region map";
+    while (System.currentTimeMillis() < end) {
+      try {
+        RegionInfo r = key != null ? route(key) : regions().get(req.region()).info();
+        if (r != null) {
+          Frame resp = peers.get(r.primary().server()).call(req, 6000).get(7, TimeUnit.SECONDS);
+          if (resp.status() == Frame.Status.OK || resp.status() == Frame.Status.NOT_FOUND) return resp;
+          if (resp.status() == Frame.Status.BAD_REQUEST) throw new IllegalArgumentException(resp.message());
+          last = resp.status() + " " + resp.message();
+        }
+      } catch (IllegalArgumentException e) {
+        throw e;
+      } catch (Exception e) {
+        last = e.toString();
+      }
+      try {
+        Thread.sleep(50);
+        map = coord.regions();
+      } catch (Exception e) {
+        last = e.toString();
+      }
+    }
+    throw new IOException("gave up after " + deadlineMs + " ms: " + last);
+  }
+
+  public void put(byte[] key, byte[] value) throws IOException {
+    call(key, Frame.request(Frame.Type.WRITE, "", 0, 0, key, value));
+  }
+
+  public void delete(byte[] key) throws IOException {
+    call(key, Frame.request(Frame.Type.WRITE, "", 0, 1, key, null));
+  }
+
+  /** The value, or null when the key is absent. */
+  public byte[] get(byte[] key) throws IOException {
+    Frame r = call(key, Frame.request(Frame.Type.GET, "", 0, 0, key, null));
+    return r.status() == Frame.Status.NOT_FOUND ? null : r.b();
+  }
+
+  /** Every pair of a region, read from its primary. */
+  public List<byte[][]> scan(String region) throws IOException {
+    return Pairs.decode(call(null, Frame.request(Frame.Type.SCAN, region, 0, 0, null, null)).a());
+  }
+
+  /** Any message to one server (tests and tools). */
+  public Frame callServer(String server, Frame req, long timeoutMs) throws Exception {
+    return peers.get(server).call(req, timeoutMs).get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
+  }
+
+  @Override
+  public void close() throws IOException {
+    peers.close();
+    transport.close();
+    coord.close();
+  }
+}

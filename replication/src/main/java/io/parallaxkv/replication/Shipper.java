@@ -1,0 +1,164 @@
+package io.parallaxkv.replication;
+
+import io.parallaxkv.NoSuchEntryException;
+import io.parallaxkv.Replication;
+import java.nio.ByteBuffer;
+import java.util.concurrent.TimeUnit;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Ships a primary's region to one backup, on its own thread: the log (records as soon as they
+ * are durable on the primary), and, in send-index mode, the primary's levels after each of its
+ * compactions. A backup that the primary's log no longer covers (a new one, or one that fell
+ * behind a compaction) gets the levels first, then the log from the LSN they cover: that is the
+ * state transfer, run while writes go on.
+ *
+ * <p>Every message carries the primary's epoch; a backup answering STALE_EPOCH means this
+ * primary was deposed.
+ */
+final class Shipper implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(Shipper.class);
+  private static final long CALL_MS = 5000;
+
+  private final PrimaryRegion primary;
+  final String backup;
+  final long joinEpoch;
+  private final Transport.Connection conn;
+  private final Thread thread;
+  private volatile boolean running = true;
+  /** Under primary's lock: the backup's newest durable LSN, and whether acks wait for it. */
+  long acked;
+  boolean inAckSet;
+  private boolean completeSent;
+  private boolean buildSent;
+  private long completeAt = -1;
+  private Replication.LogCursor cursor;
+  private long indexedCompactions = -1;
+  private final Object signal = new Object();
+
+  Shipper(PrimaryRegion primary, String backup, long joinEpoch, Transport.Connection conn, boolean complete) {
+    this.primary = primary;
+    this.backup = backup;
+    this.joinEpoch = joinEpoch;
+    this.conn = conn;
+    this.inAckSet = complete;
+    this.completeSent = complete;
+    thread = new Thread(this::loop, "ship-" + primary.copy.name + "-" + backup);
+    thread.setDaemon(true);
+    thread.start();
+  }
+
+  void wake() {
+    synchronized (signal) {
+      signal.notifyAll();
+    }
+  }
+
+  private Frame call(Frame.Type type, long num, byte[] a) throws Exception {
+    Frame resp = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, null), CALL_MS)
+        .get(CALL_MS + 1000, TimeUnit.MILLISECONDS);
+    if (resp.status() == Frame.Status.STALE_EPOCH) {
+      primary.deposed(backup + ": " + resp.message());
+      throw new IllegalStateException("deposed: " + resp.message());
+    }
+    if (resp.status() != Frame.Status.OK) {
+      throw new IllegalStateException(type + " to " + backup + ": " + resp.status() + " " + resp.message());
+    }
+    return resp;
+  }
+
+  private void loop() {
+    while (running && !primary.isDeposed()) {
+      try {
+        if (cursor == null) {
+          long lsn = call(Frame.Type.APPLY, 0, null).num(); // where the backup's log is
+          primary.acked(this, lsn);
+          cursor = Replication.openLog(primary.region(), lsn + 1);
+        }
+        Replication.Chunk ch = cursor.read(1 << 20);
+        if (ch != null) {
+          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records()).num());
+          continue;
+        }
+        if (primary.sendIndex || !completeSent) maybeShipIndex(false);
+        maybeComplete();
+        if (!primary.sendIndex && completeSent && !buildSent) {
+          call(Frame.Type.BUILD_INDEX, 0, null); // current: from now on it compacts its own copy
+          buildSent = true;
+        }
+        synchronized (signal) {
+          signal.wait(5);
+        }
+      } catch (NoSuchEntryException truncated) {
+        try {
+          maybeShipIndex(true);
+        } catch (Exception e) {
+          pause(e);
+        }
+      } catch (InterruptedException e) {
+        return;
+      } catch (Exception e) {
+        pause(e);
+      }
+    }
+    closeCursor();
+  }
+
+  private void pause(Exception e) {
+    if (!running) return;
+    LOG.debug("shipping {} to {}: {}", primary.copy.name, backup, e.toString());
+    closeCursor(); // start again from the backup's position
+    try {
+      Thread.sleep(100);
+    } catch (InterruptedException ie) {
+      Thread.currentThread().interrupt();
+      running = false;
+    }
+  }
+
+  private void closeCursor() {
+    if (cursor != null) cursor.close();
+    cursor = null;
+  }
+
+  /** Ships the primary's levels when it compacted since the last time (or must: truncated). */
+  private void maybeShipIndex(boolean must) throws Exception {
+    long c = primary.region().stats().compactions();
+    if (!must && c == indexedCompactions) return;
+    try (Replication.IndexExport x = Replication.exportIndex(primary.region())) {
+      ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, 0, x.layout()).a());
+      byte[] seg = new byte[Replication.SEGMENT_SIZE];
+      while (needed.hasRemaining()) {
+        int s = needed.getInt();
+        x.segment(s, seg);
+        call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg);
+      }
+      long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
+      primary.acked(this, lsn);
+      indexedCompactions = c;
+      closeCursor();
+      cursor = Replication.openLog(primary.region(), lsn + 1);
+    }
+  }
+
+  /** A joining backup: into the ack set once current, then complete once it holds every ack. */
+  private void maybeComplete() throws Exception {
+    if (completeSent) return;
+    long last = Replication.stats(primary.region()).logLsn();
+    synchronized (primary) {
+      if (!inAckSet && acked >= last) completeAt = primary.enterAckSet(this);
+      if (!inAckSet || acked < completeAt) return;
+    }
+    call(Frame.Type.MARK_COMPLETE, 0, null);
+    completeSent = true;
+    LOG.info("region {}: backup {} is complete", primary.copy.name, backup);
+  }
+
+  @Override
+  public void close() {
+    running = false;
+    wake();
+    thread.interrupt();
+  }
+}

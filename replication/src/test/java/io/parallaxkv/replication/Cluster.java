@@ -1,0 +1,104 @@
+package io.parallaxkv.replication;
+
+import java.io.BufferedReader;
+import java.io.Closeable;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.curator.test.InstanceSpec;
+import org.apache.curator.test.TestingServer;
+
+/**
+ * A test cluster on one machine: ZooKeeper in this JVM (Curator's TestingServer), region
+ * servers as separate JVMs on 127.0.0.x, each with its own volume directory.
+ */
+final class Cluster implements Closeable {
+  static final int SESSION_MS = 2000;
+
+  final TestingServer zk;
+  final Path dir;
+  final String mode;
+  final Map<String, Process> servers = new LinkedHashMap<>();
+  private int next = 1;
+
+  Cluster(Path dir, String mode) throws Exception {
+    this.dir = dir;
+    this.mode = mode;
+    // tickTime 200 ms: sessions of 400 ms .. 4 s can be negotiated
+    zk = new TestingServer(new InstanceSpec(null, -1, -1, -1, true, -1, 200, -1), true);
+  }
+
+  /** Starts one more region server; returns its id (host:port). */
+  String start() throws Exception {
+    int n = next++;
+    String host = "127.0.0." + n;
+    int port = 17000 + (int) (ProcessHandle.current().pid() % 1000) * 10 + n;
+    String id = host + ":" + port;
+    Path sdir = Files.createDirectories(dir.resolve("s" + n));
+    List<String> cmd = new ArrayList<>(List.of(System.getProperty("repl.java", "java"), "-Xmx256m",
+        "-Dparallax.backend=jni", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+        "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
+        "--zk", zk.getConnectString(), "--dir", sdir.toString(), "--host", host, "--port", String.valueOf(port),
+        "--rf", "3", "--regions", "2", "--mode", mode, "--session-timeout-ms", String.valueOf(SESSION_MS),
+        "--l0-size", String.valueOf(64 << 10)));
+    Process p = new ProcessBuilder(cmd).redirectError(sdir.resolve("server.log").toFile()).start();
+    BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
+    String line = out.readLine();
+    if (line == null || !line.startsWith("READY")) {
+      p.destroyForcibly();
+      throw new IllegalStateException("server " + id + " did not start: " + Files.readString(sdir.resolve("server.log")));
+    }
+    servers.put(id, p);
+    return id;
+  }
+
+  void kill(String id) throws Exception {
+    Process p = servers.get(id);
+    p.destroyForcibly();
+    p.waitFor(10, TimeUnit.SECONDS);
+  }
+
+  void signal(String id, String sig) throws Exception {
+    Process k = new ProcessBuilder("kill", "-" + sig, String.valueOf(servers.get(id).pid())).start();
+    if (k.waitFor() != 0) throw new IllegalStateException("kill -" + sig + " failed");
+  }
+
+  /** The last lines of every server's log, for a failure's message. */
+  String logs() {
+    StringBuilder b = new StringBuilder();
+    for (String id : servers.keySet()) {
+      Path log = dir.resolve("s" + id.substring(id.lastIndexOf('.') + 1, id.indexOf(':'))).resolve("server.log");
+      try {
+        List<String> lines = Files.readAllLines(log);
+        b.append("\n--- ").append(id).append(" ---\n");
+        for (String l : lines.subList(Math.max(0, lines.size() - 30), lines.size())) b.append(l).append('\n');
+      } catch (java.io.IOException e) {
+        b.append("\n--- ").append(id).append(": no log\n");
+      }
+    }
+    return b.toString();
+  }
+
+  @Override
+  public void close() {
+    for (Process p : servers.values()) p.destroyForcibly();
+    for (Process p : servers.values()) {
+      try {
+        p.waitFor(10, TimeUnit.SECONDS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    try {
+      zk.close();
+    } catch (Exception e) {
+      // the test's outcome stands
+    }
+  }
+}

@@ -1,0 +1,187 @@
+package io.parallaxkv.replication;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three (or four) region servers as separate JVMs, ZooKeeper in this one; writers record every
+ * acknowledged (key, version) while servers are killed or paused.
+ */
+class FailoverTest {
+  @TempDir Path dir;
+
+  private static RegionInfo waitFor(ReplicatedClient c, String region, long timeoutMs,
+      java.util.function.Predicate<RegionInfo> cond) throws Exception {
+    long end = System.currentTimeMillis() + timeoutMs;
+    RegionInfo r = null;
+    while (System.currentTimeMillis() < end) {
+      Coordinator.Versioned v = c.regions().get(region);
+      r = v == null ? null : v.info();
+      if (r != null && cond.test(r)) return r;
+      Thread.sleep(100);
+    }
+    fail("region " + region + " did not get there in " + timeoutMs + " ms: " + (r == null ? null : r.encode()));
+    return null;
+  }
+
+  /** role, log LSN, L0 LSN, covered, applied, skipped, trees, segments, compactions; complete. */
+  private static long[] stats(ReplicatedClient c, String server, String region) throws Exception {
+    Frame r = c.callServer(server, Frame.request(Frame.Type.STATS, region, 0, 0, null, null), 3000);
+    assertEquals(Frame.Status.OK, r.status(), r.message());
+    ByteBuffer b = ByteBuffer.wrap(r.a());
+    long[] s = new long[10];
+    for (int i = 0; i < 9; i++) s[i] = b.getLong();
+    s[9] = r.num();
+    return s;
+  }
+
+  /** Waits until every region has rf - 1 backups, all complete (RF restored). */
+  private static void waitReplicated(ReplicatedClient c, long timeoutMs) throws Exception {
+    long end = System.currentTimeMillis() + timeoutMs;
+    for (String region : c.regions().keySet()) {
+      RegionInfo r = waitFor(c, region, Math.max(1, end - System.currentTimeMillis()), x -> x.backups().size() == 2);
+      for (RegionInfo.Member m : r.backups()) {
+        while (stats(c, m.server(), region)[9] != 1) {
+          if (System.currentTimeMillis() > end) fail("backup " + m.server() + " of " + region + " never complete");
+          Thread.sleep(100);
+        }
+      }
+    }
+  }
+
+  /** Every acknowledged write at its latest version (or a later attempted one), nothing else. */
+  private static void verify(ReplicatedClient c, Writers w) throws Exception {
+    assertTrue(w.acks.get() > 100, "writers made progress: " + w.acks.get());
+    Map<String, Long> found = new HashMap<>();
+    for (String region : c.regions().keySet()) {
+      for (byte[][] kv : c.scan(region)) found.put(new String(kv[0], StandardCharsets.UTF_8), Writers.version(kv[1]));
+    }
+    for (var e : w.acked.entrySet()) {
+      Long v = found.get(e.getKey());
+      assertNotNull(v, "acknowledged key " + e.getKey() + " lost");
+      assertTrue(v >= e.getValue() && v <= w.attempted.get(e.getKey()),
+          e.getKey() + " holds version " + v + ", acknowledged " + e.getValue());
+      assertEquals(v, Writers.version(c.get(e.getKey().getBytes(StandardCharsets.UTF_8))));
+    }
+    for (String k : found.keySet()) assertTrue(w.attempted.containsKey(k), "key never written: " + k);
+  }
+
+  private static void assertBackupsNeverCompacted(ReplicatedClient c) throws Exception {
+    for (var v : c.regions().values()) {
+      for (RegionInfo.Member m : v.info().backups()) {
+        long[] s = stats(c, m.server(), v.info().name());
+        assertEquals(0, s[8], "send-index backup " + m.server() + " of " + v.info().name() + " compacted");
+      }
+    }
+  }
+
+  @Test
+  @Timeout(180)
+  void killedPrimaryLosesNoAcknowledgedWrite() throws Exception {
+    try (Cluster cl = new Cluster(dir, "send-index")) {
+      for (int i = 0; i < 3; i++) cl.start();
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
+        RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
+        waitFor(c, "r1", 30000, r -> true);
+        Writers w = new Writers(c, 3, 1000);
+        Thread.sleep(4000);
+        // The primaries compacted and shipped their levels; the backups installed them.
+        long trees = 0;
+        for (RegionInfo.Member m : r0.backups()) trees += stats(c, m.server(), "r0")[6];
+        assertTrue(trees > 0, "levels were shipped to r0's backups (" + w.acks.get() + " acks)" + cl.logs());
+        assertBackupsNeverCompacted(c);
+
+        String victim = r0.primary().server();
+        long killed = System.currentTimeMillis();
+        long acksBefore = w.acks.get();
+        cl.kill(victim);
+        cl.start(); // a replacement, to restore three copies
+        RegionInfo after = waitFor(c, "r0", 30000, r -> !r.primary().server().equals(victim));
+        assertTrue(after.epoch() > r0.epoch());
+        while (w.acks.get() < acksBefore + 50) Thread.sleep(20);
+        System.out.printf("failover of r0: writes acknowledged again %d ms after the kill%n",
+            System.currentTimeMillis() - killed);
+        Thread.sleep(3000);
+        w.stop();
+        waitReplicated(c, 60000);
+        verify(c, w);
+        assertBackupsNeverCompacted(c);
+        for (var v : c.regions().values()) assertTrue(!v.info().servers().contains(victim));
+      }
+    }
+  }
+
+  @Test
+  @Timeout(180)
+  void pausedPrimaryIsFencedOnResume() throws Exception {
+    try (Cluster cl = new Cluster(dir, "send-index")) {
+      for (int i = 0; i < 3; i++) cl.start();
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
+        RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
+        waitFor(c, "r1", 30000, r -> true);
+        Writers w = new Writers(c, 2, 200);
+        Thread.sleep(1500);
+        String old = r0.primary().server();
+        cl.signal(old, "STOP");
+        waitFor(c, "r0", 30000, r -> !r.primary().server().equals(old));
+        Thread.sleep(1000);
+        cl.signal(old, "CONT");
+        // The old primary, resumed, must acknowledge nothing: its backups were fenced.
+        int refused = 0;
+        long end = System.currentTimeMillis() + 2000;
+        for (int i = 0; System.currentTimeMillis() < end; i++) {
+          byte[] key = ("A-fenced-" + i).getBytes(StandardCharsets.UTF_8);
+          try {
+            Frame r = c.callServer(old, Frame.request(Frame.Type.WRITE, "", 0, 0, key, Writers.value(1, 20)), 3000);
+            assertNotEquals(Frame.Status.OK, r.status(), "a deposed primary acknowledged a write");
+          } catch (Exception e) {
+            // it may have exited on its lost session already: nothing acknowledged either
+          }
+          refused++;
+        }
+        assertTrue(refused > 0);
+        for (int i = 0; i < refused; i++) {
+          assertEquals(null, c.get(("A-fenced-" + i).getBytes(StandardCharsets.UTF_8)));
+        }
+        w.stop();
+        verify(c, w);
+        assertTrue(!Set.copyOf(c.regions().get("r0").info().servers()).contains(old));
+      }
+    }
+  }
+
+  @Test
+  @Timeout(180)
+  void buildIndexBackupsCompactTheirOwnCopy() throws Exception {
+    try (Cluster cl = new Cluster(dir, "build-index")) {
+      for (int i = 0; i < 3; i++) cl.start();
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
+        RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
+        waitFor(c, "r1", 30000, r -> true);
+        Writers w = new Writers(c, 3, 1000);
+        Thread.sleep(4000);
+        cl.kill(r0.primary().server());
+        waitFor(c, "r0", 30000, r -> !r.primary().server().equals(r0.primary().server()));
+        Thread.sleep(2000);
+        w.stop();
+        verify(c, w);
+        long compactions = 0;
+        for (RegionInfo.Member m : c.regions().get("r1").info().backups()) compactions += stats(c, m.server(), "r1")[8];
+        assertTrue(compactions > 0, "build-index backups compact");
+      }
+    }
+  }
+}

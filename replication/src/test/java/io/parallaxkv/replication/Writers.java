@@ -1,0 +1,64 @@
+package io.parallaxkv.replication;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Writer threads that record every acknowledged (key, version). Each writer owns its keys and
+ * writes increasing versions, so after any failure a key must hold a version between the last
+ * acknowledged one and the last attempted one.
+ */
+final class Writers {
+  static final int KEYS = 150;
+
+  final Map<String, Long> acked = new ConcurrentHashMap<>();
+  final Map<String, Long> attempted = new ConcurrentHashMap<>();
+  final AtomicLong acks = new AtomicLong(), failures = new AtomicLong();
+  private final List<Thread> threads = new ArrayList<>();
+  private volatile boolean running = true;
+
+  Writers(ReplicatedClient client, int n, int valueBytes) {
+    for (int t = 0; t < n; t++) {
+      int id = t;
+      Thread th = new Thread(() -> {
+        long version = 0;
+        while (running) {
+          version++;
+          // keys spread over both regions (the first byte picks the region)
+          String key = (char) ('A' + (version % 2) * 64) + "-w" + id + "-" + (version % KEYS);
+          attempted.put(key, version);
+          try {
+            client.put(key.getBytes(StandardCharsets.UTF_8), value(version, valueBytes));
+            acked.put(key, version);
+            acks.incrementAndGet();
+          } catch (Exception e) {
+            failures.incrementAndGet();
+          }
+        }
+      }, "writer-" + t);
+      threads.add(th);
+      th.start();
+    }
+  }
+
+  static byte[] value(long version, int bytes) {
+    byte[] v = new byte[Math.max(bytes, 20)];
+    java.util.Arrays.fill(v, (byte) '.');
+    byte[] s = String.format("%019d", version).getBytes(StandardCharsets.US_ASCII);
+    System.arraycopy(s, 0, v, 0, s.length);
+    return v;
+  }
+
+  static long version(byte[] value) {
+    return Long.parseLong(new String(value, 0, 19, StandardCharsets.US_ASCII));
+  }
+
+  void stop() throws InterruptedException {
+    running = false;
+    for (Thread t : threads) t.join();
+  }
+}
