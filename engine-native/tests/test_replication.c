@@ -143,7 +143,7 @@ static void test_log_stream(void **state) {
   node_open(&si, "repl_log_si", PAR_PLACEMENT_HYBRID);
   assert_ok(par_repl_set_role(bi.reg, PAR_REPL_BACKUP_BUILD_INDEX));
   assert_ok(par_repl_set_role(si.reg, PAR_REPL_BACKUP_SEND_INDEX));
-  assert_par(par_repl_set_role(si.reg, PAR_REPL_BACKUP_BUILD_INDEX), PAR_EINVAL);
+  assert_par(par_repl_set_role(bi.reg, PAR_REPL_BACKUP_SEND_INDEX), PAR_EINVAL);
   tu_map m;
   tu_map_init(&m);
   uint64_t rng = tu_seed("repl_log");

@@ -47,8 +47,10 @@ typedef enum par_repl_role {
  * compacting (send-index) and accepts par_repl_apply; it should be new (its
  * LSNs then follow the primary's). A backup -> PRIMARY (promotion): the
  * records its L0 lacks are replayed from its log copy into L0, compactions
- * resume; the caller sends no write to the region until this returns. A
- * backup cannot change to the other backup role (PAR_EINVAL). A role lasts
+ * resume; the caller sends no write to the region until this returns.
+ * SEND_INDEX -> BUILD_INDEX replays the same way (a build-index backup's
+ * state transfer: levels and log as a send-index backup, then its own L0
+ * and compactions); BUILD_INDEX -> SEND_INDEX is refused (PAR_EINVAL). A role lasts
  * while the region is open: a reopened region is a PRIMARY until told
  * otherwise (its log copy and installed levels are kept; a build-index
  * backup's large-log GC, which runs on primaries only since a relocation

@@ -360,7 +360,7 @@ static int edit_install(region_desc *d, void *arg, seg_list *freed) {
     while (drop + 1 < d->nwal && d->wal[drop + 1].first_lsn <= d->covered_lsn + 1) drop++;
   for (uint32_t i = 0; i < drop; i++)
     if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&e->wal_freed, d->wal[i].seg)) return PAR_ENOMEM;
-  memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
+  if (drop) memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
   d->nwal -= drop;
   return PAR_OK;
 }

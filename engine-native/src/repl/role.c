@@ -63,8 +63,8 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
   pthread_mutex_lock(&r->write_mu);
   pthread_mutex_lock(&r->view_mu);
   int old = r->repl_role, rc = PAR_OK;
-  if (old != role && old != PAR_REPL_PRIMARY && role != PAR_REPL_PRIMARY)
-    rc = par_error(PAR_EINVAL, "region '%s' cannot change from one backup role to the other", r->name);
+  if (old == PAR_REPL_BACKUP_BUILD_INDEX && role == PAR_REPL_BACKUP_SEND_INDEX)
+    rc = par_error(PAR_EINVAL, "region '%s' cannot change from build-index to send-index", r->name);
   else
     r->repl_role = role;
   pthread_mutex_unlock(&r->view_mu);
@@ -74,6 +74,7 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
     compaction_drain(r); /* a compaction already running finishes; no other starts */
     return PAR_OK;
   }
+  /* To PRIMARY or BUILD_INDEX: L0 takes the log copy; compactions resume. */
   if (old == PAR_REPL_BACKUP_SEND_INDEX) rc = promote_replay(r);
   if (rc) return par_error(rc, "promotion of region '%s' failed: %s", r->name, par_last_error());
   compaction_schedule(r);

@@ -48,7 +48,10 @@ public final class RegionServer implements Closeable {
   private final Map<String, LocalCopy> copies = new ConcurrentHashMap<>();
   private final Map<String, PrimaryRegion> primaries = new ConcurrentHashMap<>();
   private volatile Map<String, Coordinator.Versioned> map = Map.of();
-  private final ExecutorService workers = Executors.newFixedThreadPool(8);
+  /* Client requests wait for backups; replication requests must never queue behind them (two
+   * servers each primary of one region and backup of the other would wait for each other). */
+  private final ExecutorService clientWorkers = Executors.newFixedThreadPool(16);
+  private final ExecutorService replicationWorkers = Executors.newFixedThreadPool(4);
   private final Thread follower;
   private volatile boolean running = true;
 
@@ -138,7 +141,8 @@ public final class RegionServer implements Closeable {
 
   private CompletableFuture<Frame> handle(Frame req) {
     CompletableFuture<Frame> f = new CompletableFuture<>();
-    workers.execute(() -> {
+    boolean client = req.type() == Frame.Type.WRITE || req.type() == Frame.Type.GET || req.type() == Frame.Type.SCAN;
+    (client ? clientWorkers : replicationWorkers).execute(() -> {
       try {
         f.complete(serve(req));
       } catch (LocalCopy.StaleEpochException | PrimaryRegion.DeposedException e) {
@@ -241,7 +245,8 @@ public final class RegionServer implements Closeable {
     primaries.values().forEach(PrimaryRegion::close);
     try {
       endpoint.close();
-      workers.shutdownNow();
+      clientWorkers.shutdownNow();
+      replicationWorkers.shutdownNow();
       copies.values().forEach(LocalCopy::close);
       volume.close();
       peers.close();

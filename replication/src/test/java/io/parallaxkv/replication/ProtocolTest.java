@@ -1,0 +1,97 @@
+package io.parallaxkv.replication;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import io.parallaxkv.Options;
+import io.parallaxkv.Parallax;
+import io.parallaxkv.Replication;
+import io.parallaxkv.WriteOptions;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Random;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** The pieces under the cluster tests, in one JVM: the codec, the map encoding, epochs. */
+class ProtocolTest {
+  @TempDir Path dir;
+
+  @Test
+  void framesRoundTripAndBadBytesAreRefused() {
+    Frame f = Frame.request(Frame.Type.APPLY, "r0", 7, 42, new byte[] {1, 2}, new byte[] {3}).withId(9);
+    ByteBuffer b = ByteBuffer.allocate(f.encodedSize());
+    f.encode(b);
+    b.flip();
+    Frame g = Frame.decode(b.duplicate());
+    assertEquals(f.type(), g.type());
+    assertEquals(9, g.id());
+    assertEquals("r0", g.region());
+    assertEquals(7, g.epoch());
+    assertEquals(42, g.num());
+    assertArrayEquals(f.a(), g.a());
+    assertArrayEquals(f.b(), g.b());
+    byte[] bytes = new byte[b.remaining()];
+    b.get(bytes);
+    for (int cut = 0; cut < bytes.length; cut++) {
+      int n = cut;
+      assertThrows(IllegalArgumentException.class, () -> Frame.decode(ByteBuffer.wrap(bytes, 0, n)));
+    }
+    Random rnd = new Random(16);
+    for (int i = 0; i < 10000; i++) {
+      byte[] junk = new byte[rnd.nextInt(64)];
+      rnd.nextBytes(junk);
+      try {
+        Frame.decode(ByteBuffer.wrap(junk));
+      } catch (IllegalArgumentException expected) {
+        // the only failure a receiver has to handle
+      }
+    }
+  }
+
+  @Test
+  void regionMapEntriesRoundTrip() {
+    RegionInfo r = new RegionInfo("r1", 5, new byte[] {(byte) 0x80}, new byte[0],
+        new RegionInfo.Member("127.0.0.2:7002", 1, true),
+        List.of(new RegionInfo.Member("127.0.0.3:7003", 1, true), new RegionInfo.Member("127.0.0.4:7004", 5, false)));
+    RegionInfo s = RegionInfo.decode("r1", r.encode());
+    assertEquals(r.encode(), s.encode());
+    assertEquals(true, s.contains(new byte[] {(byte) 0xc2}));
+    assertEquals(false, s.contains(new byte[] {'A'}));
+    assertThrows(IllegalArgumentException.class, () -> RegionInfo.decode("r1", "epoch=1;start=;end="));
+    assertThrows(IllegalArgumentException.class, () -> RegionInfo.decode("r1", r.encode().replace("+", "?")));
+  }
+
+  /** A backup copy refuses any message below the highest epoch it saw (the master's fence). */
+  @Test
+  void fencedCopyRefusesStaleEpochs() throws Exception {
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build());
+        Parallax bv = Parallax.open(dir.resolve("b.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build())) {
+      var p = pv.region("r0");
+      LocalCopy b = new LocalCopy(bv, "r0", 1, false, true, 1);
+      p.put("k".getBytes(), "v".getBytes(), WriteOptions.SYNC);
+      Replication.Chunk ch;
+      try (Replication.LogCursor c = Replication.openLog(p, 1)) {
+        ch = c.read(4096);
+      }
+      assertEquals(1, b.apply(1, ch.records()));
+      long[] fenced = b.fence(2);
+      assertEquals(1, fenced[0]);
+      assertEquals(1, fenced[1]);
+      p.put("k2".getBytes(), "v".getBytes(), WriteOptions.SYNC);
+      try (Replication.LogCursor c = Replication.openLog(p, 2)) {
+        Replication.Chunk next = c.read(4096);
+        assertThrows(LocalCopy.StaleEpochException.class, () -> b.apply(1, next.records()));
+        assertThrows(LocalCopy.StaleEpochException.class, () -> b.installBegin(1, new byte[0]));
+        assertEquals(1, b.apply(2, new byte[0]), "nothing applied from the stale primary");
+        assertEquals(2, b.apply(3, next.records()), "a newer primary is heard");
+        assertThrows(LocalCopy.StaleEpochException.class, () -> b.apply(2, new byte[0]));
+      }
+      b.promote(3);
+      assertArrayEquals("v".getBytes(), b.region.get("k2".getBytes()));
+      b.close();
+    }
+  }
+}
