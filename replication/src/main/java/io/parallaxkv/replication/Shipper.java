@@ -56,8 +56,14 @@ final class Shipper implements AutoCloseable {
   }
 
   private Frame call(Frame.Type type, long num, byte[] a) throws Exception {
-    Frame resp = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, null), CALL_MS)
-        .get(CALL_MS + 1000, TimeUnit.MILLISECONDS);
+    return call(type, num, a, null);
+  }
+
+  /** Sends a request and waits for its answer; crashPoint (tests) is reached in between. */
+  private Frame call(Frame.Type type, long num, byte[] a, String crashPoint) throws Exception {
+    var pending = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, null), CALL_MS);
+    if (crashPoint != null) CrashPoints.reach(crashPoint);
+    Frame resp = pending.get(CALL_MS + 1000, TimeUnit.MILLISECONDS);
     if (resp.status() == Frame.Status.STALE_EPOCH) {
       primary.deposed(backup + ": " + resp.message());
       throw new IllegalStateException("deposed: " + resp.message());
@@ -78,7 +84,7 @@ final class Shipper implements AutoCloseable {
         }
         Replication.Chunk ch = cursor.read(1 << 20);
         if (ch != null) {
-          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records()).num());
+          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), CrashPoints.PRIMARY_MID_LOG).num());
           continue;
         }
         if (primary.sendIndex || !completeSent) maybeShipIndex(false);
@@ -132,7 +138,7 @@ final class Shipper implements AutoCloseable {
       while (needed.hasRemaining()) {
         int s = needed.getInt();
         x.segment(s, seg);
-        call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg);
+        call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg, CrashPoints.PRIMARY_MID_INDEX);
       }
       long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
       primary.acked(this, lsn);

@@ -36,6 +36,11 @@ final class Cluster implements Closeable {
 
   /** Starts one more region server; returns its id (host:port). */
   String start() throws Exception {
+    return start(null);
+  }
+
+  /** Starts a server that halts at a crash point ({@code POINT:N}, see CrashPoints), or none. */
+  String start(String crashAt) throws Exception {
     int n = next++;
     String host = "127.0.0." + n;
     int port = 17000 + (int) (ProcessHandle.current().pid() % 1000) * 10 + n;
@@ -43,6 +48,7 @@ final class Cluster implements Closeable {
     Path sdir = Files.createDirectories(dir.resolve("s" + n));
     List<String> cmd = new ArrayList<>(List.of(System.getProperty("repl.java", "java"), "-Xmx256m",
         "-Dparallax.backend=jni", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
+        "-Dparallax.repl.crashAt=" + (crashAt == null ? "" : crashAt),
         "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
         "--zk", zk.getConnectString(), "--dir", sdir.toString(), "--host", host, "--port", String.valueOf(port),
         "--rf", "3", "--regions", "2", "--mode", mode, "--session-timeout-ms", String.valueOf(SESSION_MS),
@@ -58,6 +64,10 @@ final class Cluster implements Closeable {
     return id;
   }
 
+  boolean alive(String id) {
+    return servers.get(id).isAlive();
+  }
+
   void kill(String id) throws Exception {
     Process p = servers.get(id);
     p.destroyForcibly();
@@ -67,6 +77,11 @@ final class Cluster implements Closeable {
   void signal(String id, String sig) throws Exception {
     Process k = new ProcessBuilder("kill", "-" + sig, String.valueOf(servers.get(id).pid())).start();
     if (k.waitFor() != 0) throw new IllegalStateException("kill -" + sig + " failed");
+  }
+
+  /** A server's log (its standard error). */
+  String log(String id) throws java.io.IOException {
+    return Files.readString(dir.resolve("s" + id.substring(id.lastIndexOf('.') + 1, id.indexOf(':'))).resolve("server.log"));
   }
 
   /** The last lines of every server's log, for a failure's message. */

@@ -23,7 +23,7 @@ import org.junit.jupiter.api.io.TempDir;
 class FailoverTest {
   @TempDir Path dir;
 
-  private static RegionInfo waitFor(ReplicatedClient c, String region, long timeoutMs,
+  static RegionInfo waitFor(ReplicatedClient c, String region, long timeoutMs,
       java.util.function.Predicate<RegionInfo> cond) throws Exception {
     long end = System.currentTimeMillis() + timeoutMs;
     RegionInfo r = null;
@@ -49,7 +49,7 @@ class FailoverTest {
   }
 
   /** Waits until every region has rf - 1 backups, all complete (RF restored). */
-  private static void waitReplicated(ReplicatedClient c, long timeoutMs) throws Exception {
+  static void waitReplicated(ReplicatedClient c, long timeoutMs) throws Exception {
     long end = System.currentTimeMillis() + timeoutMs;
     for (String region : c.regions().keySet()) {
       RegionInfo r = waitFor(c, region, Math.max(1, end - System.currentTimeMillis()), x -> x.backups().size() == 2);
@@ -63,7 +63,7 @@ class FailoverTest {
   }
 
   /** Every acknowledged write at its latest version (or a later attempted one), nothing else. */
-  private static void verify(ReplicatedClient c, Writers w) throws Exception {
+  static void verify(ReplicatedClient c, Writers w) throws Exception {
     assertTrue(w.acks.get() > 100, "writers made progress: " + w.acks.get());
     Map<String, Long> found = new HashMap<>();
     for (String region : c.regions().keySet()) {
@@ -79,7 +79,7 @@ class FailoverTest {
     for (String k : found.keySet()) assertTrue(w.attempted.containsKey(k), "key never written: " + k);
   }
 
-  private static void assertBackupsNeverCompacted(ReplicatedClient c) throws Exception {
+  static void assertBackupsNeverCompacted(ReplicatedClient c) throws Exception {
     for (var v : c.regions().values()) {
       for (RegionInfo.Member m : v.info().backups()) {
         long[] s = stats(c, m.server(), v.info().name());
