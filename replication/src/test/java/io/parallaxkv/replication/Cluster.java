@@ -27,9 +27,19 @@ final class Cluster implements Closeable {
   final Map<String, Process> servers = new LinkedHashMap<>();
   private int next = 1;
 
+  private final int rf, regions;
+  private final long l0Size;
+
   Cluster(Path dir, String mode) throws Exception {
+    this(dir, mode, 3, 2, 64 << 10);
+  }
+
+  Cluster(Path dir, String mode, int rf, int regions, long l0Size) throws Exception {
     this.dir = dir;
     this.mode = mode;
+    this.rf = rf;
+    this.regions = regions;
+    this.l0Size = l0Size;
     // tickTime 200 ms: sessions of 400 ms .. 4 s can be negotiated
     zk = new TestingServer(new InstanceSpec(null, -1, -1, -1, true, -1, 200, -1), true);
   }
@@ -51,8 +61,8 @@ final class Cluster implements Closeable {
         "-Dparallax.repl.crashAt=" + (crashAt == null ? "" : crashAt),
         "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
         "--zk", zk.getConnectString(), "--dir", sdir.toString(), "--host", host, "--port", String.valueOf(port),
-        "--rf", "3", "--regions", "2", "--mode", mode, "--session-timeout-ms", String.valueOf(SESSION_MS),
-        "--l0-size", String.valueOf(64 << 10)));
+        "--rf", String.valueOf(rf), "--regions", String.valueOf(regions), "--mode", mode,
+        "--session-timeout-ms", String.valueOf(SESSION_MS), "--l0-size", String.valueOf(l0Size)));
     Process p = new ProcessBuilder(cmd).redirectError(sdir.resolve("server.log").toFile()).start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
     String line = out.readLine();
@@ -62,6 +72,10 @@ final class Cluster implements Closeable {
     }
     servers.put(id, p);
     return id;
+  }
+
+  long pid(String id) {
+    return servers.get(id).pid();
   }
 
   boolean alive(String id) {

@@ -1,0 +1,83 @@
+package io.parallaxkv.replication;
+
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A benchmark, not a test (skipped unless {@code -Drepl.bench=N} gives the writes to make): one
+ * region, 16 client threads writing N pairs of 1000 bytes, in three set-ups: one unreplicated
+ * server, RF 3 send-index, RF 3 build-index. Reports client throughput and each server's CPU
+ * time and device bytes (from /proc), the primary's and the backups' apart. Results in
+ * docs/replication.md.
+ */
+class ReplicationBench {
+  @TempDir Path dir;
+
+  private static long[] usage(long pid) throws Exception {
+    String[] stat = Files.readString(Path.of("/proc/" + pid + "/stat")).split("\\) ")[1].split(" ");
+    long cpuTicks = Long.parseLong(stat[11]) + Long.parseLong(stat[12]); // utime + stime
+    long read = 0, written = 0;
+    for (String l : Files.readAllLines(Path.of("/proc/" + pid + "/io"))) {
+      if (l.startsWith("read_bytes:")) read = Long.parseLong(l.substring(11).trim());
+      if (l.startsWith("write_bytes:")) written = Long.parseLong(l.substring(12).trim());
+    }
+    return new long[] {cpuTicks * 10, read, written}; // ms (100 Hz ticks), bytes, bytes
+  }
+
+  private void run(String label, String mode, int rf, long n) throws Exception {
+    try (Cluster cl = new Cluster(dir.resolve(label), mode, rf, 1, 1 << 20)) {
+      List<String> ids = new ArrayList<>();
+      for (int i = 0; i < rf; i++) ids.add(cl.start());
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 30000)) {
+        RegionInfo r = FailoverTest.waitFor(c, "r0", 30000, x -> true);
+        c.put("warm".getBytes(StandardCharsets.UTF_8), new byte[10]);
+        List<long[]> before = new ArrayList<>();
+        for (String id : ids) before.add(usage(cl.pid(id)));
+        AtomicLong next = new AtomicLong();
+        long t0 = System.nanoTime();
+        List<Thread> threads = new ArrayList<>();
+        for (int t = 0; t < 16; t++) {
+          Thread th = new Thread(() -> {
+            byte[] v = new byte[1000];
+            for (long i; (i = next.getAndIncrement()) < n; ) {
+              try {
+                c.put(String.format("key%012d", (i * 7919) % n).getBytes(StandardCharsets.UTF_8), v);
+              } catch (Exception e) {
+                throw new IllegalStateException(e);
+              }
+            }
+          });
+          threads.add(th);
+          th.start();
+        }
+        for (Thread th : threads) th.join();
+        double secs = (System.nanoTime() - t0) / 1e9;
+        System.out.printf("%-22s %8.0f writes/s%n", label, n / secs);
+        for (int i = 0; i < ids.size(); i++) {
+          long[] u = usage(cl.pid(ids.get(i)));
+          long[] b = before.get(i);
+          String role = ids.get(i).equals(r.primary().server()) ? "primary" : "backup";
+          System.out.printf("  %-8s cpu %7.1f us/write  read %7.1f B/write  written %7.1f B/write%n", role,
+              1000.0 * (u[0] - b[0]) / n, (double) (u[1] - b[1]) / n, (double) (u[2] - b[2]) / n);
+        }
+      }
+    }
+  }
+
+  @Test
+  void sendIndexVersusBuildIndex() throws Exception {
+    long n = Long.getLong("repl.bench", 0);
+    assumeTrue(n > 0, "a benchmark: -Drepl.bench=WRITES runs it");
+    run("unreplicated", "send-index", 1, n);
+    run("rf3-send-index", "send-index", 3, n);
+    run("rf3-build-index", "build-index", 3, n);
+  }
+}
