@@ -255,19 +255,52 @@ JNI_FN(void, copyMemory)(JNIEnv *env, jclass cls, jlong src, jlong dst, jlong le
 }
 
 /* ---- replication.h ---- */
-JNI_FN(jint, replSetRole)(JNIEnv *env, jclass cls, jlong region, jint role) { return (jint)par_repl_set_role(P(region), (int)role); }
-JNI_FN(jint, replCursorOpen)(JNIEnv *env, jclass cls, jlong region, jlong fromLsn, jlong out) { return (jint)par_repl_cursor_open(P(region), (uint64_t)fromLsn, P(out)); }
-JNI_FN(jint, replCursorRead)(JNIEnv *env, jclass cls, jlong cursor, jlong buf, jlong cap, jlong lenOut, jlong lastOut) { return (jint)par_repl_cursor_read(P(cursor), P(buf), (size_t)cap, P(lenOut), P(lastOut)); }
-JNI_FN(void, replCursorClose)(JNIEnv *env, jclass cls, jlong cursor) { par_repl_cursor_close(P(cursor)); }
-JNI_FN(jint, replApply)(JNIEnv *env, jclass cls, jlong region, jlong records, jlong len, jlong appliedOut) { return (jint)par_repl_apply(P(region), P(records), (size_t)len, P(appliedOut)); }
-JNI_FN(jint, replExportOpen)(JNIEnv *env, jclass cls, jlong region, jlong out) { return (jint)par_repl_export_open(P(region), P(out)); }
-JNI_FN(jint, replExportLayout)(JNIEnv *env, jclass cls, jlong export, jlong buf, jlong cap, jlong lenOut) { return (jint)par_repl_export_layout(P(export), P(buf), (size_t)cap, P(lenOut)); }
-JNI_FN(jlong, replExportCovered)(JNIEnv *env, jclass cls, jlong export) { return (jlong)par_repl_export_covered(P(export)); }
-JNI_FN(jint, replExportSegment)(JNIEnv *env, jclass cls, jlong export, jint seg, jlong buf) { return (jint)par_repl_export_segment(P(export), (uint32_t)seg, P(buf)); }
-JNI_FN(void, replExportClose)(JNIEnv *env, jclass cls, jlong export) { par_repl_export_close(P(export)); }
-JNI_FN(jint, replInstallBegin)(JNIEnv *env, jclass cls, jlong region, jlong layout, jlong len, jlong out) { return (jint)par_repl_install_begin(P(region), P(layout), (size_t)len, P(out)); }
-JNI_FN(jlong, replInstallNeeded)(JNIEnv *env, jclass cls, jlong install, jlong segs, jlong cap) { return (jlong)par_repl_install_needed(P(install), P(segs), (size_t)cap); }
-JNI_FN(jint, replInstallSegment)(JNIEnv *env, jclass cls, jlong install, jint seg, jlong data) { return (jint)par_repl_install_segment(P(install), (uint32_t)seg, P(data)); }
-JNI_FN(jint, replInstallCommit)(JNIEnv *env, jclass cls, jlong install) { return (jint)par_repl_install_commit(P(install)); }
-JNI_FN(void, replInstallClose)(JNIEnv *env, jclass cls, jlong install) { par_repl_install_close(P(install)); }
-JNI_FN(jlong, replStats)(JNIEnv *env, jclass cls, jlong region, jlong out, jlong cap) { return (jlong)par_repl_stats(P(region), P(out), (size_t)cap); }
+JNI_FN(jint, replSetRole)(JNIEnv *env, jclass cls, jlong region, jint role) {
+  return (jint)par_repl_set_role(P(region), (int)role);
+}
+JNI_FN(jint, replCursorOpen)(JNIEnv *env, jclass cls, jlong region, jlong fromLsn, jlong out) {
+  return (jint)par_repl_cursor_open(P(region), (uint64_t)fromLsn, P(out));
+}
+JNI_FN(jint, replCursorRead)(JNIEnv *env, jclass cls, jlong cursor, jlong buf, jlong cap, jlong lenOut,
+                             jlong lastOut) {
+  return (jint)par_repl_cursor_read(P(cursor), P(buf), (size_t)cap, P(lenOut), P(lastOut));
+}
+JNI_FN(void, replCursorClose)(JNIEnv *env, jclass cls, jlong cursor) {
+  par_repl_cursor_close(P(cursor));
+}
+JNI_FN(jint, replApply)(JNIEnv *env, jclass cls, jlong region, jlong records, jlong len, jlong appliedOut) {
+  return (jint)par_repl_apply(P(region), P(records), (size_t)len, P(appliedOut));
+}
+JNI_FN(jint, replExportOpen)(JNIEnv *env, jclass cls, jlong region, jlong out) {
+  return (jint)par_repl_export_open(P(region), P(out));
+}
+JNI_FN(jint, replExportLayout)(JNIEnv *env, jclass cls, jlong export, jlong buf, jlong cap, jlong lenOut) {
+  return (jint)par_repl_export_layout(P(export), P(buf), (size_t)cap, P(lenOut));
+}
+JNI_FN(jlong, replExportCovered)(JNIEnv *env, jclass cls, jlong export) {
+  return (jlong)par_repl_export_covered(P(export));
+}
+JNI_FN(jint, replExportSegment)(JNIEnv *env, jclass cls, jlong export, jint seg, jlong buf) {
+  return (jint)par_repl_export_segment(P(export), (uint32_t)seg, P(buf));
+}
+JNI_FN(void, replExportClose)(JNIEnv *env, jclass cls, jlong export) {
+  par_repl_export_close(P(export));
+}
+JNI_FN(jint, replInstallBegin)(JNIEnv *env, jclass cls, jlong region, jlong layout, jlong len, jlong out) {
+  return (jint)par_repl_install_begin(P(region), P(layout), (size_t)len, P(out));
+}
+JNI_FN(jlong, replInstallNeeded)(JNIEnv *env, jclass cls, jlong install, jlong segs, jlong cap) {
+  return (jlong)par_repl_install_needed(P(install), P(segs), (size_t)cap);
+}
+JNI_FN(jint, replInstallSegment)(JNIEnv *env, jclass cls, jlong install, jint seg, jlong data) {
+  return (jint)par_repl_install_segment(P(install), (uint32_t)seg, P(data));
+}
+JNI_FN(jint, replInstallCommit)(JNIEnv *env, jclass cls, jlong install) {
+  return (jint)par_repl_install_commit(P(install));
+}
+JNI_FN(void, replInstallClose)(JNIEnv *env, jclass cls, jlong install) {
+  par_repl_install_close(P(install));
+}
+JNI_FN(jlong, replStats)(JNIEnv *env, jclass cls, jlong region, jlong out, jlong cap) {
+  return (jlong)par_repl_stats(P(region), P(out), (size_t)cap);
+}

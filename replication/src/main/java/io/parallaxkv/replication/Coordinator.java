@@ -19,13 +19,15 @@ import org.apache.zookeeper.data.Stat;
  * Everything kept in ZooKeeper, through Curator: live servers (ephemeral nodes under
  * {@code /parallax/servers}), the master's election ({@link LeaderLatch} on
  * {@code /parallax/master}) and the region map (one persistent node per region under
- * {@code /parallax/regions}, changed only by conditional writes on its version).
+ * {@code /parallax/regions}, changed only by conditional writes on its version), and the backups
+ * a primary cannot reach ({@code /parallax/suspects/<region>/<epoch>-<server>}).
  */
 public final class Coordinator implements Closeable {
   static final String ROOT = "/parallax";
   static final String SERVERS = ROOT + "/servers";
   static final String REGIONS = ROOT + "/regions";
   static final String MASTER = ROOT + "/master";
+  static final String SUSPECTS = ROOT + "/suspects";
 
   private final CuratorFramework zk;
 
@@ -95,6 +97,29 @@ public final class Coordinator implements Closeable {
     } catch (KeeperException.BadVersionException e) {
       return false;
     }
+  }
+
+  /** A primary's report: at epoch, it cannot reach backup server of region. */
+  public void suspect(String region, long epoch, String server) throws Exception {
+    try {
+      zk.create().creatingParentsIfNeeded().forPath(SUSPECTS + "/" + region + "/" + epoch + "-" + server);
+    } catch (KeeperException.NodeExistsException e) {
+      // reported already
+    }
+  }
+
+  /** The servers reported unreachable in region at epoch; older reports are deleted. */
+  public Set<String> suspects(String region, long epoch) throws Exception {
+    Set<String> s = new HashSet<>();
+    String dir = SUSPECTS + "/" + region;
+    if (zk.checkExists().forPath(dir) == null) return s;
+    for (String n : zk.getChildren().forPath(dir)) {
+      int dash = n.indexOf('-');
+      long e = Long.parseLong(n.substring(0, dash));
+      if (e == epoch) s.add(n.substring(dash + 1));
+      else if (e < epoch) zk.delete().quietly().forPath(dir + "/" + n);
+    }
+    return s;
   }
 
   public LeaderLatch masterLatch(String server) {

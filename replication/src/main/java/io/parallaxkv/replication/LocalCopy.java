@@ -87,7 +87,7 @@ final class LocalCopy implements AutoCloseable {
     check(reqEpoch);
     if (install == null) throw new IllegalStateException("no install in progress");
     install.segment(seg, data);
-    CrashPoints.reach(CrashPoints.BACKUP_MID_INSTALL);
+    Faults.reach(Faults.BACKUP_MID_INSTALL);
   }
 
   synchronized long installCommit(long reqEpoch) throws StaleEpochException {

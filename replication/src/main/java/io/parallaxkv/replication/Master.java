@@ -16,8 +16,8 @@ import org.slf4j.LoggerFactory;
  * The master: one region server at a time, elected through a Curator {@link LeaderLatch}. While
  * it leads it keeps the region map in step with membership, every few hundred milliseconds:
  * creates the regions once enough servers are up, fails a region over when its primary's session
- * expired, drops dead backups, and adds live servers as backups until each region has
- * {@code rf} copies. It writes the map only by conditional updates, so a deposed master's stale
+ * expired, drops dead backups and those its primary reports unreachable, and adds live servers as
+ * backups until each region has {@code rf} copies. It writes the map only by conditional updates, so a deposed master's stale
  * write fails.
  *
  * <p>Failover (the only step that moves a primary): every live backup is fenced at the new epoch
@@ -83,10 +83,17 @@ final class Master implements Closeable {
       }
       List<Member> backups = new ArrayList<>();
       for (Member m : r.backups()) if (live.contains(m.server())) backups.add(m);
+      // Backups the primary cannot reach (while ZooKeeper can) hold every write back: drop them,
+      // but never the last one, so that a primary cut off from all its backups stalls rather
+      // than goes on alone.
+      for (String s : coord.suspects(r.name(), r.epoch())) {
+        if (backups.size() > 1) backups.removeIf(m -> m.server().equals(s));
+      }
       long epoch = r.epoch() + 1;
       for (String s : live.stream().sorted().toList()) {
         if (backups.size() + 1 >= rf) break;
-        if (r.member(s) == null) backups.add(new Member(s, epoch, false)); // joins: state transfer
+        // joins with an empty copy: state transfer, outside the ack set until it is current
+        if (r.member(s) == null) backups.add(new Member(s, epoch, false));
       }
       if (!backups.equals(r.backups())) {
         RegionInfo n = new RegionInfo(r.name(), epoch, r.start(), r.end(), r.primary(), backups);

@@ -63,6 +63,10 @@ public final class NettyTransport implements Transport {
             pipeline(ch, new SimpleChannelInboundHandler<ByteBuf>() {
               @Override
               protected void channelRead0(ChannelHandlerContext ctx, ByteBuf msg) {
+                if (Faults.partitioned()) {
+                  ctx.close();
+                  return;
+                }
                 Frame req;
                 try {
                   req = read(msg);
@@ -78,8 +82,8 @@ public final class NettyTransport implements Transport {
                   answer = CompletableFuture.completedFuture(req.fail(Frame.Status.ERROR, e.toString()));
                 }
                 answer.whenComplete((resp, err) -> {
-                  Frame r = err == null ? resp : req.fail(Frame.Status.ERROR, String.valueOf(err));
-                  if (ctx.channel().isActive()) send(ctx.channel(), r.withId(req.id()));
+                  if (err != null) ctx.close();
+                  else if (ctx.channel().isActive()) send(ctx.channel(), resp.withId(req.id()));
                 });
               }
 
@@ -172,6 +176,7 @@ public final class NettyTransport implements Transport {
       long id = ids.incrementAndGet();
       CompletableFuture<Frame> w = new CompletableFuture<>();
       try {
+        if (Faults.partitioned()) throw new IOException("partitioned (fault injection)");
         Channel c = channel();
         pending.put(id, w);
         send(c, request.withId(id));

@@ -26,16 +26,23 @@ final class PrimaryRegion implements AutoCloseable {
     }
   }
 
+  /** Reports a backup this primary cannot reach (to the master, through ZooKeeper). */
+  interface Reporter {
+    void unreachable(String region, long epoch, String backup) throws Exception;
+  }
+
   final LocalCopy copy;
   final boolean sendIndex;
+  final Reporter reporter;
   private final Peers peers;
   private final Map<String, Shipper> shippers = new HashMap<>();
   private long epoch;
   private long highestAcked;
   private String deposed;
 
-  PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex) {
+  PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex, Reporter reporter) {
     this.copy = copy;
+    this.reporter = reporter;
     this.peers = peers;
     this.sendIndex = sendIndex;
   }

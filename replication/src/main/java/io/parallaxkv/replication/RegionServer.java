@@ -121,7 +121,7 @@ public final class RegionServer implements Closeable {
       PrimaryRegion p = primaries.get(r.name());
       if (p == null) {
         copy.promote(r.epoch());
-        p = new PrimaryRegion(copy, peers, cfg.sendIndex());
+        p = new PrimaryRegion(copy, peers, cfg.sendIndex(), coord::suspect);
         primaries.put(r.name(), p);
         LOG.info("{}: primary of {} at epoch {}", self, r.name(), r.epoch());
       }

@@ -20,6 +20,8 @@ import org.slf4j.LoggerFactory;
 final class Shipper implements AutoCloseable {
   private static final Logger LOG = LoggerFactory.getLogger(Shipper.class);
   private static final long CALL_MS = 5000;
+  /** A backup failing this long is reported to the master, which drops it from the map. */
+  private static final long SUSPECT_MS = 3000;
 
   private final PrimaryRegion primary;
   final String backup;
@@ -36,6 +38,8 @@ final class Shipper implements AutoCloseable {
   private Replication.LogCursor cursor;
   private long indexedCompactions = -1;
   private final Object signal = new Object();
+  private long failingSince;
+  private long reportedEpoch = -1;
 
   Shipper(PrimaryRegion primary, String backup, long joinEpoch, Transport.Connection conn, boolean complete) {
     this.primary = primary;
@@ -62,7 +66,7 @@ final class Shipper implements AutoCloseable {
   /** Sends a request and waits for its answer; crashPoint (tests) is reached in between. */
   private Frame call(Frame.Type type, long num, byte[] a, String crashPoint) throws Exception {
     var pending = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, null), CALL_MS);
-    if (crashPoint != null) CrashPoints.reach(crashPoint);
+    if (crashPoint != null) Faults.reach(crashPoint);
     Frame resp = pending.get(CALL_MS + 1000, TimeUnit.MILLISECONDS);
     if (resp.status() == Frame.Status.STALE_EPOCH) {
       primary.deposed(backup + ": " + resp.message());
@@ -71,6 +75,7 @@ final class Shipper implements AutoCloseable {
     if (resp.status() != Frame.Status.OK) {
       throw new IllegalStateException(type + " to " + backup + ": " + resp.status() + " " + resp.message());
     }
+    failingSince = 0;
     return resp;
   }
 
@@ -84,7 +89,7 @@ final class Shipper implements AutoCloseable {
         }
         Replication.Chunk ch = cursor.read(1 << 20);
         if (ch != null) {
-          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), CrashPoints.PRIMARY_MID_LOG).num());
+          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), Faults.PRIMARY_MID_LOG).num());
           continue;
         }
         if (primary.sendIndex || !completeSent) maybeShipIndex(false);
@@ -114,6 +119,18 @@ final class Shipper implements AutoCloseable {
   private void pause(Exception e) {
     if (!running) return;
     LOG.debug("shipping {} to {}: {}", primary.copy.name, backup, e.toString());
+    long now = System.currentTimeMillis();
+    if (failingSince == 0) failingSince = now;
+    long epoch = primary.epoch();
+    if (now - failingSince > SUSPECT_MS && reportedEpoch != epoch) {
+      try {
+        primary.reporter.unreachable(primary.copy.name, epoch, backup);
+        reportedEpoch = epoch;
+        LOG.warn("region {}: backup {} unreachable for {} ms: reported", primary.copy.name, backup, now - failingSince);
+      } catch (Exception re) {
+        LOG.warn("region {}: cannot report {}: {}", primary.copy.name, backup, re.toString());
+      }
+    }
     closeCursor(); // start again from the backup's position
     try {
       Thread.sleep(100);
@@ -138,7 +155,7 @@ final class Shipper implements AutoCloseable {
       while (needed.hasRemaining()) {
         int s = needed.getInt();
         x.segment(s, seg);
-        call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg, CrashPoints.PRIMARY_MID_INDEX);
+        call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg, Faults.PRIMARY_MID_INDEX);
       }
       long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
       primary.acked(this, lsn);

@@ -49,17 +49,22 @@ final class Cluster implements Closeable {
     return start(null);
   }
 
-  /** Starts a server that halts at a crash point ({@code POINT:N}, see CrashPoints), or none. */
+  /** Starts a server that halts at a crash point ({@code POINT:N}, see Faults), or none. */
   String start(String crashAt) throws Exception {
+    return startWith(crashAt == null ? List.of() : List.of("-Dparallax.repl.crashAt=" + crashAt));
+  }
+
+  /** Starts a server with extra JVM options (fault injection: see Faults). */
+  String startWith(List<String> jvmOptions) throws Exception {
     int n = next++;
     String host = "127.0.0." + n;
     int port = 17000 + (int) (ProcessHandle.current().pid() % 1000) * 10 + n;
     String id = host + ":" + port;
     Path sdir = Files.createDirectories(dir.resolve("s" + n));
     List<String> cmd = new ArrayList<>(List.of(System.getProperty("repl.java", "java"), "-Xmx256m",
-        "-Dparallax.backend=jni", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
-        "-Dparallax.repl.crashAt=" + (crashAt == null ? "" : crashAt),
-        "-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
+        "-Dparallax.backend=jni", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info"));
+    cmd.addAll(jvmOptions);
+    cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
         "--zk", zk.getConnectString(), "--dir", sdir.toString(), "--host", host, "--port", String.valueOf(port),
         "--rf", String.valueOf(rf), "--regions", String.valueOf(regions), "--mode", mode,
         "--session-timeout-ms", String.valueOf(SESSION_MS), "--l0-size", String.valueOf(l0Size)));

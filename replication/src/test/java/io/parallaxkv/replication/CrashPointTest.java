@@ -12,7 +12,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
- * Servers halting inside the protocol's steps (CrashPoints): a primary mid log shipping or mid
+ * Servers halting inside the protocol's steps (Faults): a primary mid log shipping or mid
  * index shipping, a backup in the middle of an install. No acknowledged write may be lost and
  * the replication factor comes back.
  */
@@ -20,8 +20,8 @@ class CrashPointTest {
   @TempDir Path dir;
 
   @ParameterizedTest
-  @ValueSource(strings = {CrashPoints.PRIMARY_MID_LOG + ":400", CrashPoints.PRIMARY_MID_INDEX + ":3",
-      CrashPoints.BACKUP_MID_INSTALL + ":3"})
+  @ValueSource(strings = {Faults.PRIMARY_MID_LOG + ":400", Faults.PRIMARY_MID_INDEX + ":3",
+      Faults.BACKUP_MID_INSTALL + ":3"})
   @Timeout(180)
   void crashInsideTheProtocolLosesNoAcknowledgedWrite(String crashAt) throws Exception {
     try (Cluster cl = new Cluster(dir, "send-index")) {

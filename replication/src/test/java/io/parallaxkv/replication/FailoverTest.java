@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
@@ -202,6 +203,45 @@ class FailoverTest {
         waitReplicated(c, 60000);
         verify(c, w);
         assertBackupsNeverCompacted(c);
+      }
+    }
+  }
+
+  /**
+   * A backup cut off from its peers but not from ZooKeeper (its connections dropped for 9 s):
+   * its primaries report it after 3 s, the master drops it, writes go on with the other copies,
+   * a spare restores three copies; healed, the server holds no copy it is not a member for.
+   */
+  @Test
+  @Timeout(180)
+  void partitionedBackupIsDroppedAndReplaced() throws Exception {
+    try (Cluster cl = new Cluster(dir, "send-index")) {
+      List<String> ids = new java.util.ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        ids.add(i == 2 ? cl.startWith(List.of("-Dparallax.repl.partition=6000:9000")) : cl.start());
+      }
+      String cut = ids.get(2); // a backup of both regions (the master's placement)
+      long cutStart = System.currentTimeMillis() + 6000;
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
+        RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
+        waitFor(c, "r1", 30000, r -> true);
+        assertTrue(r0.member(cut) != null && !r0.primary().server().equals(cut));
+        Writers w = new Writers(c, 2, 200);
+        waitFor(c, "r0", 40000, r -> r.member(cut) == null);
+        long acks = w.acks.get();
+        while (w.acks.get() < acks + 50) Thread.sleep(20);
+        long healed = cutStart + 9000 - System.currentTimeMillis();
+        if (healed > 0) Thread.sleep(healed + 1000);
+        w.stop();
+        waitReplicated(c, 60000);
+        verify(c, w);
+        assertTrue(cl.alive(cut), "a partitioned server keeps running");
+        for (var v : c.regions().values()) {
+          if (v.info().member(cut) == null) {
+            Frame r = c.callServer(cut, Frame.request(Frame.Type.STATS, v.info().name(), 0, 0, null, null), 3000);
+            assertEquals(Frame.Status.BAD_REQUEST, r.status(), "no stale copy of " + v.info().name() + " kept");
+          }
+        }
       }
     }
   }

@@ -1,0 +1,57 @@
+package io.parallaxkv.replication;
+
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * Test fault injection, off unless asked for:
+ *
+ * <ul>
+ *   <li>{@code -Dparallax.repl.crashAt=POINT:N}: the process halts (as {@code kill -9} would stop
+ *       it: no shutdown hook, nothing flushed) the N-th time it reaches POINT. The points sit
+ *       inside the protocol's steps, where a crash is hardest to survive.
+ *   <li>{@code -Dparallax.repl.partition=START_MS:DURATION_MS}: from START_MS after the process
+ *       started and for DURATION_MS, this server is cut off from every peer and client (its
+ *       connections are dropped, its calls fail) but not from ZooKeeper: a network partition
+ *       that ZooKeeper does not see.
+ * </ul>
+ */
+final class Faults {
+  /** A primary sent shipped records and has not seen the backup's answer. */
+  static final String PRIMARY_MID_LOG = "primary-mid-log";
+  /** A primary sent part of a level's segments to a backup. */
+  static final String PRIMARY_MID_INDEX = "primary-mid-index";
+  /** A backup copied a shipped segment; the install is not committed. */
+  static final String BACKUP_MID_INSTALL = "backup-mid-install";
+
+  private static final String POINT;
+  private static final int AT;
+  private static final AtomicInteger REACHED = new AtomicInteger();
+  private static final long CUT_FROM, CUT_TO;
+
+  static {
+    String spec = System.getProperty("parallax.repl.crashAt", "");
+    int colon = spec.lastIndexOf(':');
+    POINT = colon > 0 ? spec.substring(0, colon) : null;
+    AT = colon > 0 ? Integer.parseInt(spec.substring(colon + 1)) : 0;
+    String cut = System.getProperty("parallax.repl.partition", "");
+    colon = cut.indexOf(':');
+    long start = java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime();
+    CUT_FROM = colon > 0 ? start + Long.parseLong(cut.substring(0, colon)) : 0;
+    CUT_TO = colon > 0 ? CUT_FROM + Long.parseLong(cut.substring(colon + 1)) : 0;
+  }
+
+  private Faults() {}
+
+  /** Whether this server is cut off from its peers now. */
+  static boolean partitioned() {
+    long now = System.currentTimeMillis();
+    return now >= CUT_FROM && now < CUT_TO;
+  }
+
+  static void reach(String point) {
+    if (point.equals(POINT) && REACHED.incrementAndGet() == AT) {
+      System.err.println("crash point " + point + " reached: halting");
+      Runtime.getRuntime().halt(9);
+    }
+  }
+}
