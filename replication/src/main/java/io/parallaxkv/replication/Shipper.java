@@ -35,6 +35,7 @@ final class Shipper implements AutoCloseable {
   private boolean completeSent;
   private boolean buildSent;
   private long completeAt = -1;
+  private long catchUpTarget = -1;
   private Replication.LogCursor cursor;
   private long indexedCompactions = -1;
   private final Object signal = new Object();
@@ -168,9 +169,12 @@ final class Shipper implements AutoCloseable {
   /** A joining backup: into the ack set once current, then complete once it holds every ack. */
   private void maybeComplete() throws Exception {
     if (completeSent) return;
-    long last = Replication.stats(primary.region()).logLsn();
+    // A fixed target (the log's end when first checked), not the moving end of the log: under a
+    // steady load the backup would never be seen "caught up". Entering early only makes writes
+    // wait for it.
+    if (catchUpTarget < 0) catchUpTarget = Replication.stats(primary.region()).logLsn();
     synchronized (primary) {
-      if (!inAckSet && acked >= last) completeAt = primary.enterAckSet(this);
+      if (!inAckSet && acked >= catchUpTarget) completeAt = primary.enterAckSet(this);
       if (!inAckSet || acked < completeAt) return;
     }
     call(Frame.Type.MARK_COMPLETE, 0, null);
