@@ -191,11 +191,28 @@ static void test_log_stream(void **state) {
   assert_par(par_repl_apply(si.reg, rec, 7, &applied), PAR_ECORRUPT);
   assert_int_equal(applied, last);
 
+  /* A send-index backup turned build-index (a state transfer's end): its log copy goes into
+   * L0, and records applied later go to L0 too. */
+  node sb = {0};
+  node_open(&sb, "repl_log_sb", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(sb.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  par_repl_cursor *c3;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c3));
+  ship_log(NULL, &c3, sb.reg);
+  assert_ok(par_repl_set_role(sb.reg, PAR_REPL_BACKUP_BUILD_INDEX));
+  assert_int_equal(stat_of(sb.reg, PAR_REPL_STAT_L0_LSN), last);
+
   /* Writes go on; the cursors follow from where they are. */
   for (int i = 3000; i < 4000; i++) put_model(p.reg, &m, &rng, i, 3000);
   assert_ok(par_sync(p.reg));
   ship_log(NULL, &c1, bi.reg);
   ship_log(NULL, &c2, si.reg);
+  ship_log(NULL, &c3, sb.reg);
+  par_repl_cursor_close(c3);
+  assert_int_equal(stat_of(sb.reg, PAR_REPL_STAT_L0_LSN), stat_of(p.reg, PAR_REPL_STAT_LOG_LSN));
+  assert_ok(par_repl_set_role(sb.reg, PAR_REPL_PRIMARY));
+  verify(sb.reg, &m);
+  node_free(&sb);
   last = stat_of(p.reg, PAR_REPL_STAT_LOG_LSN);
   par_repl_cursor_close(c1);
   par_repl_cursor_close(c2);

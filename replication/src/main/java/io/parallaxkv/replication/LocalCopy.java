@@ -52,6 +52,8 @@ final class LocalCopy implements AutoCloseable {
 
   /** Promotes this (complete) backup: its log copy goes into L0 and it serves. */
   synchronized void promote(long newEpoch) {
+    if (install != null) install.close(); // the old primary's, never to be committed: frees its segments
+    install = null;
     if (Replication.stats(region).role() != Role.PRIMARY) Replication.setRole(region, Role.PRIMARY);
     epoch = Math.max(epoch, newEpoch);
     complete = true;
