@@ -63,6 +63,8 @@ struct par_region {
 
   pthread_mutex_t write_mu;
   uint64_t next_lsn;                 /* under write_mu */
+  int write_failed;                  /* under write_mu: a logged write missed L0;
+                                        writes refused until a reopen replays it */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
   wal wal;
   atomic_int logging;                /* wal started (not during replay) */

@@ -98,42 +98,68 @@ static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
   }
 }
 
-/* Logs and applies ops atomically: one WAL record, LSNs in order. Values
- * bound for the large log are appended there first, and the WAL record
- * carries their pointers (write_mu held). */
-static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n) {
+/* Makes ops' large values durable-bound in the large log (write_mu held):
+ * *logged is NULL when none goes there, else a copy of ops whose large puts
+ * carry pointers (in *ptrs). */
+static int place_large_values(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t n,
+                              wal_op **logged, uint8_t **ptrs) {
   const par_options *o = &r->vol->opts;
-  wal_op *logged = NULL;
-  uint8_t *ptrs = NULL;
-  int rc = PAR_OK;
-  for (uint32_t i = 0; i < n && !rc; i++) {
+  *logged = NULL;
+  *ptrs = NULL;
+  for (uint32_t i = 0; i < n; i++) {
     if (ops[i].type != WAL_PUT ||
         !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len), ops[i].value_len))
       continue;
-    if (!logged) {
-      logged = malloc(n * sizeof *logged);
-      ptrs = malloc((size_t)n * VPTR_SIZE);
-      if (!logged || !ptrs) {
-        rc = par_error(PAR_ENOMEM, "large-log pointers");
-        break;
-      }
-      memcpy(logged, ops, n * sizeof *logged);
+    if (!*logged) {
+      *logged = malloc(n * sizeof **logged);
+      *ptrs = malloc((size_t)n * VPTR_SIZE);
+      if (!*logged || !*ptrs) return par_error(PAR_ENOMEM, "large-log pointers");
+      memcpy(*logged, ops, n * sizeof **logged);
     }
     vptr p;
-    if (vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE)
-      rc = vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
-    else
-      rc = vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
-    if (rc) break;
-    vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
-    logged[i].type = WAL_PUT_LARGE;
-    logged[i].value = ptrs + (size_t)i * VPTR_SIZE;
-    logged[i].value_len = VPTR_SIZE;
+    int rc = vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE
+                 ? vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p)
+                 : vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    if (rc) return rc;
+    vptr_encode(*ptrs + (size_t)i * VPTR_SIZE, p);
+    (*logged)[i].type = WAL_PUT_LARGE;
+    (*logged)[i].value = *ptrs + (size_t)i * VPTR_SIZE;
+    (*logged)[i].value_len = VPTR_SIZE;
   }
+  return PAR_OK;
+}
+
+/* Logs and applies ops atomically: one WAL record, LSNs in order (write_mu
+ * held). Values bound for the large log are appended there first, and the
+ * WAL record carries their pointers. The L0 entries are allocated before
+ * the record is written, so that nothing but a tree node (under 1 KiB) can
+ * fail after it: once the record is written its LSNs are spent (the next
+ * write must not reuse them, or recovery would stop at the duplicate), and
+ * a failed link stops writes until a reopen applies the record whole. */
+static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n) {
+  wal_op *logged = NULL;
+  uint8_t *ptrs = NULL;
+  mt_entry **entries = malloc(n * sizeof *entries);
+  int rc = entries ? place_large_values(r, lsn, ops, n, &logged, &ptrs)
+                   : par_error(PAR_ENOMEM, "batch of %u", n);
   const wal_op *w = logged ? logged : ops;
-  if (!rc) rc = wal_append(&r->wal, lsn, w, n);
   for (uint32_t i = 0; !rc && i < n; i++)
-    rc = memtable_insert(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len);
+    if (!(entries[i] = memtable_entry(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len)))
+      rc = PAR_ENOMEM;
+  if (!rc) rc = wal_append(&r->wal, lsn, w, n);
+  if (!rc) {
+    r->next_lsn = lsn + n;
+    for (uint32_t i = 0; !rc && i < n; i++) rc = memtable_link(m, entries[i]);
+    if (rc) {
+      r->write_failed = rc;
+      rc = par_error(rc, "the write is logged but L0 could not take it (%s): it is applied when the "
+                         "region is reopened, and the region refuses writes until then",
+                     par_last_error());
+    } else {
+      atomic_store(&r->last_lsn, lsn + n - 1);
+    }
+  }
+  free(entries);
   free(logged);
   free(ptrs);
   return rc;
@@ -145,6 +171,11 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   /* Never wait for a compaction holding write_mu: GC needs it to finish. */
   for (;;) {
     pthread_mutex_lock(&r->write_mu);
+    if (r->write_failed) {
+      pthread_mutex_unlock(&r->write_mu);
+      return par_error(PAR_EFAILED, "an earlier write is logged but missed L0 (%s): reopen the region",
+                       par_strerror(r->write_failed));
+    }
     m = region_make_room(r, &rc);
     if (m || rc != PAR_EBUSY) break;
     pthread_mutex_unlock(&r->write_mu);
@@ -152,10 +183,6 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   }
   uint64_t lsn = r->next_lsn;
   if (m) rc = log_and_insert(r, m, lsn, ops, n);
-  if (m && !rc) {
-    r->next_lsn = lsn + n;
-    atomic_store(&r->last_lsn, lsn + n - 1);
-  }
   pthread_mutex_unlock(&r->write_mu);
   if (!rc) {
     uint64_t bytes = 0;

@@ -189,6 +189,7 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
              vptr_equal(vptr_decode(e.value), p);
   view_unref(w);
   rc = rc == PAR_NOT_FOUND ? PAR_OK : rc;
+  if (!rc && live && r->write_failed) rc = par_error(PAR_EFAILED, "the region refuses writes until a reopen");
   if (!rc && live) {
     memtable *m = region_make_room(r, &rc); /* PAR_EBUSY: never stall a compaction worker */
     uint64_t lsn = r->next_lsn;
@@ -198,10 +199,15 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
     if (m && !rc) {
       vptr_encode(enc, np);
       wal_op op = {WAL_PUT_LARGE, rec->key_len, VPTR_SIZE, rec->key, enc};
-      rc = wal_append(&r->wal, lsn, &op, 1);
-      if (!rc) rc = memtable_insert(m, lsn, WAL_PUT_LARGE, rec->key, rec->key_len, enc, VPTR_SIZE);
+      /* As a user write (write.c log_and_insert): the entry first, then the
+       * record, whose LSN is spent once written. */
+      mt_entry *me = memtable_entry(m, lsn, WAL_PUT_LARGE, rec->key, rec->key_len, enc, VPTR_SIZE);
+      rc = me ? wal_append(&r->wal, lsn, &op, 1) : PAR_ENOMEM;
       if (!rc) {
         r->next_lsn = lsn + 1;
+        if ((rc = memtable_link(m, me))) r->write_failed = rc;
+      }
+      if (!rc) {
         atomic_store(&r->last_lsn, lsn);
         *lsn_out = lsn;
         atomic_fetch_add(&r->stats.gc_relocated, rec->size);
