@@ -121,7 +121,7 @@ struct par_volume {
   pthread_mutex_t sched_mu;
   pthread_cond_t sched_cv;
   par_region **queue;                /* regions that may have compaction work */
-  uint32_t qlen, qcap;
+  uint32_t qlen;                     /* of PAR_MAX_REGIONS slots */
   int stop;
   uint32_t nworkers;
   pthread_t *workers;

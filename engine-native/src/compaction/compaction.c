@@ -10,6 +10,7 @@
  * in the redo log in one step (under view_mu, then meta_mu): the layout in
  * the catalog is always a layout some view had. The replaced trees free
  * their segments when the last reader lets go of them. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -372,19 +373,13 @@ void compaction_schedule(par_region *r) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->sched_mu);
   if (!r->queued && !r->closing) {
-    if (v->qlen == v->qcap) {
-      uint32_t cap = v->qcap ? v->qcap * 2 : 16;
-      par_region **q = realloc(v->queue, cap * sizeof *q);
-      if (q) {
-        v->queue = q;
-        v->qcap = cap;
-      }
-    }
-    if (v->qlen < v->qcap) {
-      v->queue[v->qlen++] = r;
-      r->queued = 1;
-      pthread_cond_signal(&v->sched_cv);
-    }
+    /* A region is queued at most once and a volume has at most
+     * PAR_MAX_REGIONS open, so the queue (sized at start) always has room:
+     * scheduling never fails, which a stalled writer relies on. */
+    assert(v->qlen < PAR_MAX_REGIONS);
+    v->queue[v->qlen++] = r;
+    r->queued = 1;
+    pthread_cond_signal(&v->sched_cv);
   }
   pthread_mutex_unlock(&v->sched_mu);
 }
@@ -431,7 +426,14 @@ int compaction_start(par_volume *v) {
   pthread_cond_init(&v->sched_cv, NULL);
   v->nworkers = v->opts.compaction_threads ? v->opts.compaction_threads : 1;
   v->workers = calloc(v->nworkers, sizeof *v->workers);
-  if (!v->workers) return par_error(PAR_ENOMEM, "compaction threads");
+  v->queue = calloc(PAR_MAX_REGIONS, sizeof *v->queue);
+  if (!v->workers || !v->queue) {
+    free(v->workers);
+    free(v->queue);
+    v->workers = NULL;
+    v->queue = NULL;
+    return par_error(PAR_ENOMEM, "compaction threads");
+  }
   for (uint32_t i = 0; i < v->nworkers; i++)
     if (pthread_create(&v->workers[i], NULL, worker_main, v) != 0) {
       v->nworkers = i;
