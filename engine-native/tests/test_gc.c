@@ -10,6 +10,10 @@
  *  gc_races    writers overwrite and delete large values while scanners
  *              read snapshots and GC relocates: every snapshot is stable,
  *              and the final state equals the writers' acknowledged state.
+ *  gc_damaged_record
+ *              a damaged record in the middle of a segment does not end GC's
+ *              walk of it: the live records behind it are relocated before
+ *              the segment is freed and reused.
  *  gc_huge     values larger than a segment live in runs of segments of
  *              their own; overwriting them frees the runs, and 64 MiB
  *              values read back across a reopen.
@@ -35,6 +39,8 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "api/internal.h"
 
 #define SEGSZ ((uint64_t)PAR_SEGMENT_SIZE)
 
@@ -147,6 +153,85 @@ static void test_gc_space(void **state) {
   assert_ok(par_region_close(r));
   assert_ok(par_close(v));
   free(val);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
+/* ---- gc_damaged_record ------------------------------------------------------- */
+
+/* Where key's current value lives in the large log. */
+static vptr value_pointer(par_region *r, const char *key, size_t key_len) {
+  uint64_t lsn;
+  view *w = region_acquire_view(r, &lsn);
+  tree_entry e;
+  assert_ok(region_lookup(r, w, lsn, key, key_len, &e));
+  view_unref(w);
+  assert_int_equal(e.cat, CAT_LARGE);
+  return vptr_decode(e.value);
+}
+
+static void test_gc_damaged_record(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_damaged");
+  char *path = tu_path(dir, "gc.px");
+  par_options o = gc_options();
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  enum { KEYS = 600 };
+  uint8_t *val = malloc(8192), *buf = malloc(8192);
+  char key[32];
+  for (uint32_t k = 0; k < KEYS; k++)
+    assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, 1, val), 0));
+  assert_ok(par_flush(r));
+  /* A record in the middle of the first segment is damaged; the last
+   * record of that segment is the one that must survive GC. */
+  vptr first = value_pointer(r, key, key_of(0, key));
+  uint32_t damaged = KEYS, survivor = 0;
+  for (uint32_t k = 0; k < KEYS; k++) {
+    vptr p = value_pointer(r, key, key_of(k, key));
+    if (p.seg != first.seg) continue;
+    if (damaged == KEYS && p.off > PAR_SEGMENT_SIZE / 3) damaged = k;
+    survivor = k;
+  }
+  assert_true(damaged < KEYS && survivor != damaged);
+  vptr dp = value_pointer(r, key, key_of(damaged, key));
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  int fd = open(path, O_WRONLY);
+  assert_true(fd >= 0);
+  assert_int_equal(pwrite(fd, "\xff\xff\xff\xff", 4, (off_t)((uint64_t)dp.seg * SEGSZ + dp.off + 40)), 4);
+  close(fd);
+
+  /* Overwrite every other key: the segment is garbage but for the two, GC
+   * collects it, and the writes after reuse the space it frees. */
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 0, &r));
+  for (uint64_t ver = 2; ver <= 4; ver++) {
+    for (uint32_t k = 0; k < KEYS; k++)
+      if (k != damaged && k != survivor)
+        assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, ver, val), 0));
+    for (int i = 0; i < 2; i++) assert_ok(par_flush(r));
+  }
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  assert_true(st.gc_segments_freed > 0);
+  assert_true(value_pointer(r, key, key_of(survivor, key)).seg != first.seg); /* relocated */
+  size_t len;
+  assert_ok(par_get(r, NULL, key, key_of(survivor, key), buf, 8192, &len));
+  assert_int_equal(value_version(survivor, buf, len), 1);
+  assert_par(par_get(r, NULL, key, key_of(damaged, key), buf, 8192, &len), PAR_ECORRUPT);
+  for (uint32_t k = 0; k < KEYS; k++) {
+    if (k == damaged || k == survivor) continue;
+    assert_ok(par_get(r, NULL, key, key_of(k, key), buf, 8192, &len));
+    assert_int_equal(value_version(k, buf, len), 4);
+  }
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  free(val);
+  free(buf);
   tu_rm_rf(dir);
   free(dir);
   free(path);
@@ -591,6 +676,7 @@ static void test_gc_crash(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gc_space),
+      cmocka_unit_test(test_gc_damaged_record),
       cmocka_unit_test(test_gc_huge),
       cmocka_unit_test(test_gc_races),
       cmocka_unit_test(test_flushed_large_survives_kill),

@@ -227,7 +227,11 @@ int gc_run(par_region *r, const gc_task *t) {
   uint64_t last = 0;
   uint32_t off = 0;
   vlog_record rec;
-  while (!rc && vlog_next(buf, &off, seed, &rec) == PAR_OK) {
+  /* A record that does not parse is either the end of the segment's
+   * records or damage: the live records behind damage must be relocated
+   * before the segment is reused, so the walk looks past it. (The damaged
+   * record's own value was unreadable already.) */
+  while (!rc && (vlog_next(buf, &off, seed, &rec) == PAR_OK || vlog_resync(buf, &off, seed, &rec) == PAR_OK)) {
     atomic_fetch_add(&r->stats.gc_scanned, rec.size);
     rc = relocate(r, &rec, (vptr){t->seg, off, t->inc, rec.size}, &last);
     off += rec.size;

@@ -216,6 +216,15 @@ int vlog_next(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_recor
   return PAR_OK;
 }
 
+int vlog_resync(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out) {
+  for (uint32_t o = *off + 1; o + VLOG_HDR <= SEG; o++)
+    if (vlog_parse(seg_image + o, SEG - o, seed, out) == PAR_OK) {
+      *off = o;
+      return PAR_OK;
+    }
+  return PAR_NOT_FOUND;
+}
+
 static int in_buffer(const vlog *l, vptr p) {
   return l->seg && p.seg == l->seg && p.inc == l->inc && p.off >= l->base && p.off < l->base + l->fill;
 }

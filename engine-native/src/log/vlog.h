@@ -121,6 +121,12 @@ int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out
  * past a flush's padding, at the next block; sets *off to it. PAR_OK, or
  * PAR_NOT_FOUND where the segment's records end. */
 int vlog_next(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out);
+/* After vlog_next found no record at *off: the next record at a later
+ * offset of seg_image (its records follow a damaged one without a gap, or
+ * after a flush's padding), found by trying every offset. PAR_OK with *off
+ * set to it, or PAR_NOT_FOUND: the segment's records end at *off. Records of
+ * the segment's earlier incarnations do not match the seed. */
+int vlog_resync(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out);
 /* Encodes a record at dst (lsn 0 for the medium log); returns its size. */
 size_t vlog_encode(uint8_t *dst, uint32_t seed, uint64_t lsn, const void *key, uint16_t key_len,
                    const void *value, uint32_t value_len);
