@@ -1,5 +1,6 @@
 /* The write path: size classes and placement, the WAL record, the L0
  * insert, and the stall when L0 is full (batches are in batch.c). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -102,7 +103,7 @@ static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
  * *logged is NULL when none goes there, else a copy of ops whose large puts
  * carry pointers (in *ptrs). */
 static int place_large_values(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t n,
-                              wal_op **logged, uint8_t **ptrs) {
+                              wal_op **logged, uint8_t **ptrs, garbage_list *placed) {
   const par_options *o = &r->vol->opts;
   *logged = NULL;
   *ptrs = NULL;
@@ -116,10 +117,11 @@ static int place_large_values(par_region *r, uint64_t lsn, const wal_op *ops, ui
       if (!*logged || !*ptrs) return par_error(PAR_ENOMEM, "large-log pointers");
       memcpy(*logged, ops, n * sizeof **logged);
     }
-    vptr p;
+    vptr p = {0};
     int rc = vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE
                  ? vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p)
                  : vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    if (p.inc) garbage_add(placed, p);
     if (rc) return rc;
     vptr_encode(*ptrs + (size_t)i * VPTR_SIZE, p);
     (*logged)[i].type = WAL_PUT_LARGE;
@@ -140,13 +142,23 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
   wal_op *logged = NULL;
   uint8_t *ptrs = NULL;
   mt_entry **entries = malloc(n * sizeof *entries);
-  int rc = entries ? place_large_values(r, lsn, ops, n, &logged, &ptrs)
+  garbage_list placed = {0};
+  int rc = entries ? place_large_values(r, lsn, ops, n, &logged, &ptrs, &placed)
                    : par_error(PAR_ENOMEM, "batch of %u", n);
   const wal_op *w = logged ? logged : ops;
   for (uint32_t i = 0; !rc && i < n; i++)
     if (!(entries[i] = memtable_entry(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len)))
       rc = PAR_ENOMEM;
   if (!rc) rc = wal_append(&r->wal, lsn, w, n);
+  if (rc && placed.n) {
+    /* Nothing will point at the values already in the large log: count
+     * them as garbage so that GC frees their space (best effort: if this
+     * fails too, the space waits for the segments' other values to die). */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", par_last_error());
+    garbage_persist(r, &placed);
+    par_error(rc, "%s", msg);
+  }
   if (!rc) {
     r->next_lsn = lsn + n;
     for (uint32_t i = 0; !rc && i < n; i++) rc = memtable_link(m, entries[i]);
@@ -159,6 +171,7 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
       atomic_store(&r->last_lsn, lsn + n - 1);
     }
   }
+  garbage_free(&placed);
   free(entries);
   free(logged);
   free(ptrs);

@@ -62,6 +62,16 @@ int garbage_close_heads(par_region *r, const garbage_list *tails) {
   return region_persist(r, edit_close_heads, (void *)tails);
 }
 
+static int edit_add_garbage(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  garbage_apply(arg, d);
+  return PAR_OK;
+}
+
+int garbage_persist(par_region *r, const garbage_list *g) {
+  return region_persist(r, edit_add_garbage, (void *)g);
+}
+
 int gc_count_crashed_heads(par_region *r) {
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);

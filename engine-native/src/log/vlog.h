@@ -80,7 +80,9 @@ int vlog_flush(vlog *l);
 uint64_t vlog_written(vlog *l);
 /* Writes a record too large for a segment into a run of segments of its
  * own, at once (no sync: the WAL writer syncs it before the WAL block that
- * points at it, see vlog_written). */
+ * points at it, see vlog_written). When the write fails after the run was
+ * allocated, *out still names the run (its inc is 0 if none was), which
+ * nothing will point at: the caller counts it as garbage. */
 int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
                      uint32_t value_len, vptr *out);
 /* Copies the value at p out of the tail buffer into a malloc'd *copy when
