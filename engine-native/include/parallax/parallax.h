@@ -142,6 +142,17 @@ PAR_API int par_region_list(par_volume *vol, void (*fn)(const char *name, void *
  * chunk fills; after a crash the region holds every synced write and a
  * prefix, in log order, of the others. */
 #define PAR_SYNC 1u
+/* Write flag: do not log the write in the WAL (for hosts that keep their own
+ * log: Kafka Streams changelogs, Flink checkpoints). The write is visible at
+ * once and ordered with logged writes as usual, but it becomes durable only
+ * when its L0 is flushed: by par_flush or par_compact, by an L0 that filled
+ * up and was compacted, or by par_region_close / par_close (which flush an
+ * L0 holding unlogged writes). After a crash the region holds every
+ * unlogged write made before the last completed flush, none or some of
+ * the later ones (those an automatic flush covered), and, independently,
+ * every logged write as described above: a logged write made after a lost
+ * unlogged one is still recovered. Excludes PAR_SYNC (PAR_EINVAL). */
+#define PAR_NO_WAL 2u
 
 PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
             size_t value_len, unsigned flags);

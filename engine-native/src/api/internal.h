@@ -64,6 +64,7 @@ struct par_region {
   pthread_mutex_t write_mu;
   uint64_t next_lsn;                 /* under write_mu */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
+  atomic_uint_fast64_t unlogged_lsn; /* newest LSN written with PAR_NO_WAL (0: none) */
   wal wal;
   atomic_int logging;                /* wal started (not during replay) */
   vlog hot;                          /* large log: user writes          */
@@ -158,6 +159,14 @@ int region_check_value(const void *value, size_t value_len);
 /* Logs and applies ops as one atomic WAL record, waiting while L0 is full;
  * with PAR_SYNC, returns once the record is durable. */
 int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags);
+/* PAR_OK, or PAR_EINVAL for unknown or contradictory write flags. */
+int region_check_flags(unsigned flags);
+/* region_apply's step under write_mu: large values, the WAL record (mode
+ * PAR_NO_WAL: none; WRITE_PART: a cross-region batch's part, not inserted
+ * into L0) and the L0 insert, at LSNs lsn .. lsn + n - 1. */
+#define WRITE_PART 0x100u
+int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n,
+                          unsigned mode);
 /* Freezes the active L0 and installs a fresh one (write_mu and view_mu
  * held, no frozen L0). */
 int region_freeze(par_region *r);

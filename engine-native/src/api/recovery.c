@@ -13,6 +13,7 @@ typedef struct replay_ctx {
 static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
   par_region *r = ((replay_ctx *)arg)->r;
   int rc = PAR_OK;
+  if (op->type == WAL_TXN) return par_error(PAR_ECORRUPT, "WAL record %llu: cross-region batch", (unsigned long long)lsn);
   memtable *m;
   while (!(m = region_make_room(r, &rc)) && rc == PAR_EBUSY)
     if ((rc = region_wait_room(r))) return rc;

@@ -229,6 +229,8 @@ static int count_head_tails(par_region *r) {
 PAR_API int par_region_close(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_region_close: NULL region");
   par_volume *v = r->vol;
+  /* Unlogged writes exist only in L0: make them durable (PAR_NO_WAL). */
+  int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;
   pthread_mutex_lock(&v->sched_mu);
   pthread_mutex_lock(&r->view_mu);
   r->closing = 1;
@@ -242,5 +244,5 @@ PAR_API int par_region_close(par_region *r) {
   vlog_destroy(&r->cold);
   unlink_open(v, r);
   region_free(r);
-  return rc;
+  return rc ? rc : flushed;
 }

@@ -100,8 +100,12 @@ static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
 
 /* Logs and applies ops atomically: one WAL record, LSNs in order. Values
  * bound for the large log are appended there first, and the WAL record
- * carries their pointers (write_mu held). */
-static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n) {
+ * carries their pointers. With PAR_NO_WAL the record is left out: the WAL
+ * only learns that the LSNs were taken (wal_skip). With WRITE_PART the
+ * record is a cross-region batch's part and nothing is inserted yet
+ * (api/txn.c inserts once the batch commits). write_mu held. */
+int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n,
+                          unsigned mode) {
   const par_options *o = &r->vol->opts;
   wal_op *logged = NULL;
   uint8_t *ptrs = NULL;
@@ -131,16 +135,31 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
     logged[i].value_len = VPTR_SIZE;
   }
   const wal_op *w = logged ? logged : ops;
-  if (!rc) rc = wal_append(&r->wal, lsn, w, n);
-  for (uint32_t i = 0; !rc && i < n; i++)
+  if (!rc && (mode & PAR_NO_WAL)) {
+    wal_skip(&r->wal, lsn + n - 1);
+    atomic_store(&r->unlogged_lsn, lsn + n - 1);
+  } else if (!rc && (mode & WRITE_PART)) {
+    rc = wal_append_part(&r->wal, lsn, w, n);
+  } else if (!rc) {
+    rc = wal_append(&r->wal, lsn, w, n);
+  }
+  for (uint32_t i = 0; !rc && !(mode & WRITE_PART) && i < n; i++)
     rc = memtable_insert(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len);
   free(logged);
   free(ptrs);
   return rc;
 }
 
+int region_check_flags(unsigned flags) {
+  if (flags & ~(PAR_SYNC | PAR_NO_WAL)) return par_error(PAR_EINVAL, "unknown write flags 0x%x", flags);
+  if ((flags & PAR_SYNC) && (flags & PAR_NO_WAL))
+    return par_error(PAR_EINVAL, "PAR_SYNC and PAR_NO_WAL exclude each other: an unlogged write becomes durable at the next flush");
+  return PAR_OK;
+}
+
 int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
-  int rc = PAR_OK;
+  int rc = region_check_flags(flags);
+  if (rc) return rc;
   memtable *m;
   /* Never wait for a compaction holding write_mu: GC needs it to finish. */
   for (;;) {
@@ -151,7 +170,7 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
     if ((rc = region_wait_room(r))) return rc;
   }
   uint64_t lsn = r->next_lsn;
-  if (m) rc = log_and_insert(r, m, lsn, ops, n);
+  if (m) rc = region_log_and_insert(r, m, lsn, ops, n, flags & PAR_NO_WAL);
   if (m && !rc) {
     r->next_lsn = lsn + n;
     atomic_store(&r->last_lsn, lsn + n - 1);
