@@ -28,6 +28,7 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   seg_list freed = {0};
   int rc = region_desc_copy(&d, cur);
   if (!rc) rc = fn(&d, arg, &freed);
+  if (!rc) region_desc_prune_parts(&d); /* parts the levels now cover */
   if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n);
   if (!rc) {
     region_desc_free(cur);

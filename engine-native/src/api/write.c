@@ -103,13 +103,16 @@ static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
  * carries their pointers. With PAR_NO_WAL the record is left out: the WAL
  * only learns that the LSNs were taken (wal_skip). With WRITE_PART the
  * record is a cross-region batch's part and nothing is inserted yet
- * (api/txn.c inserts once the batch commits). write_mu held. */
+ * (api/txn.c inserts once the batch commits). When logged_out is set
+ * (n ops, and ptrs_out n pointers), the ops as logged are left there.
+ * write_mu held. */
 int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n,
-                          unsigned mode) {
+                          unsigned mode, wal_op *logged_out, uint8_t *ptrs_out) {
   const par_options *o = &r->vol->opts;
-  wal_op *logged = NULL;
-  uint8_t *ptrs = NULL;
+  wal_op *logged = logged_out;
+  uint8_t *ptrs = ptrs_out;
   int rc = PAR_OK;
+  if (logged) memcpy(logged, ops, n * sizeof *logged);
   for (uint32_t i = 0; i < n && !rc; i++) {
     if (ops[i].type != WAL_PUT ||
         !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len), ops[i].value_len))
@@ -145,8 +148,8 @@ int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
   }
   for (uint32_t i = 0; !rc && !(mode & WRITE_PART) && i < n; i++)
     rc = memtable_insert(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len);
-  free(logged);
-  free(ptrs);
+  if (logged != logged_out) free(logged);
+  if (ptrs != ptrs_out) free(ptrs);
   return rc;
 }
 
@@ -170,7 +173,7 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
     if ((rc = region_wait_room(r))) return rc;
   }
   uint64_t lsn = r->next_lsn;
-  if (m) rc = region_log_and_insert(r, m, lsn, ops, n, flags & PAR_NO_WAL);
+  if (m) rc = region_log_and_insert(r, m, lsn, ops, n, flags & PAR_NO_WAL, NULL, NULL);
   if (m && !rc) {
     r->next_lsn = lsn + n;
     atomic_store(&r->last_lsn, lsn + n - 1);
