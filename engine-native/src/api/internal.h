@@ -4,7 +4,9 @@
  * workers.
  *
  * Locks, in the order they may nest:
- *   region->write_mu  orders writers: LSN, WAL append, L0 insert
+ *   vol->txn_mu       a cross-region batch, or a snapshot of several regions
+ *   region->write_mu  orders writers: LSN, WAL append, L0 insert (several
+ *                     at once only under txn_mu, in region id order)
  *   wal->mu           the WAL tail buffers
  *   vol->meta_mu      the catalog and the redo log
  *   segalloc->mu      the free-segment bitmap
@@ -66,6 +68,7 @@ struct par_region {
   int write_failed;                  /* under write_mu: a logged write missed L0;
                                         writes refused until a reopen replays it */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
+  atomic_uint_fast64_t unlogged_lsn; /* newest LSN written with PAR_NO_WAL (0: none) */
   wal wal;
   atomic_int logging;                /* wal started (not during replay) */
   vlog hot;                          /* large log: user writes          */
@@ -117,6 +120,8 @@ struct par_volume {
   redolog log;
   catalog cat;
   par_region *open;                  /* open regions */
+  pthread_mutex_t txn_mu;            /* one cross-region batch at a time (api/txn.c);
+                                        taken before any region's write_mu */
 
   pthread_mutex_t sched_mu;
   pthread_cond_t sched_cv;
@@ -160,11 +165,29 @@ int region_check_value(const void *value, size_t value_len);
 /* Logs and applies ops as one atomic WAL record, waiting while L0 is full;
  * with PAR_SYNC, returns once the record is durable. */
 int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags);
+/* PAR_OK, or PAR_EINVAL for unknown or contradictory write flags. */
+int region_check_flags(unsigned flags);
+/* region_apply's step under write_mu: large values, the WAL record (mode
+ * PAR_NO_WAL: none; WRITE_PART: a cross-region batch's part, not inserted
+ * into L0) and the L0 insert, at LSNs lsn .. lsn + n - 1. With logged_out
+ * (n ops) and ptrs_out (n x VPTR_SIZE bytes), or NULL, NULL: the ops as
+ * logged (large values replaced by their pointers) are left there. */
+#define WRITE_PART 0x100u
+int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n,
+                          unsigned mode, wal_op *logged_out, uint8_t *ptrs_out);
 /* Freezes the active L0 and installs a fresh one (write_mu and view_mu
  * held, no frozen L0). */
 int region_freeze(par_region *r);
 /* Size classes of a pair (key + value bytes), by the options' thresholds. */
 enum { CLASS_SMALL, CLASS_MEDIUM, CLASS_LARGE };
+
+/* batch.c: the batch's n = par_batch_count(b) ops with their key and value
+ * pointers resolved (malloc'd, the caller frees it; NULL: PAR_ENOMEM), and
+ * in *regions each op's region or NULL. */
+wal_op *batch_resolve(const par_batch *b, par_region *const **regions);
+
+/* txn.c: whether replay applies the cross-region part [first, last]. */
+int txn_part_committed(const region_desc *d, uint64_t first, uint64_t last);
 
 /* recovery.c: builds the view from d and replays the WAL into L0; *last is
  * the newest LSN recovered. */

@@ -28,6 +28,7 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   seg_list freed = {0};
   int rc = region_desc_copy(&d, cur);
   if (!rc) rc = fn(&d, arg, &freed);
+  if (!rc) region_desc_prune_parts(&d); /* parts the levels now cover */
   if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n);
   if (!rc) {
     region_desc_free(cur);
@@ -229,6 +230,8 @@ static int count_head_tails(par_region *r) {
 PAR_API int par_region_close(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_region_close: NULL region");
   par_volume *v = r->vol;
+  /* Unlogged writes exist only in L0: make them durable (PAR_NO_WAL). */
+  int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;
   pthread_mutex_lock(&v->sched_mu);
   pthread_mutex_lock(&r->view_mu);
   r->closing = 1;
@@ -242,5 +245,5 @@ PAR_API int par_region_close(par_region *r) {
   vlog_destroy(&r->cold);
   unlink_open(v, r);
   region_free(r);
-  return rc;
+  return rc ? rc : flushed;
 }

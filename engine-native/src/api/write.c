@@ -99,57 +99,71 @@ static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
   }
 }
 
-/* Makes ops' large values durable-bound in the large log (write_mu held):
- * *logged is NULL when none goes there, else a copy of ops whose large puts
- * carry pointers (in *ptrs). */
+/* Appends ops' values bound for the large log there (write_mu held) and
+ * rewrites those ops, in logged (a copy of ops), to carry their pointers
+ * (in ptrs). Every record appended, and a huge value's run even when its
+ * write failed, is added to placed. */
 static int place_large_values(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t n,
-                              wal_op **logged, uint8_t **ptrs, garbage_list *placed) {
+                              wal_op *logged, uint8_t *ptrs, garbage_list *placed) {
   const par_options *o = &r->vol->opts;
-  *logged = NULL;
-  *ptrs = NULL;
   for (uint32_t i = 0; i < n; i++) {
     if (ops[i].type != WAL_PUT ||
         !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len), ops[i].value_len))
       continue;
-    if (!*logged) {
-      *logged = malloc(n * sizeof **logged);
-      *ptrs = malloc((size_t)n * VPTR_SIZE);
-      if (!*logged || !*ptrs) return par_error(PAR_ENOMEM, "large-log pointers");
-      memcpy(*logged, ops, n * sizeof **logged);
-    }
     vptr p = {0};
     int rc = vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE
                  ? vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p)
                  : vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
     if (p.inc) garbage_add(placed, p);
     if (rc) return rc;
-    vptr_encode(*ptrs + (size_t)i * VPTR_SIZE, p);
-    (*logged)[i].type = WAL_PUT_LARGE;
-    (*logged)[i].value = *ptrs + (size_t)i * VPTR_SIZE;
-    (*logged)[i].value_len = VPTR_SIZE;
+    vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
+    logged[i].type = WAL_PUT_LARGE;
+    logged[i].value = ptrs + (size_t)i * VPTR_SIZE;
+    logged[i].value_len = VPTR_SIZE;
   }
   return PAR_OK;
 }
 
-/* Logs and applies ops atomically: one WAL record, LSNs in order (write_mu
- * held). Values bound for the large log are appended there first, and the
- * WAL record carries their pointers. The L0 entries are allocated before
- * the record is written, so that nothing but a tree node (under 1 KiB) can
- * fail after it: once the record is written its LSNs are spent (the next
- * write must not reuse them, or recovery would stop at the duplicate), and
- * a failed link stops writes until a reopen applies the record whole. */
-static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n) {
-  wal_op *logged = NULL;
-  uint8_t *ptrs = NULL;
-  mt_entry **entries = malloc(n * sizeof *entries);
+/* Logs and applies ops atomically: one WAL record, LSNs in order. Values
+ * bound for the large log are appended there first, and the WAL record
+ * carries their pointers. With PAR_NO_WAL the record is left out: the WAL
+ * only learns that the LSNs were taken (wal_skip). With WRITE_PART the
+ * record is a cross-region batch's part and nothing is inserted yet
+ * (api/txn.c inserts once the batch commits). When logged_out is set
+ * (n ops, and ptrs_out n pointers), the ops as logged are left there.
+ * write_mu held.
+ *
+ * The L0 entries are allocated before the record is written, so that
+ * nothing but a tree node (under 1 KiB) can fail after it: once the record
+ * is written its LSNs are spent (next_lsn moves past them here: a reused
+ * LSN would stop recovery at the duplicate), and a failed link stops the
+ * region's writes until a reopen applies the record whole. Values already
+ * in the large log of a write that fails before its record count as
+ * garbage. */
+int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n,
+                          unsigned mode, wal_op *logged_out, uint8_t *ptrs_out) {
+  wal_op *logged = logged_out ? logged_out : malloc(n * sizeof *logged);
+  uint8_t *ptrs = ptrs_out ? ptrs_out : malloc((size_t)n * VPTR_SIZE);
+  int insert = !(mode & WRITE_PART);
+  mt_entry **entries = insert ? malloc(n * sizeof *entries) : NULL;
   garbage_list placed = {0};
-  int rc = entries ? place_large_values(r, lsn, ops, n, &logged, &ptrs, &placed)
-                   : par_error(PAR_ENOMEM, "batch of %u", n);
-  const wal_op *w = logged ? logged : ops;
-  for (uint32_t i = 0; !rc && i < n; i++)
-    if (!(entries[i] = memtable_entry(m, lsn + i, w[i].type, w[i].key, w[i].key_len, w[i].value, w[i].value_len)))
+  int rc = logged && ptrs && (entries || !insert) ? PAR_OK : par_error(PAR_ENOMEM, "batch of %u", n);
+  if (!rc) {
+    memcpy(logged, ops, n * sizeof *logged);
+    rc = place_large_values(r, lsn, ops, n, logged, ptrs, &placed);
+  }
+  for (uint32_t i = 0; !rc && insert && i < n; i++)
+    if (!(entries[i] = memtable_entry(m, lsn + i, logged[i].type, logged[i].key, logged[i].key_len,
+                                      logged[i].value, logged[i].value_len)))
       rc = PAR_ENOMEM;
-  if (!rc) rc = wal_append(&r->wal, lsn, w, n);
+  if (!rc && (mode & PAR_NO_WAL)) {
+    wal_skip(&r->wal, lsn + n - 1);
+    atomic_store(&r->unlogged_lsn, lsn + n - 1);
+  } else if (!rc && (mode & WRITE_PART)) {
+    rc = wal_append_part(&r->wal, lsn, logged, n);
+  } else if (!rc) {
+    rc = wal_append(&r->wal, lsn, logged, n);
+  }
   if (rc && placed.n) {
     /* Nothing will point at the values already in the large log: count
      * them as garbage so that GC frees their space (best effort: if this
@@ -159,27 +173,34 @@ static int log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
     garbage_persist(r, &placed);
     par_error(rc, "%s", msg);
   }
-  if (!rc) {
-    r->next_lsn = lsn + n;
-    for (uint32_t i = 0; !rc && i < n; i++) rc = memtable_link(m, entries[i]);
-    if (rc) {
-      r->write_failed = rc;
-      rc = par_error(rc, "the write is logged but L0 could not take it (%s): it is applied when the "
-                         "region is reopened, and the region refuses writes until then",
-                     par_last_error());
-    } else {
-      atomic_store(&r->last_lsn, lsn + n - 1);
-    }
+  int spent = !rc;
+  if (spent) r->next_lsn = lsn + n;
+  for (uint32_t i = 0; !rc && insert && i < n; i++) rc = memtable_link(m, entries[i]);
+  if (rc && spent) {
+    r->write_failed = rc;
+    rc = par_error(rc, "the write is logged but L0 could not take it (%s): it is applied when the "
+                       "region is reopened, and the region refuses writes until then",
+                   par_last_error());
+  } else if (!rc && insert) {
+    atomic_store(&r->last_lsn, lsn + n - 1);
   }
   garbage_free(&placed);
   free(entries);
-  free(logged);
-  free(ptrs);
+  if (logged != logged_out) free(logged);
+  if (ptrs != ptrs_out) free(ptrs);
   return rc;
 }
 
+int region_check_flags(unsigned flags) {
+  if (flags & ~(PAR_SYNC | PAR_NO_WAL)) return par_error(PAR_EINVAL, "unknown write flags 0x%x", flags);
+  if ((flags & PAR_SYNC) && (flags & PAR_NO_WAL))
+    return par_error(PAR_EINVAL, "PAR_SYNC and PAR_NO_WAL exclude each other: an unlogged write becomes durable at the next flush");
+  return PAR_OK;
+}
+
 int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
-  int rc = PAR_OK;
+  int rc = region_check_flags(flags);
+  if (rc) return rc;
   memtable *m;
   /* Never wait for a compaction holding write_mu: GC needs it to finish. */
   for (;;) {
@@ -195,7 +216,7 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
     if ((rc = region_wait_room(r))) return rc;
   }
   uint64_t lsn = r->next_lsn;
-  if (m) rc = log_and_insert(r, m, lsn, ops, n);
+  if (m) rc = region_log_and_insert(r, m, lsn, ops, n, flags & PAR_NO_WAL, NULL, NULL);
   pthread_mutex_unlock(&r->write_mu);
   if (!rc) {
     uint64_t bytes = 0;
