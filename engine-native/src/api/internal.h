@@ -94,6 +94,7 @@ struct par_region {
    * segments wait in pending until no view older than need_seq is alive. */
   int gc_running;
   uint32_t gc_skip_inc;              /* a segment whose collection failed */
+  int gc_stalled;                    /* GC failed while the region is failed (view_mu) */
   struct {
     uint32_t seg, inc;
     uint64_t need_seq;

@@ -96,6 +96,18 @@ static int new_vlog_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *s
   return rc;
 }
 
+/* The hot head takes user writes' values: it leaves the volume's last
+ * SEGALLOC_RESERVE segments to merges and GC, which need room to find and
+ * give back garbage (without it a full volume cannot even flush the L0
+ * whose merge would show which values died). */
+static int new_hot_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc) {
+  par_region *r = ctx;
+  if (segalloc_room(&r->vol->alloc) < (uint64_t)n + SEGALLOC_RESERVE)
+    return par_error(PAR_ENOSPC, "the volume is full: its last %u segments are kept for compaction and GC",
+                     SEGALLOC_RESERVE);
+  return new_vlog_segment(ctx, n, left, seg, inc);
+}
+
 /* The WAL's pointer records reach the disk after the values they point to,
  * and those are durable first: one fdatasync covering both would let a power
  * cut keep the WAL block and lose the value (the key would then fail its
@@ -184,7 +196,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   if (!rc) {
     r->next_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
-    rc = vlog_init(&r->hot, &v->file, r->id, new_vlog_segment, r);
+    rc = vlog_init(&r->hot, &v->file, r->id, new_hot_segment, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_vlog_segment, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crashed_heads(r)) == PAR_ENOSPC) rc = PAR_OK;

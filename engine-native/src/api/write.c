@@ -217,7 +217,17 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   }
   uint64_t lsn = r->next_lsn;
   if (m) rc = region_log_and_insert(r, m, lsn, ops, n, flags & PAR_NO_WAL, NULL, NULL);
+  int froze = 0;
+  if (rc == PAR_ENOSPC) {
+    /* Which values died is known only once a merge has compared versions:
+     * a full volume flushes L0 so that merges and GC can give space back
+     * (the caller's retry then finds it). */
+    pthread_mutex_lock(&r->view_mu);
+    if (!r->view->frozen && r->view->active->entries) froze = region_freeze(r) == PAR_OK;
+    pthread_mutex_unlock(&r->view_mu);
+  }
   pthread_mutex_unlock(&r->write_mu);
+  if (froze) compaction_schedule(r);
   if (!rc) {
     uint64_t bytes = 0;
     for (uint32_t i = 0; i < n; i++) {

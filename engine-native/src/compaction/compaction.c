@@ -140,16 +140,39 @@ static int publish(par_region *r, view *w, uint64_t covered, const garbage_list 
       if (old->tree[i][j] && !in_view(w, old->tree[i][j])) dtree_retire(old->tree[i][j]);
   r->view = w;
   r->gc_skip_inc = 0;
+  r->gc_stalled = 0;
   view_unref(old);
   pthread_cond_broadcast(&r->view_cv);
   return PAR_OK;
 }
 
-/* Picks the next merge, starting spills of overfull levels (view_mu held). */
+/* Frees the collected segments no reader can reach any more and picks a
+ * segment to collect (view_mu held); 1 if t is a GC task. A merge that
+ * failed for space is retried once GC has freed some. */
+static int pick_gc(par_region *r, task *t) {
+  uint64_t freed = atomic_load(&r->stats.gc_freed);
+  if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
+  if (r->failed == PAR_ENOSPC && atomic_load(&r->stats.gc_freed) != freed) {
+    r->failed = 0;
+    r->gc_stalled = 0;
+    pthread_cond_broadcast(&r->view_cv);
+  }
+  if (r->gc_stalled || !gc_pick(r, &t->gc, 0)) return 0;
+  t->kind = TASK_GC;
+  r->running++;
+  return 1;
+}
+
+/* Picks the next merge, starting spills of overfull levels (view_mu held).
+ * A volume out of space still collects garbage: that is how space comes
+ * back (Parallax runs GC when space runs short), and short of space GC goes
+ * before merges, which sustained writes would otherwise keep first. */
 static int pick(par_region *r, task *t) {
   par_volume *v = r->vol;
   memset(t, 0, sizeof *t);
-  if (r->closing || r->failed) return PAR_OK;
+  if (r->closing || (r->failed && r->failed != PAR_ENOSPC)) return PAR_OK;
+  if ((r->failed || segalloc_room(&v->alloc) < SEGALLOC_RESERVE) && pick_gc(r, t)) return PAR_OK;
+  if (r->failed) return PAR_OK;
   view *w = r->view;
   if (w->frozen && !r->dest_busy[1]) {
     t->kind = TASK_FLUSH;
@@ -176,12 +199,7 @@ static int pick(par_region *r, task *t) {
     }
   }
   if (!t->kind) {
-    /* No merge to run: free collected segments, then collect another. */
-    if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
-    if (gc_pick(r, &t->gc, 0)) {
-      t->kind = TASK_GC;
-      r->running++;
-    }
+    pick_gc(r, t); /* no merge to run: collect */
     return PAR_OK;
   }
   t->dst_tree = w->tree[t->dst][0];
@@ -348,6 +366,9 @@ static void run(par_region *r, task *t) {
     pthread_mutex_lock(&r->view_mu);
     r->gc_running = 0;
     if (rc) r->gc_skip_inc = t->gc.inc; /* e.g. L0 full: retry after the next merge */
+    /* Out of space, no merge runs to make L0 room: GC waits until it or a
+     * reclaim frees space, instead of cycling through its candidates. */
+    if (rc && r->failed) r->gc_stalled = 1;
   } else {
     dtree *nt = NULL;
     rc = merge(r, t, &nt);
@@ -459,11 +480,12 @@ void compaction_stop(par_volume *v) {
 
 int compaction_pending(par_region *r) {
   const view *w = r->view;
+  gc_task t;
+  if (r->failed == PAR_ENOSPC) return !r->gc_stalled && (gc_pick(r, &t, 1) || gc_reclaimable(r));
   if (r->failed) return 0;
   if (w->frozen) return 1;
   for (int i = 1; i < PAR_MAX_LEVELS; i++)
     if (w->tree[i][1] || should_spill(r, w, i)) return 1;
-  gc_task t;
   return gc_pick(r, &t, 1) || gc_reclaimable(r);
 }
 
