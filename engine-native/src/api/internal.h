@@ -13,6 +13,11 @@
  *   vol->sched_mu     the compaction queue (before view_mu, never inside it)
  *   region->view_mu   the current view and the compaction bookkeeping;
  *                     write_mu -> view_mu -> meta_mu
+ *   region->cur_mu    the r->view pointer alone, for readers and writers'
+ *                     fast path: held only to read or swap it, never
+ *                     across I/O (a merge's commit holds view_mu across its
+ *                     redo fdatasync, which gets, scans and puts must not
+ *                     wait for); view_mu -> cur_mu
  * memtable->lock (rwlock) is a leaf lock inside any of them. */
 #ifndef PAR_API_INTERNAL_H
 #define PAR_API_INTERNAL_H
@@ -64,6 +69,7 @@ struct par_region {
   char name[PAR_MAX_REGION_NAME + 1];
 
   pthread_mutex_t write_mu;
+  pthread_mutex_t cur_mu;            /* r->view: swapped under view_mu and cur_mu */
   uint64_t next_lsn;                 /* under write_mu */
   int write_failed;                  /* under write_mu: a logged write missed L0;
                                         writes refused until a reopen replays it */
@@ -205,6 +211,9 @@ int region_wait_room(par_region *r);
 
 /* Reference to the current view and the LSN it is consistent at. */
 view *region_acquire_view(par_region *r, uint64_t *lsn);
+/* Makes w the current view (view_mu held; the region's reference moves to
+ * w) and drops the region's reference to the previous one. */
+void region_set_view(par_region *r, view *w);
 
 /* Persists the region's description (under meta_mu) via fn, which edits a
  * copy; the catalog entry changes only if the redo record became durable. */

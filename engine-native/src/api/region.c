@@ -10,14 +10,22 @@
 #include "util/status.h"
 
 view *region_acquire_view(par_region *r, uint64_t *lsn) {
-  pthread_mutex_lock(&r->view_mu);
+  pthread_mutex_lock(&r->cur_mu);
   view *w = r->view;
   atomic_fetch_add(&w->refs, 1);
-  /* Read under view_mu: a freeze (which also holds write_mu) cannot slip
-   * between the LSN and the view, so no tree in w holds a newer entry. */
+  /* Read under cur_mu: a freeze (which swaps the view under it) cannot
+   * slip between the LSN and the view, so no tree in w holds a newer entry. */
   *lsn = atomic_load(&r->last_lsn);
-  pthread_mutex_unlock(&r->view_mu);
+  pthread_mutex_unlock(&r->cur_mu);
   return w;
+}
+
+void region_set_view(par_region *r, view *w) {
+  pthread_mutex_lock(&r->cur_mu);
+  view *old = r->view;
+  r->view = w;
+  pthread_mutex_unlock(&r->cur_mu);
+  view_unref(old);
 }
 
 int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
@@ -133,6 +141,7 @@ static void region_free(par_region *r) {
   free(r->pending);
   pthread_mutex_destroy(&r->write_mu);
   pthread_mutex_destroy(&r->view_mu);
+  pthread_mutex_destroy(&r->cur_mu);
   pthread_mutex_destroy(&r->live_mu);
   pthread_cond_destroy(&r->view_cv);
   free(r);
@@ -158,6 +167,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   r->vol = v;
   pthread_mutex_init(&r->write_mu, NULL);
   pthread_mutex_init(&r->view_mu, NULL);
+  pthread_mutex_init(&r->cur_mu, NULL);
   pthread_mutex_init(&r->live_mu, NULL);
   pthread_cond_init(&r->view_cv, NULL);
 

@@ -19,8 +19,7 @@ int region_freeze(par_region *r) {
   }
   n->frozen = n->active; /* the clone's reference moves over */
   n->active = m;
-  r->view = n;
-  view_unref(w);
+  region_set_view(r, n);
   pthread_cond_broadcast(&r->view_cv);
   return PAR_OK;
 }
@@ -28,9 +27,15 @@ int region_freeze(par_region *r) {
 /* Returns the L0 to insert into, freezing a full one or stalling while the
  * previous frozen L0 is still being compacted (write_mu held). */
 memtable *region_make_room(par_region *r, int *rc) {
+  /* The active L0 is stable while write_mu is held (only a freeze, which
+   * needs it, replaces it): the common case does not touch view_mu. */
+  pthread_mutex_lock(&r->cur_mu);
+  memtable *m = r->view->active;
+  pthread_mutex_unlock(&r->cur_mu);
+  if (atomic_load(&m->bytes) < r->vol->opts.l0_size) return m;
   pthread_mutex_lock(&r->view_mu);
   view *w = r->view;
-  memtable *m = NULL;
+  m = NULL;
   int froze = 0;
   if (atomic_load(&w->active->bytes) < r->vol->opts.l0_size) {
     m = w->active;

@@ -138,10 +138,9 @@ static int publish(par_region *r, view *w, uint64_t covered, const garbage_list 
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
       if (old->tree[i][j] && !in_view(w, old->tree[i][j])) dtree_retire(old->tree[i][j]);
-  r->view = w;
+  region_set_view(r, w);
   r->gc_skip_inc = 0;
   r->gc_stalled = 0;
-  view_unref(old);
   pthread_cond_broadcast(&r->view_cv);
   return PAR_OK;
 }

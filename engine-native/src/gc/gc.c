@@ -268,9 +268,7 @@ static int retire(par_region *r, const gc_task *t, int counted) {
     }
   }
   if (!rc) {
-    view *old = r->view;
-    r->view = n;
-    view_unref(old);
+    region_set_view(r, n);
     r->pending[r->npending].seg = t->seg;
     r->pending[r->npending].inc = t->inc;
     r->pending[r->npending].need_seq = n->seq;
