@@ -23,6 +23,10 @@
  * | value length varint | key | value: the WAL's records, with every value
  * the primary keeps in its large log read back in place of its pointer.
  *
+ * A replicated region takes ordinary logged writes only: the cursor refuses
+ * (PAR_EINVAL) a log holding writes made without it (PAR_NO_WAL) or a
+ * cross-region batch's part.
+ *
  * Send-index mode copies the primary's leaves as they are, so it needs
  * leaves without pointers into the primary's logs: PAR_PLACEMENT_IN_PLACE
  * and values up to PAR_MAX_INLINE_VALUE. par_repl_install_segment refuses a

@@ -20,6 +20,11 @@ PAR_API int par_flush(par_region *r) {
     pthread_mutex_unlock(&r->view_mu);
     if (rc) return par_error(rc, "compaction failed: %s", par_strerror(rc));
     pthread_mutex_lock(&r->write_mu);
+    if (r->write_failed) {
+      /* L0 may hold part of the write that missed it: it must not reach a level. */
+      pthread_mutex_unlock(&r->write_mu);
+      return par_error(PAR_EFAILED, "an earlier write is logged but missed L0: reopen the region");
+    }
     pthread_mutex_lock(&r->view_mu);
     frozen = r->view->frozen != NULL; /* a writer may have frozen one since */
     if (!frozen && r->view->active->entries) rc = region_freeze(r);

@@ -4,15 +4,26 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "util/coding.h"
 #include "util/status.h"
 
 typedef struct replay_ctx {
   par_region *r;
+  const region_desc *d;
+  uint64_t skip_last; /* ops up to this LSN belong to a part that did not commit */
 } replay_ctx;
 
 static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
-  par_region *r = ((replay_ctx *)arg)->r;
+  replay_ctx *c = arg;
+  par_region *r = c->r;
   int rc = PAR_OK;
+  if (op->type == WAL_TXN) {
+    /* A cross-region batch's part: applied only if the batch committed. */
+    uint64_t last = dec64(op->value);
+    if (!txn_part_committed(c->d, lsn, last)) c->skip_last = last;
+    return PAR_OK;
+  }
+  if (lsn <= c->skip_last) return PAR_OK;
   memtable *m;
   while (!(m = region_make_room(r, &rc)) && rc == PAR_EBUSY)
     if ((rc = region_wait_room(r))) return rc;
@@ -45,7 +56,7 @@ static int build_view(par_region *r, const region_desc *d) {
 int region_recover(par_region *r, const region_desc *d, uint64_t *last) {
   int rc = build_view(r, d);
   *last = d->covered_lsn;
-  replay_ctx ctx = {r};
+  replay_ctx ctx = {r, d, 0};
   if (!rc) rc = wal_replay(&r->vol->file, d, replay_op, &ctx, last);
   if (!rc) rc = wal_check_end(&r->vol->file, d, *last);
   return rc;

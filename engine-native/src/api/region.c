@@ -10,14 +10,22 @@
 #include "util/status.h"
 
 view *region_acquire_view(par_region *r, uint64_t *lsn) {
-  pthread_mutex_lock(&r->view_mu);
+  pthread_mutex_lock(&r->cur_mu);
   view *w = r->view;
   atomic_fetch_add(&w->refs, 1);
-  /* Read under view_mu: a freeze (which also holds write_mu) cannot slip
-   * between the LSN and the view, so no tree in w holds a newer entry. */
+  /* Read under cur_mu: a freeze (which swaps the view under it) cannot
+   * slip between the LSN and the view, so no tree in w holds a newer entry. */
   *lsn = atomic_load(&r->last_lsn);
-  pthread_mutex_unlock(&r->view_mu);
+  pthread_mutex_unlock(&r->cur_mu);
   return w;
+}
+
+void region_set_view(par_region *r, view *w) {
+  pthread_mutex_lock(&r->cur_mu);
+  view *old = r->view;
+  r->view = w;
+  pthread_mutex_unlock(&r->cur_mu);
+  view_unref(old);
 }
 
 int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
@@ -28,6 +36,7 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   seg_list freed = {0};
   int rc = region_desc_copy(&d, cur);
   if (!rc) rc = fn(&d, arg, &freed);
+  if (!rc) region_desc_prune_parts(&d); /* parts the levels now cover */
   if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n);
   if (!rc) {
     region_desc_free(cur);
@@ -95,6 +104,18 @@ static int new_vlog_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *s
   return rc;
 }
 
+/* The hot head takes user writes' values: it leaves the volume's last
+ * SEGALLOC_RESERVE segments to merges and GC, which need room to find and
+ * give back garbage (without it a full volume cannot even flush the L0
+ * whose merge would show which values died). */
+static int new_hot_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc) {
+  par_region *r = ctx;
+  if (segalloc_room(&r->vol->alloc) < (uint64_t)n + SEGALLOC_RESERVE)
+    return par_error(PAR_ENOSPC, "the volume is full: its last %u segments are kept for compaction and GC",
+                     SEGALLOC_RESERVE);
+  return new_vlog_segment(ctx, n, left, seg, inc);
+}
+
 /* The WAL's pointer records reach the disk after the values they point to,
  * and those are durable first: one fdatasync covering both would let a power
  * cut keep the WAL block and lose the value (the key would then fail its
@@ -120,6 +141,7 @@ static void region_free(par_region *r) {
   free(r->pending);
   pthread_mutex_destroy(&r->write_mu);
   pthread_mutex_destroy(&r->view_mu);
+  pthread_mutex_destroy(&r->cur_mu);
   pthread_mutex_destroy(&r->live_mu);
   pthread_cond_destroy(&r->view_cv);
   free(r);
@@ -145,6 +167,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   r->vol = v;
   pthread_mutex_init(&r->write_mu, NULL);
   pthread_mutex_init(&r->view_mu, NULL);
+  pthread_mutex_init(&r->cur_mu, NULL);
   pthread_mutex_init(&r->live_mu, NULL);
   pthread_cond_init(&r->view_cv, NULL);
 
@@ -183,7 +206,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
   if (!rc) {
     r->next_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
-    rc = vlog_init(&r->hot, &v->file, r->id, new_vlog_segment, r);
+    rc = vlog_init(&r->hot, &v->file, r->id, new_hot_segment, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_vlog_segment, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crashed_heads(r)) == PAR_ENOSPC) rc = PAR_OK;
@@ -229,6 +252,8 @@ static int count_head_tails(par_region *r) {
 PAR_API int par_region_close(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_region_close: NULL region");
   par_volume *v = r->vol;
+  /* Unlogged writes exist only in L0: make them durable (PAR_NO_WAL). */
+  int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;
   pthread_mutex_lock(&v->sched_mu);
   pthread_mutex_lock(&r->view_mu);
   r->closing = 1;
@@ -242,5 +267,5 @@ PAR_API int par_region_close(par_region *r) {
   vlog_destroy(&r->cold);
   unlink_open(v, r);
   region_free(r);
-  return rc;
+  return rc ? rc : flushed;
 }

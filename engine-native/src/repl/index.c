@@ -450,8 +450,7 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
     uint32_t ids[PAR_MAX_LEVELS + 1][LEVEL_TREES] = {{0}};
     for (uint32_t i = 0; i < in->ntrees; i++) ids[in->t[i].level][in->t[i].slot] = in->t[i].id;
     memcpy(r->repl_tree_id, ids, sizeof ids);
-    r->view = n;
-    view_unref(old);
+    region_set_view(r, n); /* drops the region's reference to old */
     if (in->covered >= r->next_lsn) r->next_lsn = in->covered + 1;
     atomic_store(&r->last_lsn, in->covered); /* L0 is empty */
     for (uint32_t i = 0; i < in->ntrees; i++)

@@ -92,6 +92,11 @@ static int decode_ops(par_region *r, const uint8_t *p, const uint8_t *end, uint3
     if (q) q = get_varint32(q, end, &kl);
     if (q) q = get_varint32(q, end, &vl);
     int type = p < end ? p[0] : 0;
+    if (!ship && (type == WAL_GAP || type == WAL_TXN)) {
+      rec_ops_free(o);
+      return par_error(PAR_EINVAL, "the log of region '%s' holds %s: replication does not ship those", r->name,
+                       type == WAL_GAP ? "writes made without it (PAR_NO_WAL)" : "a cross-region batch");
+    }
     int ok = q && kl >= 1 && kl <= PAR_MAX_KEY_SIZE && vl <= PAR_MAX_VALUE_SIZE &&
              (size_t)(end - q) >= (size_t)kl + vl &&
              (type == WAL_PUT || (type == WAL_DELETE && vl == 0) || (!ship && type == WAL_PUT_LARGE && vl == VPTR_SIZE));

@@ -16,6 +16,9 @@ static int promote_op(void *arg, uint64_t lsn, const wal_op *op) {
   promote_ctx *c = arg;
   par_region *r = c->r;
   if (lsn <= c->in_l0) return PAR_OK;
+  /* A log copy holds shipped records only: never a cross-region batch's part. */
+  if (op->type == WAL_TXN)
+    return par_error(PAR_ECORRUPT, "the log copy of region '%s' holds a cross-region batch", r->name);
   int rc = PAR_OK;
   for (;;) {
     pthread_mutex_lock(&r->write_mu);
