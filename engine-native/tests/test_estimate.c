@@ -10,11 +10,15 @@
  *    the last) are 0, and random ranges of 5% of the keys or more are within
  *    25% of a scan's count;
  *  - after overwrites, deletes and par_compact, estimated_keys is the live
- *    count and nothing is pending.
+ *    count and nothing is pending;
+ *  - pending compaction bytes of hand-made views: a frozen L0, levels over
+ *    their capacity, spills under way, and the spills they cascade into.
  *
  * Environment: PAR_SEED, PAR_ESTIMATE_KEYS (default 150000).
  */
 #include "testutil.h"
+
+#include "api/internal.h"
 
 #define VALUE_LEN 40
 
@@ -82,6 +86,7 @@ static void test_bad_input(void **state) {
   /* the empty region */
   assert_ok(par_estimate_range(r, NULL, 0, NULL, 0, &e));
   assert_int_equal(e.entries, 0);
+  assert_int_equal(e.bytes, 0);
   assert_ok(par_estimate_range(r, "a", 1, "a", 1, &e));
   assert_int_equal(e.entries, 0);
   assert_int_equal(e.bytes, 0);
@@ -209,11 +214,66 @@ static void test_after_compact(void **state) {
   free(dir);
 }
 
+/* compaction_pending_bytes on views made by hand: L0 1 MiB and growth 2 give
+ * level i a capacity of 2^i MiB. */
+static void test_pending_bytes(void **state) {
+  (void)state;
+  const uint64_t MB = 1u << 20;
+  char *dir = tu_make_dir("estimate_pending");
+  char *path = tu_path(dir, "vol");
+  par_options o = tu_options(MB, 2);
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "r", 1, &r));
+  view w;
+  dtree t[4];
+  memset(&w, 0, sizeof w);
+  memset(t, 0, sizeof t);
+  assert_int_equal(compaction_pending_bytes(r, &w), 0);
+  t[0].d.bytes = MB; /* L1 under its 2 MiB */
+  w.tree[1][0] = &t[0];
+  assert_int_equal(compaction_pending_bytes(r, &w), 0);
+  t[0].d.medium_bytes = 2 * MB; /* over it with its medium values: spills into L2 */
+  t[1].d.bytes = MB;
+  w.tree[2][0] = &t[1];
+  assert_int_equal(compaction_pending_bytes(r, &w), 3 * MB + MB);
+  t[1].d.bytes = 2 * MB; /* L2 then holds 5 MiB, over its 4: it spills too, into L3 */
+  t[2].d.bytes = MB;
+  w.tree[3][0] = &t[2];
+  assert_int_equal(compaction_pending_bytes(r, &w), (3 * MB + 2 * MB) + (5 * MB + MB));
+  /* A spill under way: L1's spilling tree and L2; L1's small active tree waits. */
+  memset(&w, 0, sizeof w);
+  t[0].d.bytes = MB / 2;
+  t[0].d.medium_bytes = 0;
+  t[1].d.bytes = MB;
+  t[3].d.bytes = MB / 4;
+  w.tree[1][0] = &t[3];
+  w.tree[1][1] = &t[0];
+  w.tree[2][0] = &t[1];
+  assert_int_equal(compaction_pending_bytes(r, &w), MB / 2 + MB);
+  /* A frozen L0: its memory and L1's active tree. */
+  memset(&w, 0, sizeof w);
+  memtable *m = memtable_create();
+  assert_non_null(m);
+  assert_ok(memtable_insert(m, 1, WAL_PUT, "k", 1, "v", 1));
+  w.frozen = m;
+  w.tree[1][0] = &t[1];
+  assert_int_equal(compaction_pending_bytes(r, &w), atomic_load(&m->bytes) + MB);
+  memtable_unref(m);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  tu_rm_rf(dir);
+  free(path);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_input),
       cmocka_unit_test(test_accuracy),
       cmocka_unit_test(test_after_compact),
+      cmocka_unit_test(test_pending_bytes),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

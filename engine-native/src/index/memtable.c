@@ -392,5 +392,5 @@ double memtable_range_share(memtable *m, const void *begin, size_t begin_len, co
   double e = end ? rank(m, end, end_len) : 1;
   *entries = m->entries;
   pthread_rwlock_unlock(&m->lock);
-  return e > b ? e - b : 0;
+  return *entries && e > b ? e - b : 0; /* an empty L0's node memory is no data in the range */
 }
