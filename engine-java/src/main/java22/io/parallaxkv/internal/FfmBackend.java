@@ -37,6 +37,7 @@ final class FfmBackend extends NativeApi {
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
       scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats,
+      estimateRange,
       batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
@@ -115,6 +116,8 @@ final class FfmBackend extends NativeApi {
         JAVA_LONG, JAVA_LONG));
     regionStats = h("par_region_stats", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     volumeStats = h("par_volume_stats_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    estimateRange = h("par_estimate_range", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     try {
       MethodHandle cb = MethodHandles.lookup().findStatic(FfmBackend.class, "listOne",
           MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class));
@@ -563,6 +566,16 @@ final class FfmBackend extends NativeApi {
   public int regionStats(long region, long out) {
     try {
       return (int) regionStats.invokeExact(region, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int estimateRange(long region, long begin, long beginLen, long end, long endLen,
+      long out) {
+    try {
+      return (int) estimateRange.invokeExact(region, begin, beginLen, end, endLen, out);
     } catch (Throwable t) {
       throw rethrow(t);
     }
