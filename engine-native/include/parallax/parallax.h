@@ -350,9 +350,10 @@ typedef struct par_range_estimate {
 
 /* Estimates the entries and bytes with a key in [begin, end) without
  * reading the range: every L0 and level tree is descended to each bound (a
- * few nodes, usually cached), and the range's share of the tree is taken
- * from the slot each node's descent takes, as if the tree's nodes were
- * equally full. begin NULL (begin_len 0) means from the first key, end
+ * few nodes, usually cached), and the range's share of a level's tree is
+ * taken from where the bounds' leaves lie among its bytes (leaves are
+ * written in key order), L0's from the child each descent takes
+ * (docs/architecture.md, "Estimates"). begin NULL (begin_len 0) means from the first key, end
  * NULL (end_len 0) past the last one. Exact for an empty range (begin ==
  * end, or no key in it) and for a range covering every key; on a region
  * loaded with uniformly spread keys within ±25% for ranges of a few

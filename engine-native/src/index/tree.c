@@ -195,11 +195,11 @@ static int tree_rank(const key_source *ks, const tree_desc *t, node_checks *chec
         *rank = idx ? 1 : 0;
         return PAR_OK;
       }
-      uint32_t k = 0, seg = (uint32_t)(off / SEG);
-      while (k < t->segs.n && t->segs.v[k] != seg) k++;
-      if (k == t->segs.n)
+      uint32_t si = 0, seg = (uint32_t)(off / SEG);
+      while (si < t->segs.n && t->segs.v[si] != seg) si++;
+      if (si == t->segs.n)
         return par_error(PAR_ECORRUPT, "B+-tree node at offset %llu is outside its tree", (unsigned long long)off);
-      double pos = (double)k * SEG + (double)(off % SEG) + (double)h.pages * PAR_BLOCK * idx / h.nslots;
+      double pos = (double)si * SEG + (double)(off % SEG) + (double)h.pages * PAR_BLOCK * idx / h.nslots;
       *rank = t->bytes && pos < (double)t->bytes ? pos / (double)t->bytes : 1;
       return PAR_OK;
     }
