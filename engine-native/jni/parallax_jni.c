@@ -79,6 +79,7 @@ DECL(jint, replInstallSegment, jlong install, jint seg, jlong data)
 DECL(jint, replInstallCommit, jlong install)
 DECL(void, replInstallClose, jlong install)
 DECL(jlong, replStats, jlong region, jlong out, jlong cap)
+DECL(jint, estimateRange, jlong r, jlong b, jlong bl, jlong e, jlong el, jlong out)
 DECL(jint, volumeStats, jlong vol, jlong out)
 DECL(jlong, directAddress, jobject buf)
 DECL(void, copyToArray, jlong src, jbyteArray dst, jint off, jint len)
@@ -256,6 +257,10 @@ JNI_FN(jint, snapshotCreateMany)(JNIEnv *env, jclass cls, jlong n, jlong regions
 }
 JNI_FN(jint, regionStats)(JNIEnv *env, jclass cls, jlong r, jlong out) {
   return par_region_stats(P(r), P(out));
+}
+JNI_FN(jint, estimateRange)(JNIEnv *env, jclass cls, jlong r, jlong b, jlong bl, jlong e, jlong el,
+                           jlong out) {
+  return par_estimate_range(P(r), CP(b), (size_t)bl, CP(e), (size_t)el, P(out));
 }
 JNI_FN(jint, volumeStats)(JNIEnv *env, jclass cls, jlong vol, jlong out) {
   return par_volume_stats_get(P(vol), P(out));

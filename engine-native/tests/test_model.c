@@ -6,7 +6,9 @@
  * reference map; every result is compared as it happens. A small L0 and
  * growth factor 4 force many compactions and several device levels (checked
  * through par_region_stats), and the volume is closed and reopened
- * periodically (with and without par_flush) followed by a full comparison.
+ * periodically (with and without par_flush) followed by a full comparison,
+ * which also checks what range estimates guarantee whatever the data: an
+ * empty range is 0 and every live key counts.
  *
  * Values range over all three size classes (small < 120 B, medium, large
  * >= 1 KiB, up to 64 KiB), so overwrites move keys between classes; the
@@ -110,6 +112,24 @@ static void model_verify_all(model *m, const char *when) {
       MFAIL(m, "%s: exists(%s) = %s, expected %s", when, tu_key_str(key, kl), par_strerror(rc),
             par_strerror(want));
   }
+  /* Estimates count versions and tombstones, so only bounds are certain here
+   * (test_estimate.c checks accuracy on distinct keys). */
+  par_range_estimate all, part;
+  MOK(m, par_estimate_range(m->reg, NULL, 0, NULL, 0, &all));
+  if (all.entries < m->ref.n)
+    MFAIL(m, "%s: the whole region is estimated at %llu entries, %zu keys are live", when,
+          (unsigned long long)all.entries, m->ref.n);
+  par_stats st;
+  MOK(m, par_region_stats(m->reg, &st));
+  if (st.estimated_keys < m->ref.n)
+    MFAIL(m, "%s: estimated_keys is %llu, %zu keys are live", when,
+          (unsigned long long)st.estimated_keys, m->ref.n);
+  /* (A seed of its own: the model's sequence stays that of its seed.) */
+  uint64_t rng = tu_mix64(m->seed ^ (uint64_t)m->op);
+  size_t kl = model_key((uint32_t)tu_rand_range(&rng, m->keyspace), key);
+  MOK(m, par_estimate_range(m->reg, key, kl, key, kl, &part));
+  if (part.entries || part.bytes)
+    MFAIL(m, "%s: an empty range is estimated at %llu entries", when, (unsigned long long)part.entries);
 }
 
 static void model_check_get(model *m, const par_snapshot *snap, const tu_map *ref,

@@ -17,7 +17,7 @@
  *                  [--placement hybrid|in-place|in-log] [--updates N]
  *                  [--dir DIR] [--l0-size BYTES] [--growth F]
  *                  [--report-every N] [--verify] [--scans R] [--ordered]
- *                  [--multi-get B] [--keep]
+ *                  [--multi-get B] [--estimates R] [--keep]
  *
  * --updates N overwrites N random keys after the load (each with a new
  * value of a size drawn from the mix, so a key may change class) and then
@@ -36,6 +36,11 @@
  * par_get one at a time and with par_multi_get B at a time (a snapshot per
  * batch, values copied out as par_get does), and reports CPU ns per key of
  * each (best of 3 rounds).
+ *
+ * --estimates R estimates R random key ranges with par_estimate_range
+ * (1000 calls each, timed in the thread's CPU time) and counts each by a
+ * scan, and reports the CPU time per call and the mean and worst error on
+ * the ranges holding 1% of the keys or more.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -74,6 +79,7 @@ typedef struct config {
   int verify, keep;
   int scans, ordered;
   int multi_get;
+  int estimates;
   uint32_t placement;
   uint64_t updates;
 } config;
@@ -335,6 +341,56 @@ static void run_multi_get(void) {
          n, best[0] * 1e9 / (double)n, cfg.multi_get, best[1] * 1e9 / (double)n, best[0] / best[1]);
 }
 
+/* Keys in [a, b) by a scan (keys only: values are not read). */
+static uint64_t count_range(const char *a, const char *b, size_t len) {
+  par_scanner *s;
+  int rc = par_scanner_open(region, NULL, &s);
+  if (!rc) rc = par_scanner_seek(s, a, len, PAR_SEEK_GE);
+  uint64_t n = 0;
+  while (!rc && par_scanner_valid(s)) {
+    const void *k;
+    size_t kl;
+    rc = par_scanner_key(s, &k, &kl);
+    if (rc || memcmp(k, b, kl < len ? kl : len) >= 0) break; /* keys are all len bytes */
+    n++;
+    rc = par_scanner_next(s);
+  }
+  if (rc) die("scan", rc);
+  par_scanner_close(s);
+  return n;
+}
+
+static void run_estimates(void) {
+  enum { CALLS = 1000 };
+  double cpu = 0, err_sum = 0, worst = 0;
+  int counted = 0;
+  for (int i = 0; i < cfg.estimates; i++) {
+    char a[32], b[32];
+    uint64_t x = mix64(0xe57 + 2 * (uint64_t)i) % 10000000000000000000ull;
+    uint64_t y = mix64(0xe58 + 2 * (uint64_t)i) % 10000000000000000000ull;
+    int len = snprintf(a, sizeof a, "user%020" PRIu64, x < y ? x : y);
+    snprintf(b, sizeof b, "user%020" PRIu64, x < y ? y : x);
+    par_range_estimate e;
+    double t0 = thread_cpu_seconds();
+    for (int k = 0; k < CALLS; k++) {
+      int rc = par_estimate_range(region, a, (size_t)len, b, (size_t)len, &e);
+      if (rc) die("estimate", rc);
+    }
+    cpu += thread_cpu_seconds() - t0;
+    uint64_t exact = count_range(a, b, (size_t)len);
+    if (exact < cfg.keys / 100) continue;
+    double err = ((double)e.entries - (double)exact) / (double)exact;
+    if (err < 0) err = -err;
+    err_sum += err;
+    if (err > worst) worst = err;
+    counted++;
+  }
+  printf("estimates: %d ranges, %.2f CPU us per par_estimate_range; %d ranges of 1%% of the keys or more: "
+         "mean error %.2f%%, worst %.2f%%\n",
+         cfg.estimates, cpu * 1e6 / ((double)cfg.estimates * CALLS), counted,
+         counted ? 100 * err_sum / counted : 0.0, 100 * worst);
+}
+
 /* Runs fn on cfg.threads threads for ops operations, printing progress. */
 static void run_phase(const char *name, void *(*fn)(void *), uint64_t total) {
   io_counters io0 = read_io();
@@ -378,7 +434,7 @@ static void usage(void) {
           "usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD] [--dir DIR]\n"
           "                 [--placement hybrid|in-place|in-log] [--updates N]\n"
           "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--scans R]\n"
-          "                 [--ordered] [--multi-get B] [--keep]\n");
+          "                 [--ordered] [--multi-get B] [--estimates R] [--keep]\n");
   exit(2);
 }
 
@@ -391,7 +447,8 @@ int main(int argc, char **argv) {
       {"keep", no_argument, 0, 'k'},          {"help", no_argument, 0, 'h'},
       {"placement", required_argument, 0, 'p'}, {"updates", required_argument, 0, 'u'},
       {"scans", required_argument, 0, 's'},   {"ordered", no_argument, 0, 'o'},
-      {"multi-get", required_argument, 0, 'M'}, {0, 0, 0, 0}};
+      {"multi-get", required_argument, 0, 'M'}, {"estimates", required_argument, 0, 'E'},
+      {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
     switch (c) {
@@ -419,10 +476,13 @@ int main(int argc, char **argv) {
     case 's': cfg.scans = atoi(optarg); break;
     case 'o': cfg.ordered = 1; break;
     case 'M': cfg.multi_get = atoi(optarg); break;
+    case 'E': cfg.estimates = atoi(optarg); break;
     default: usage();
     }
   }
-  if (!cfg.keys || cfg.threads < 1 || cfg.threads > 64 || cfg.multi_get < 0 || cfg.multi_get > 4096) usage();
+  if (!cfg.keys || cfg.threads < 1 || cfg.threads > 64 || cfg.multi_get < 0 || cfg.multi_get > 4096 ||
+      cfg.estimates < 0)
+    usage();
   if (!cfg.report_every) cfg.report_every = cfg.keys >= 10 ? cfg.keys / 10 : 1;
 
   char dir[4096], path[4200];
@@ -496,6 +556,7 @@ int main(int argc, char **argv) {
   if (cfg.verify && !cfg.updates) run_phase("verify", verify_thread, cfg.keys);
   if (cfg.scans > 0) run_scans();
   if (cfg.multi_get) run_multi_get();
+  if (cfg.estimates) run_estimates();
 
   rc = par_region_close(region);
   if (!rc) rc = par_close(vol);

@@ -246,5 +246,9 @@ void compaction_schedule(par_region *r);
 void compaction_drain(par_region *r);
 /* Whether the region has merges or collections to run (view_mu held). */
 int compaction_pending(par_region *r);
+/* Bytes the merges already due in w would read (sources and destination
+ * trees; they write about as much), and the spills those would push over
+ * a level's capacity in turn. par_compact's forced merges are not counted. */
+uint64_t compaction_pending_bytes(const par_region *r, const view *w);
 
 #endif

@@ -107,6 +107,13 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   pthread_rwlock_rdlock(&w->active->lock);
   out->l0_entries = w->active->entries;
   pthread_rwlock_unlock(&w->active->lock);
+  out->estimated_keys = out->l0_entries;
+  if (w->frozen) {
+    pthread_rwlock_rdlock(&w->frozen->lock);
+    out->estimated_keys += w->frozen->entries;
+    pthread_rwlock_unlock(&w->frozen->lock);
+  }
+  out->pending_compaction_bytes = compaction_pending_bytes(r, w);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++) {
     par_level_stats *l = &out->level[i];
     for (int j = 0; j < LEVEL_TREES; j++) {
@@ -115,6 +122,7 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
       l->live_bytes += t->d.bytes;
       out->medium_log_segments += t->d.msegs.n;
       l->entries += t->d.entries;
+      out->estimated_keys += t->d.entries;
       l->segments += t->d.segs.n;
       if (t->d.height > l->height) l->height = t->d.height;
       out->levels = (uint32_t)i;

@@ -496,6 +496,22 @@ int compaction_pending(par_region *r) {
   return r->repl_role == PAR_REPL_PRIMARY && (gc_pick(r, &t, 1) || gc_reclaimable(r));
 }
 
+uint64_t compaction_pending_bytes(const par_region *r, const view *w) {
+  /* Walk down the levels carrying what the merge above would push into each
+   * one: a level whose spill is under way, or that the push would take over
+   * its capacity, owes a spill reading its trees and the next level's. */
+  uint64_t pending = 0, incoming = w->frozen ? atomic_load(&w->frozen->bytes) : 0;
+  if (incoming) pending += incoming + (w->tree[1][0] ? full_size(w->tree[1][0]) : 0);
+  for (int i = 1; i < PAR_MAX_LEVELS; i++) {
+    uint64_t active = w->tree[i][0] ? full_size(w->tree[i][0]) : 0;
+    uint64_t out = w->tree[i][1] ? full_size(w->tree[i][1]) : 0;
+    if (active + incoming > capacity(r->vol, i)) out += active + incoming;
+    if (out) pending += out + (w->tree[i + 1][0] ? full_size(w->tree[i + 1][0]) : 0);
+    incoming = out;
+  }
+  return pending;
+}
+
 void compaction_drain(par_region *r) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->sched_mu);

@@ -369,3 +369,28 @@ uint32_t memtable_collect_rev(memtable *m, const void *key, size_t key_len, int 
   pthread_rwlock_unlock(&m->lock);
   return got;
 }
+
+/* The fraction of the entries before every version of key: the child or
+ * slot taken at each node splits the share its parent gave that node. */
+static double rank(const memtable *m, const void *key, size_t key_len) {
+  target t = {key, key_len, UINT64_MAX, prefix_of(key, key_len)}; /* before key's newest version */
+  const mt_node *n = m->root;
+  double r = 0, w = 1;
+  while (!n->leaf) {
+    int i = child_for(n, &t);
+    r += w * i / (n->n + 1);
+    w /= n->n + 1;
+    n = n->c[i];
+  }
+  return n->n ? r + w * lower_bound(n, &t) / n->n : r;
+}
+
+double memtable_range_share(memtable *m, const void *begin, size_t begin_len, const void *end,
+                            size_t end_len, uint64_t *entries) {
+  pthread_rwlock_rdlock(&m->lock);
+  double b = begin ? rank(m, begin, begin_len) : 0;
+  double e = end ? rank(m, end, end_len) : 1;
+  *entries = m->entries;
+  pthread_rwlock_unlock(&m->lock);
+  return *entries && e > b ? e - b : 0; /* an empty L0's node memory is no data in the range */
+}

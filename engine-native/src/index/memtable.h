@@ -79,4 +79,12 @@ uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int excl
 uint32_t memtable_collect_rev(memtable *m, const void *key, size_t key_len, int exclusive,
                               uint64_t snap, const mt_entry **out, uint32_t max);
 
+/* The share of m's entries (versions) with a key in [begin, end) (NULL:
+ * the first key / past the last), estimated in O(height) from the child
+ * or slot each bound's descent takes, as if the nodes (all split at the
+ * same fan-out) were equally full; *entries is m's entry count at that
+ * moment. */
+double memtable_range_share(memtable *m, const void *begin, size_t begin_len, const void *end,
+                            size_t end_len, uint64_t *entries);
+
 #endif

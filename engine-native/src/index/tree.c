@@ -170,6 +170,61 @@ static int find_leaf(const key_source *ks, const tree_desc *t, node_checks *chec
   return PAR_OK;
 }
 
+/* The fraction of t's entries before key. Leaves are written in key order
+ * (tree_desc.segs), packed into segments with index nodes spread evenly
+ * among them, so the bytes written before the leaf where key belongs, plus
+ * the slots before it in that leaf, over the tree's bytes, estimate its
+ * rank whatever the tree's shape (a fan-out estimate would misjudge the
+ * partly filled nodes on the right edge of a tree built bottom-up). A key
+ * before the first entry or after the last ranks exactly 0 or 1. */
+static int tree_rank(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+                     size_t key_len, double *rank) {
+  int first = 1, last = 1; /* every node so far was entered by its first (last) slot */
+  uint64_t off = t->root;
+  for (int height = (int)t->height - 1;; height--) {
+    const uint8_t *n = NULL;
+    node_hdr h;
+    uint32_t idx;
+    int rc = load_node(ks->file, checks, off, height, &n, &h);
+    if (rc) return rc;
+    if (!h.nslots) return par_error(PAR_ECORRUPT, "B+-tree node at %llu has no slots", (unsigned long long)off);
+    if (height == 0) {
+      rc = leaf_lower_bound(n, &h, ks, key, key_len, 0, &idx);
+      if (rc) return rc;
+      if ((first && idx == 0) || (last && idx == h.nslots)) {
+        *rank = idx ? 1 : 0;
+        return PAR_OK;
+      }
+      uint32_t si = 0, seg = (uint32_t)(off / SEG);
+      while (si < t->segs.n && t->segs.v[si] != seg) si++;
+      if (si == t->segs.n)
+        return par_error(PAR_ECORRUPT, "B+-tree node at offset %llu is outside its tree", (unsigned long long)off);
+      double pos = (double)si * SEG + (double)(off % SEG) + (double)h.pages * PAR_BLOCK * idx / h.nslots;
+      *rank = t->bytes && pos < (double)t->bytes ? pos / (double)t->bytes : 1;
+      return PAR_OK;
+    }
+    const uint8_t *k;
+    uint16_t kl;
+    rc = index_child_for(n, &h, key, key_len, &idx);
+    if (!rc) rc = index_entry(n, &h, idx, &off, &k, &kl);
+    if (rc) return rc;
+    first &= idx == 0;
+    last &= idx + 1 == h.nslots;
+  }
+}
+
+int tree_range_share(const key_source *ks, const tree_desc *t, node_checks *checks, const void *begin,
+                     size_t begin_len, const void *end, size_t end_len, double *share) {
+  double b = 0, e = 1;
+  *share = 0;
+  if (!t->root) return PAR_OK;
+  int rc = begin ? tree_rank(ks, t, checks, begin, begin_len, &b) : PAR_OK;
+  if (!rc && end) rc = tree_rank(ks, t, checks, end, end_len, &e);
+  if (rc) return rc;
+  *share = e > b ? e - b : 0;
+  return PAR_OK;
+}
+
 /* Looks key up in the leaf at off: PAR_OK with *e, or PAR_NOT_FOUND. */
 static int search_leaf(const key_source *ks, node_checks *checks, uint64_t off, const void *key,
                        size_t key_len, tree_entry *e) {

@@ -83,6 +83,14 @@ int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, cons
 void tree_get_batch(const key_source *ks, const tree_desc *t, node_checks *checks, size_t n,
                     const void *const *keys, const size_t *lens, tree_entry *e, int *rc);
 
+/* The share of t's entries in [begin, end) (NULL: the first key / past the
+ * last), estimated from where each bound's leaf lies among the tree's
+ * bytes in write order and where the bound falls in that leaf
+ * (docs/architecture.md gives the accuracy). O(height) nodes read; 0 for
+ * an empty range, 1 for one covering the tree. */
+int tree_range_share(const key_source *ks, const tree_desc *t, node_checks *checks, const void *begin,
+                     size_t begin_len, const void *end, size_t end_len, double *share);
+
 /* Cursor and stream entries may hold a key prefix (index/entry.h). */
 typedef struct tree_cursor {
   const key_source *ks;

@@ -406,7 +406,44 @@ public final class Region implements AutoCloseable {
             b.getLong(o + Layout.STATS_LOG_VALUE_READS),
             b.getLong(o + Layout.STATS_LOG_VALUE_READS + 8));
         return new RegionStats(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
-            c[11], c[12], deepest, List.copyOf(levels), placement);
+            c[11], c[12], deepest, List.copyOf(levels), placement,
+            b.getLong(o + Layout.STATS_ESTIMATED_KEYS),
+            b.getLong(o + Layout.STATS_ESTIMATED_KEYS + 8));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
+  /**
+   * Estimates the entries and bytes with a key in {@code [begin, end)} without reading the
+   * range: each L0 and level tree is descended to both bounds (a few nodes, usually cached) and
+   * the range's share of the tree is taken from where the bounds' leaves lie. Exact for an empty
+   * range and for one covering every key; on a region of uniformly spread keys within 25% for
+   * ranges of a few percent of the keys or more (the tests see under 2%); where pair sizes differ
+   * across the key space the error grows (a range of large inline pairs counts as more entries). Costs microseconds: fine per split decision, not per request.
+   *
+   * @param begin the first key of the range, or null for the region's first key
+   * @param end   the key after the range, or null for past the last key
+   * @throws InvalidArgumentException if a bound is empty or {@code begin} is after {@code end}
+   * @throws TooBigException if a bound is longer than {@link Parallax#MAX_KEY_SIZE}
+   */
+  public RangeEstimate estimateRange(byte[] begin, byte[] end) {
+    int bl = begin == null ? 0 : Native.checkKey(begin, "begin");
+    int el = end == null ? 0 : Native.checkKey(end, "end");
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(Native.align(bl) + Native.align(el) + Layout.STRUCT_SLACK);
+      try {
+        long b = begin == null ? 0 : Native.in(begin, s, 0);
+        long e = end == null ? 0 : Native.in(end, s, Native.align(bl));
+        int out = Native.align(bl) + Native.align(el);
+        Native.check(api, api.estimateRange(r, b, bl, e, el, s.address() + Scratch.DATA + out));
+        ByteBuffer buf = s.buffer();
+        return new RangeEstimate(buf.getLong(Scratch.DATA + out),
+            buf.getLong(Scratch.DATA + out + 8));
       } finally {
         s.release();
       }

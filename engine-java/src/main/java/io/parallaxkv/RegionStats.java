@@ -21,11 +21,19 @@ import java.util.List;
  * @param deepestLevel     deepest non-empty device level (0: none)
  * @param levels           per-level counters, L1 first ({@link Parallax#MAX_LEVELS} entries)
  * @param placement        hybrid-placement counters (size classes, value logs, GC)
+ * @param estimatedKeys    entries in L0 and every level (RocksDB's {@code estimate-num-keys}):
+ *                         a key overwritten or deleted since its last merge counts once per
+ *                         version and tombstone, so this is the number of live keys after
+ *                         {@link Region#compact()}, and an upper bound on it otherwise
+ * @param pendingCompactionBytes bytes the merges already due would read (a frozen L0 and L1,
+ *                         each level over its capacity and the level below, and the spills these
+ *                         would in turn cause; they write about as much): 0 when compaction has
+ *                         caught up (RocksDB's {@code estimate-pending-compaction-bytes})
  */
 public record RegionStats(long puts, long deletes, long gets, long scans, long userBytesWritten,
     long walBytesAppended, long walSyncs, long walSegments, long l0Bytes, long l0Entries,
     long compactions, long writeStalls, long lastLsn, int deepestLevel, List<LevelStats> levels,
-    Placement placement) {
+    Placement placement, long estimatedKeys, long pendingCompactionBytes) {
 
   /**
    * Hybrid-placement counters of {@code par_stats}, by the size class of each put.

@@ -247,5 +247,13 @@ class ModelTest {
       }
       assertFalse(s.isValid(), ctx + " reverse");
     }
+    // Estimates count versions and tombstones: only these bounds are certain whatever the data
+    // (EstimateTest checks accuracy on distinct keys).
+    assertTrue(r.estimateRange(null, null).entries() >= model.size(), ctx + " estimate");
+    assertTrue(r.stats().estimatedKeys() >= model.size(), ctx + " estimatedKeys");
+    if (!model.isEmpty()) {
+      byte[] k = model.firstKey();
+      assertEquals(new RangeEstimate(0, 0), r.estimateRange(k, k), ctx + " empty range");
+    }
   }
 }

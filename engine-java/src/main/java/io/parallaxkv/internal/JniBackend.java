@@ -254,6 +254,12 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int estimateRange(long region, long begin, long beginLen, long end, long endLen,
+      long out) {
+    return JniNative.estimateRange(region, begin, beginLen, end, endLen, out);
+  }
+
+  @Override
   public int volumeStats(long vol, long out) {
     return JniNative.volumeStats(vol, out);
   }

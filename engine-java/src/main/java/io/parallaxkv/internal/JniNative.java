@@ -91,6 +91,8 @@ final class JniNative {
 
   static native int regionStats(long r, long out);
 
+  static native int estimateRange(long r, long b, long bl, long e, long el, long out);
+
   static native int volumeStats(long vol, long out);
 
   static native long directAddress(ByteBuffer buf);

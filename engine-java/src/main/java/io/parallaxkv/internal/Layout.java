@@ -26,7 +26,7 @@ public final class Layout {
   public static final int OPT_GC_THRESHOLD_PCT = 52;
   public static final int OPT_MEDIUM_MERGE_LEVEL = 56;
 
-  public static final int STATS_SIZE = 896;
+  public static final int STATS_SIZE = 912;
   public static final int STATS_PUTS = 0;
   public static final int STATS_LAST_LSN = 96;
   public static final int STATS_LEVELS = 104;
@@ -38,9 +38,13 @@ public final class Layout {
   public static final int STATS_LEVEL_CLASS_BYTES = 664;
   /** Two u64: values read from the medium log, then from the large log, by user reads. */
   public static final int STATS_LOG_VALUE_READS = 880;
+  /** Two u64: estimated keys, then pending compaction bytes. */
+  public static final int STATS_ESTIMATED_KEYS = 896;
   public static final int LEVEL_STATS_SIZE = 48;
   public static final int LEVEL_HEIGHT = 40;
   public static final int VOLUME_STATS_SIZE = 32;
+  /** {@code par_range_estimate}: entries, then bytes (u64 each). */
+  public static final int RANGE_ESTIMATE_SIZE = 16;
 
   public static final int MAX_KEY_SIZE = 1024;
   public static final int MAX_VALUE_SIZE = 64 << 20;
@@ -58,7 +62,7 @@ public final class Layout {
         STATS_LOG_VALUE_READS,
         LEVEL_STATS_SIZE,
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
-        MAX_REGION_NAME, MAX_LEVELS};
+        MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE};
   }
 
   /**

@@ -124,6 +124,10 @@ public abstract class NativeApi {
 
   public abstract int regionStats(long region, long out);
 
+  /** {@code par_estimate_range}; a bound of address 0 and length 0 is unbounded. */
+  public abstract int estimateRange(long region, long begin, long beginLen, long end, long endLen,
+      long out);
+
   public abstract int volumeStats(long vol, long out);
 
   // ---- replication.h (each a call of the C function of that name) -------------------------

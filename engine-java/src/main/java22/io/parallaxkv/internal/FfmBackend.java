@@ -37,6 +37,7 @@ final class FfmBackend extends NativeApi {
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
       scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats,
+      estimateRange,
       batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
   private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH,
       replApplyH, replExportOpenH, replExportLayoutH, replExportCoveredH, replExportSegmentH,
@@ -135,6 +136,8 @@ final class FfmBackend extends NativeApi {
     replInstallCommitH = h("par_repl_install_commit", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     replInstallCloseH = h("par_repl_install_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     replStatsH = h("par_repl_stats", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    estimateRange = h("par_estimate_range", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     try {
       MethodHandle cb = MethodHandles.lookup().findStatic(FfmBackend.class, "listOne",
           MethodType.methodType(void.class, MemorySegment.class, MemorySegment.class));
@@ -583,6 +586,16 @@ final class FfmBackend extends NativeApi {
   public int regionStats(long region, long out) {
     try {
       return (int) regionStats.invokeExact(region, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int estimateRange(long region, long begin, long beginLen, long end, long endLen,
+      long out) {
+    try {
+      return (int) estimateRange.invokeExact(region, begin, beginLen, end, endLen, out);
     } catch (Throwable t) {
       throw rethrow(t);
     }
