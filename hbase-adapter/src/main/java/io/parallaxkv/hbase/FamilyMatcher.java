@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.List;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellComparator;
+import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.PrivateCellUtil;
 import org.apache.hadoop.hbase.filter.Filter;
 import org.apache.hadoop.hbase.io.TimeRange;
@@ -23,6 +24,7 @@ final class FamilyMatcher {
   private final DeleteTracker deletes = new DeleteTracker();
   private final TimeRange timeRange;
   private final Filter filter;
+  private final boolean reversed;
   private final int versionsAfterFilter;
   private final int storeLimit;
   private final int storeOffset;
@@ -33,8 +35,9 @@ final class FamilyMatcher {
   private Cell hintBeyond;
 
   FamilyMatcher(ColumnTracker columns, TimeRange timeRange, Filter filter,
-      int versionsAfterFilter, int storeLimit, int storeOffset) {
+      int versionsAfterFilter, int storeLimit, int storeOffset, boolean reversed) {
     this.columns = columns;
+    this.reversed = reversed;
     this.timeRange = timeRange;
     this.filter = filter;
     this.versionsAfterFilter = versionsAfterFilter;
@@ -73,9 +76,19 @@ final class FamilyMatcher {
         }
         case SEEK_NEXT_USING_HINT -> {
           Cell hint = filter.getNextCellHint(cell);
-          if (hint == null || CellComparator.getInstance().compare(hint, cell) <= 0) {
+          if (reversed) {
+            // A reversed store scanner follows only hints pointing backwards, which leave the
+            // row (a filter's previous-row hint): a hint inside the row is a plain skip.
+            if (hint != null && CellComparator.getInstance().compare(hint, cell) < 0
+                && !CellUtil.matchingRows(hint, cell)) {
+              return End.ROW;
+            }
+            i++;
+          } else if (hint == null || CellComparator.getInstance().compare(hint, cell) <= 0) {
             i++;
           } else {
+            // The seek skips every cell before the hint, delete markers included, as HBase's
+            // StoreScanner does.
             while (i < n && CellComparator.getInstance().compare(cells.get(i), hint) < 0) i++;
             if (i == n) hintBeyond = hint;
           }

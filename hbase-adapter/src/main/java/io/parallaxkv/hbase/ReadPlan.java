@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.util.Map;
 import java.util.NavigableSet;
 import java.util.TreeMap;
+import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
 import org.apache.hadoop.hbase.client.Scan;
@@ -44,6 +45,26 @@ final class ReadPlan {
       for (ColumnFamilyDescriptor f : table.getColumnFamilies()) families.put(f.getName(), null);
     }
     this.filter = scan.getFilter() == null ? null : freshCopy(scan.getFilter());
+    if (filter != null && scan.isReversed() && loadsFamiliesOnDemand(scan)) {
+      for (byte[] family : families.keySet()) {
+        if (!filter.isFamilyEssential(family)) {
+          throw new DoNotRetryIOException("Reverse scan with loading CFs on demand is not supported");
+        }
+      }
+    }
+    // A region server tells the filter the scan's direction (HRegion.instantiateRegionScanner).
+    if (filter != null && scan.isReversed()) filter.setReversed(true);
+  }
+
+  /**
+   * A region server loads the families a filter does not need ("non-essential") only for rows
+   * the filter accepts, unless the scan says otherwise; HBase cannot do that in reverse. This
+   * adapter reads all families together either way, which returns the same cells going
+   * forward, and refuses the reversed case as HBase does.
+   */
+  private static boolean loadsFamiliesOnDemand(Scan scan) {
+    Boolean v = scan.getLoadColumnFamiliesOnDemandValue();
+    return v == null || v;
   }
 
   /**
@@ -60,6 +81,10 @@ final class ReadPlan {
 
   Filter filter() {
     return filter;
+  }
+
+  int familyCount() {
+    return families.size();
   }
 
   boolean reads(byte[] family) {
@@ -80,6 +105,6 @@ final class ReadPlan {
         : new ExplicitColumns(wanted, f.getMinVersions(), toCheck, oldest);
     TimeRange tr = scan.getColumnFamilyTimeRange().getOrDefault(family, scan.getTimeRange());
     return new FamilyMatcher(columns, tr, filter, filter == null ? 0 : resultMax,
-        scan.getMaxResultsPerColumnFamily(), scan.getRowOffsetPerColumnFamily());
+        scan.getMaxResultsPerColumnFamily(), scan.getRowOffsetPerColumnFamily(), scan.isReversed());
   }
 }

@@ -3,9 +3,12 @@ package io.parallaxkv.hbase;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.filter.Filter;
+import org.apache.hadoop.hbase.util.Bytes;
 
 /**
  * Turns the stored cells of one row into the cells a read returns, with HBase's row-level filter
@@ -19,6 +22,7 @@ final class RowReader {
 
   private final ReadPlan plan;
   private final Filter filter;
+  private final Set<byte[]> closed = new TreeSet<>(Bytes.BYTES_COMPARATOR);
 
   RowReader(ReadPlan plan) {
     this.plan = plan;
@@ -38,16 +42,20 @@ final class RowReader {
       filter.reset();
       return new RowResult(out, filterDone(), null);
     }
-    boolean done = false;
     Cell hint = null;
     int start = 0;
-    while (start < stored.size() && !done) {
+    while (start < stored.size()) {
       int end = start + 1;
       while (end < stored.size() && CellUtil.matchingFamily(stored.get(end), stored.get(start))) {
         end++;
       }
-      FamilyMatcher m = plan.matcher(CellUtil.cloneFamily(stored.get(start)));
-      done = m.walk(stored.subList(start, end), out) == FamilyMatcher.End.DONE_SCAN;
+      byte[] family = CellUtil.cloneFamily(stored.get(start));
+      FamilyMatcher m = plan.matcher(family);
+      if (m.walk(stored.subList(start, end), out) == FamilyMatcher.End.DONE_SCAN) {
+        // A store scanner that reaches DONE_SCAN closes: the family is gone for the rest of
+        // the scan, though the scan goes on if the filter, reset, lets it.
+        closed.add(family);
+      }
       if (m.hintBeyond() != null && !CellUtil.matchingRows(m.hintBeyond(), stored.get(0))) {
         hint = m.hintBeyond();
       }
@@ -63,11 +71,11 @@ final class RowReader {
     }
     if (excluded) out.clear();
     if (filter != null) filter.reset();
-    return new RowResult(out, done || filterDone(), hint);
+    return new RowResult(out, filterDone() || closed.size() == plan.familyCount(), hint);
   }
 
-  /** True when {@code family} of a stored cell is one the read wants. */
+  /** True when {@code family} of a stored cell is one the read wants (and still reads). */
   boolean reads(byte[] family) {
-    return plan.reads(family);
+    return plan.reads(family) && !closed.contains(family);
   }
 }
