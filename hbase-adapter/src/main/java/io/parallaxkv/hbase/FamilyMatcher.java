@@ -176,9 +176,6 @@ final class FamilyMatcher {
       return code == MatchCode.INCLUDE_AND_SEEK_NEXT_ROW ? MatchCode.SEEK_NEXT_ROW
           : MatchCode.SEEK_NEXT_COL;
     }
-    if (code == MatchCode.INCLUDE && countAfterFilter == versionsAfterFilter) {
-      return MatchCode.INCLUDE_AND_SEEK_NEXT_COL;
-    }
     return code;
   }
 }

@@ -51,9 +51,12 @@ final class RowReader {
       }
       byte[] family = CellUtil.cloneFamily(stored.get(start));
       FamilyMatcher m = plan.matcher(family);
-      if (m.walk(stored.subList(start, end), out) == FamilyMatcher.End.DONE_SCAN) {
-        // A store scanner that reaches DONE_SCAN closes: the family is gone for the rest of
-        // the scan, though the scan goes on if the filter, reset, lets it.
+      FamilyMatcher.End e = m.walk(stored.subList(start, end), out);
+      if (e == FamilyMatcher.End.DONE_SCAN || filter != null && filter.filterAllRemaining()) {
+        // A store scanner that reaches DONE_SCAN closes, and it reaches it as soon as it looks
+        // at its next cell (in this row or the next) while the filter says all remaining is
+        // filtered: the family is gone for the rest of the scan, though the scan goes on if
+        // the filter, once reset between rows, lets it.
         closed.add(family);
       }
       if (m.hintBeyond() != null && !CellUtil.matchingRows(m.hintBeyond(), stored.get(0))) {

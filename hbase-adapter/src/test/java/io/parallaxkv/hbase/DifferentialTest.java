@@ -77,6 +77,11 @@ class DifferentialTest {
       Bytes.toBytes(""), Bytes.toBytes("v1"), Bytes.toBytes("v2"), Bytes.toBytes("v20"),
       new byte[] {0, (byte) 0xff}, Bytes.toBytes("w")};
 
+  /** Every comparison but NO_OP, which a region server fails on (and its client retries). */
+  private static final CompareOperator[] COMPARISONS = {CompareOperator.LESS,
+      CompareOperator.LESS_OR_EQUAL, CompareOperator.EQUAL, CompareOperator.NOT_EQUAL,
+      CompareOperator.GREATER_OR_EQUAL, CompareOperator.GREATER};
+
   @TempDir static Path dir;
   private static MiniHBase hbase;
   private static Connection adapter;
@@ -227,7 +232,7 @@ class DifferentialTest {
       } catch (IOException e) {
         throw new IllegalStateException(e);
       }
-      if (r.nextInt(3) == 0) g.setFilter(randomFilter(r, 0));
+      if (r.nextInt(3) == 0) g.setFilter(randomFilter(r, 0, false));
       if (r.nextInt(8) == 0) g.setMaxResultsPerColumnFamily(1 + r.nextInt(3)).setRowOffsetPerColumnFamily(r.nextInt(2));
       return new Op("get " + g, true, t -> cells(t.get(g)));
     }
@@ -257,7 +262,7 @@ class DifferentialTest {
         throw new IllegalStateException(e);
       }
     }
-    if (r.nextInt(2) == 0) s.setFilter(randomFilter(r, 0));
+    if (r.nextInt(2) == 0) s.setFilter(randomFilter(r, 0, reversed));
     if (r.nextInt(5) == 0) s.setLimit(1 + r.nextInt(4));
     // Batch only without a limit: HBase counts a limit's rows over batched partial Results in
     // the client and the server together, depending on the scanner caching.
@@ -287,7 +292,7 @@ class DifferentialTest {
     switch (r.nextInt(4)) {
       case 0 -> b.ifNotExists(fam, qual);
       case 1 -> b.ifEquals(fam, qual, pick(r, VALUES));
-      case 2 -> b.ifMatches(fam, qual, pick(r, CompareOperator.values()), pick(r, VALUES));
+      case 2 -> b.ifMatches(fam, qual, pick(r, COMPARISONS), pick(r, VALUES));
       default -> b.ifMatches(new SingleColumnValueFilter(fam, qual, CompareOperator.EQUAL, pick(r, VALUES)));
     }
     if (r.nextInt(4) == 0) {
@@ -300,10 +305,19 @@ class DifferentialTest {
     return b.build(randomDelete(r, row, pick(r, FAMILIES), pick(r, QUALIFIERS)));
   }
 
-  private static Filter randomFilter(Random r, int depth) {
+  /** Filters that only include or skip cells: the ones reversed scans are checked with. */
+  private static final int[] NON_SEEKING = {0, 1, 2, 4, 6, 7, 9, 10, 15, 16};
+
+  /**
+   * A random filter. Reversed scans get only filters that never ask the store scanner to jump
+   * between columns: HBase's reversed store scanner does not follow those jumps as its forward
+   * one does (docs/hbase.md, "Known differences").
+   */
+  private static Filter randomFilter(Random r, int depth, boolean reversed) {
     CompareOperator op = pick(r, new CompareOperator[] {CompareOperator.EQUAL, CompareOperator.LESS,
         CompareOperator.GREATER_OR_EQUAL, CompareOperator.NOT_EQUAL});
     int k = r.nextInt(depth > 0 ? 17 : 19);
+    if (reversed && k < 17) k = NON_SEEKING[r.nextInt(NON_SEEKING.length)];
     return switch (k) {
       case 0 -> new PrefixFilter(Bytes.toBytes("r" + r.nextInt(10)));
       case 1 -> new ValueFilter(op, new BinaryComparator(pick(r, VALUES)));
@@ -328,7 +342,7 @@ class DifferentialTest {
       case 15 -> new SkipFilter(new ValueFilter(CompareOperator.NOT_EQUAL, new BinaryComparator(pick(r, VALUES))));
       case 16 -> new WhileMatchFilter(new RowFilter(CompareOperator.LESS_OR_EQUAL, new BinaryComparator(Bytes.toBytes("r6"))));
       default -> new FilterList(r.nextBoolean() ? FilterList.Operator.MUST_PASS_ALL : FilterList.Operator.MUST_PASS_ONE,
-          randomFilter(r, depth + 1), randomFilter(r, depth + 1));
+          randomFilter(r, depth + 1, reversed), randomFilter(r, depth + 1, reversed));
     };
   }
 
