@@ -25,10 +25,17 @@ public final class KillWriter {
   static Put row(String row, long gen, Durability durability) {
     byte[] g = Bytes.toBytes(gen);
     Put p = new Put(Bytes.toBytes(row));
-    p.addColumn(A, Bytes.toBytes("x"), g).addColumn(A, Bytes.toBytes("pad"), new byte[300 + (int) (gen % 1500)])
+    p.addColumn(A, Bytes.toBytes("x"), g).addColumn(A, Bytes.toBytes("pad"), padding(gen))
         .addColumn(B, Bytes.toBytes("y"), g).addColumn(B, Bytes.toBytes("z"), g);
     p.setDurability(durability);
     return p;
+  }
+
+  /** A value of 300 to 1799 bytes, so that rows take small, medium and large engine paths. */
+  static byte[] padding(long gen) {
+    byte[] pad = new byte[300 + (int) (gen % 1500)];
+    java.util.Arrays.fill(pad, (byte) gen);
+    return pad;
   }
 
   public static void main(String[] args) throws Exception {

@@ -1,5 +1,6 @@
 package io.parallaxkv.hbase;
 
+import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseTestingUtility;
 import org.apache.hadoop.hbase.StartMiniClusterOption;
@@ -38,7 +39,7 @@ final class MiniHBase implements AutoCloseable {
   }
 
   @Override
-  public void close() throws Exception {
+  public void close() throws IOException {
     connection.close();
     util.shutdownMiniHBaseCluster();
     util.shutdownMiniZKCluster();
