@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
 import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hbase.HTableDescriptor;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Admin;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
@@ -103,6 +104,12 @@ public final class ParallaxAdmin {
 
   public TableDescriptor getDescriptor(TableName name) throws IOException {
     return tables().get(name).descriptor();
+  }
+
+  /** The pre-2.0 form of {@link #getDescriptor} that PerformanceEvaluation still calls. */
+  @SuppressWarnings("deprecation")
+  public HTableDescriptor getTableDescriptor(TableName name) throws IOException {
+    return new HTableDescriptor(getDescriptor(name));
   }
 
   public void createTable(TableDescriptor desc) throws IOException {

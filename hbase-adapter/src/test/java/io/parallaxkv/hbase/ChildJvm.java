@@ -75,9 +75,12 @@ final class ChildJvm {
         <configuration>
           <property><name>hbase.client.connection.impl</name><value>%s</value></property>
           <property><name>%s</name><value>%s</value></property>
+          <property><name>hbase.client.async.connection.impl</name><value>%s</value></property>
+          <property><name>hbase.client.registry.impl</name><value>%s</value></property>
           <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1:1</value></property>
         </configuration>
-        """.formatted(ParallaxConnection.class.getName(), ParallaxConnection.PATH, volume));
+        """.formatted(ParallaxConnection.class.getName(), ParallaxConnection.PATH, volume,
+            ParallaxAsyncConnection.class.getName(), ParallaxRegistry.class.getName()));
     return d;
   }
 }
