@@ -29,6 +29,10 @@ final class ReadPlan {
   private final Filter filter;
 
   ReadPlan(Scan scan, TableDescriptor table, long now) throws IOException {
+    if (scan.isRaw()) {
+      throw new UnsupportedOperationException("Scan.setRaw: raw scans (delete markers and"
+          + " masked cells) are not supported by the Parallax HBase adapter");
+    }
     this.scan = scan;
     this.table = table;
     this.now = now;

@@ -13,6 +13,7 @@ import java.util.Map;
 import java.util.TreeMap;
 import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.InvalidFamilyOperationException;
+import org.apache.hadoop.hbase.KeepDeletedCells;
 import org.apache.hadoop.hbase.NamespaceDescriptor;
 import org.apache.hadoop.hbase.NamespaceNotFoundException;
 import org.apache.hadoop.hbase.TableExistsException;
@@ -69,6 +70,7 @@ final class Tables {
       throw new DoNotRetryIOException("Table should have at least one column family.");
     }
     if (tables.containsKey(name)) throw new TableExistsException(name);
+    checkSupported(desc);
     try {
       long id = catalog.nextId();
       Region region = volume.createRegion(TableStore.regionName(id));
@@ -135,6 +137,7 @@ final class Tables {
   }
 
   void modifyFamily(TableName name, ColumnFamilyDescriptor family) throws IOException {
+    checkSupported(family);
     get(name).admin(t -> {
       if (!t.descriptor().hasColumnFamily(family.getName())) {
         throw new InvalidFamilyOperationException("Family '" + family.getNameAsString()
@@ -146,6 +149,7 @@ final class Tables {
   }
 
   void addFamily(TableName name, ColumnFamilyDescriptor family) throws IOException {
+    checkSupported(family);
     get(name).admin(t -> {
       if (t.descriptor().hasColumnFamily(family.getName())) {
         throw new InvalidFamilyOperationException("Column family '" + family.getNameAsString()
@@ -173,6 +177,25 @@ final class Tables {
     });
   }
 
+  /**
+   * Reads follow HBase's default version rules only: deleted cells are never kept for time
+   * travel, and versions are not tracked by sequence id.
+   */
+  private static void checkSupported(TableDescriptor desc) {
+    for (ColumnFamilyDescriptor f : desc.getColumnFamilies()) checkSupported(f);
+  }
+
+  private static void checkSupported(ColumnFamilyDescriptor f) {
+    if (f.getKeepDeletedCells() != KeepDeletedCells.FALSE) {
+      throw new UnsupportedOperationException("ColumnFamilyDescriptor KEEP_DELETED_CELLS="
+          + f.getKeepDeletedCells() + " (family " + f.getNameAsString() + ")");
+    }
+    if (f.isNewVersionBehavior()) {
+      throw new UnsupportedOperationException("ColumnFamilyDescriptor NEW_VERSION_BEHAVIOR"
+          + " (family " + f.getNameAsString() + ")");
+    }
+  }
+
   private static void dropFamilyCells(Region region, byte[] family) {
     try (Scanner s = region.scanner(); WriteBatch batch = new WriteBatch()) {
       for (; s.isValid(); s.next()) {
@@ -189,6 +212,7 @@ final class Tables {
   }
 
   void modify(TableDescriptor desc) throws IOException {
+    checkSupported(desc);
     get(desc.getTableName()).admin(t -> describe(t, desc));
   }
 
