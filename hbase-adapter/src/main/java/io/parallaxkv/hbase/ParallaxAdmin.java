@@ -177,6 +177,15 @@ public final class ParallaxAdmin {
     return List.of(ParallaxRegionLocator.region(name));
   }
 
+  /**
+   * Drops what an HBase major compaction drops (MajorCompaction), now rather than in the
+   * background: when it returns, the space is garbage for the engine's own compaction.
+   */
+  public void majorCompact(TableName name) throws IOException {
+    connection.checkOpen();
+    MajorCompaction.run(tables().get(name), connection.volume().locks());
+  }
+
   /** Flushes the table's in-memory level to the device levels. */
   public void flush(TableName name) throws IOException {
     tables().get(name).data((region, entry) -> {

@@ -140,6 +140,32 @@ class AdapterTest {
   }
 
   @Test
+  void majorCompactDropsWhatHBaseDrops() throws Exception {
+    try (Connection c = Adapter.connect(dir.resolve("v")); Table t = c.getTable(T)) {
+      c.getAdmin().createTable(TableDescriptorBuilder.newBuilder(T).setColumnFamily(
+          ColumnFamilyDescriptorBuilder.newBuilder(F).setMaxVersions(2).build()).build());
+      byte[] row = Bytes.toBytes("r");
+      byte[] later = Bytes.toBytes("s");
+      for (long ts = 1; ts <= 3; ts++) t.put(new Put(row).addColumn(F, Q, ts, Bytes.toBytes("v" + ts)));
+      t.delete(new org.apache.hadoop.hbase.client.Delete(row).addColumns(F, Bytes.toBytes("gone"), 10));
+      t.put(new Put(row).addColumn(F, Bytes.toBytes("gone"), 5, Bytes.toBytes("masked")));
+      c.getAdmin().majorCompact(T);
+      for (long ts = 1; ts <= 3; ts++) t.put(new Put(later).addColumn(F, Q, ts, Bytes.toBytes("v" + ts)));
+      for (byte[] r : new byte[][] {row, later}) {
+        t.delete(new org.apache.hadoop.hbase.client.Delete(r).addColumn(F, Q, 3));
+      }
+      assertEquals(2, t.get(new Get(later).readVersions(2)).getColumnCells(F, Q).size(),
+          "uncompacted: deleting version 3 uncovers version 1");
+      assertEquals(1, t.get(new Get(row).readVersions(2)).getColumnCells(F, Q).size(),
+          "compacted: version 1 was beyond the maximum of 2 and is gone");
+      assertNull(t.get(new Get(row)).getValue(F, Bytes.toBytes("gone")), "still masked");
+      t.put(new Put(row).addColumn(F, Bytes.toBytes("gone"), 5, Bytes.toBytes("back")));
+      assertArrayEquals(Bytes.toBytes("back"), t.get(new Get(row)).getValue(F, Bytes.toBytes("gone")),
+          "the marker went with the compaction, as in HBase");
+    }
+  }
+
+  @Test
   void concurrentIncrementsAreNotLost() throws Exception {
     try (Connection c = Adapter.connect(dir.resolve("v"))) {
       c.getAdmin().createTable(table(T));

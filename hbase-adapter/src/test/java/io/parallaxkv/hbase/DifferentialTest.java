@@ -60,6 +60,9 @@ import org.junit.jupiter.api.io.TempDir;
  * started once for the class) and against the adapter; every read's cells (row, family,
  * qualifier, timestamp, type, value) and every operation's outcome must be equal.
  *
+ * <p>Every 300 operations both tables are major-compacted (HBase's flushed first): what the adapter's
+ * {@code majorCompact} drops must be what HBase's drops.
+ *
  * <p>Timestamps the servers assign (increments, appends) differ between the two clocks, so
  * timestamps at or above {@link #SERVER_TIME} are compared as "server time"; writes otherwise
  * carry explicit timestamps so that no outcome depends on which millisecond an operation ran in.
@@ -118,7 +121,7 @@ class DifferentialTest {
     int nonEmptyReads = 0;
     try (Table h = hbase.connection().getTable(name); Table p = adapter.getTable(name)) {
       for (int i = 0; i < OPS; i++) {
-        Op op = randomOp(random);
+        Op op = i % 300 == 299 ? COMPACT : randomOp(random);
         String expected = run(op, h);
         String actual = run(op, p);
         assertEquals(expected, actual, "op " + i + " " + op.describe + " (seed " + seed + ")");
@@ -166,6 +169,16 @@ class DifferentialTest {
   private static long ts(Random r) {
     return 1 + r.nextInt(20);
   }
+
+  /** Every 300th operation: HBase flushes and major-compacts, the adapter major-compacts. */
+  private static final Op COMPACT = new Op("flush and major compaction", false, t -> {
+    if (t instanceof ParallaxTable) {
+      adapter.getAdmin().majorCompact(t.getName());
+    } else {
+      hbase.majorCompact(t.getName());
+    }
+    return "ok";
+  });
 
   private static Op randomOp(Random r) {
     int kind = r.nextInt(100);

@@ -4,6 +4,7 @@ import java.io.IOException;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.HBaseTestingUtility;
 import org.apache.hadoop.hbase.StartMiniClusterOption;
+import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 
@@ -36,6 +37,12 @@ final class MiniHBase implements AutoCloseable {
 
   Connection connection() {
     return connection;
+  }
+
+  /** Flushes the table's memstore and major-compacts its regions, waiting for both. */
+  void majorCompact(TableName name) throws IOException {
+    util.flush(name);
+    util.compact(name, true);
   }
 
   @Override
