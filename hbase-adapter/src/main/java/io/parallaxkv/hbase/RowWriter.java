@@ -137,14 +137,21 @@ final class RowWriter {
     T run() throws IOException;
   }
 
+  /**
+   * Runs {@code body} holding the table (read side) and then the row's lock, in that order, as
+   * MajorCompaction does: the table's lock first, so that an admin operation waiting for the
+   * table cannot stand between a row lock holder and the table.
+   */
   private <T> T locked(byte[] row, Locked<T> body) throws IOException {
-    ReentrantLock lock = locks.of(table.entry().id(), row);
-    lock.lock();
-    try {
-      return body.run();
-    } finally {
-      lock.unlock();
-    }
+    return table.data((region, entry) -> {
+      ReentrantLock lock = locks.of(entry.id(), row);
+      lock.lock();
+      try {
+        return body.run();
+      } finally {
+        lock.unlock();
+      }
+    });
   }
 
   /** Adds the cells of {@code m} to {@code p}; the Result an Increment or Append returns. */
