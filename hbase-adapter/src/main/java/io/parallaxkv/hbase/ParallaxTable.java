@@ -241,16 +241,18 @@ final class ParallaxTable implements Table {
     connection.checkOpen();
     List<Throwable> errors = new ArrayList<>();
     List<Row> failed = new ArrayList<>();
+    RowWriter writer = RowWriter.forBatch(store(), connection.volume().locks());
     for (int i = 0; i < actions.size(); i++) {
       Row action = actions.get(i);
       try {
-        results[i] = apply(action);
+        results[i] = apply(action, writer);
       } catch (IOException | RuntimeException e) {
         results[i] = e;
         errors.add(e);
         failed.add(action);
       }
     }
+    writer.sync();
     if (!errors.isEmpty()) {
       List<String> where = new ArrayList<>();
       for (int i = 0; i < errors.size(); i++) where.add(ParallaxRegionLocator.LOCAL.getAddress().toString());
@@ -258,12 +260,13 @@ final class ParallaxTable implements Table {
     }
   }
 
-  private Object apply(Row action) throws IOException {
+  private Object apply(Row action, RowWriter writer) throws IOException {
     if (action instanceof Get g) return get(g);
     if (action instanceof RowMutations rm) return mutateRow(rm);
     if (action instanceof CheckAndMutate cam) return checkAndMutate(cam);
     if (action instanceof Mutation m) {
-      Result r = mutate(m);
+      Mutations.validate(m, connection.maxKeyValueSize());
+      Result r = writer.mutate(m);
       return r == null ? Result.EMPTY_RESULT : r;
     }
     throw new UnsupportedOperationException("Table.batch of a " + action.getClass().getName());

@@ -46,10 +46,36 @@ import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
 final class RowWriter {
   private final TableStore table;
   private final RowLocks locks;
+  /** Batch mode: synced writes are written unsynced and {@link #syncOwed} remembers them. */
+  private final boolean deferSync;
+  private boolean syncOwed;
 
   RowWriter(TableStore table, RowLocks locks) {
+    this(table, locks, false);
+  }
+
+  private RowWriter(TableStore table, RowLocks locks, boolean deferSync) {
     this.table = table;
     this.locks = locks;
+    this.deferSync = deferSync;
+  }
+
+  /**
+   * A writer for a batch of mutations whose synced writes share one sync, {@link #sync()}, called
+   * before the batch returns: a region server too syncs its WAL once per batch.
+   */
+  static RowWriter forBatch(TableStore table, RowLocks locks) {
+    return new RowWriter(table, locks, true);
+  }
+
+  /** Makes the batch's synced writes durable (batch mode). */
+  void sync() throws IOException {
+    if (!syncOwed) return;
+    syncOwed = false;
+    table.data((region, entry) -> {
+      region.sync();
+      return null;
+    });
   }
 
   /** Applies one mutation; the Result of an Increment or Append, else null. */
@@ -286,6 +312,10 @@ final class RowWriter {
       if (keys.isEmpty()) return;
       table.data((Region region, TableCatalog.Entry entry) -> {
         WriteOptions options = Durabilities.of(durability, entry.descriptor().getDurability());
+        if (deferSync && options.isSync()) {
+          syncOwed = true;
+          options = WriteOptions.DEFAULT;
+        }
         if (keys.size() == 1) {
           region.put(keys.get(0), values.get(0), options);
           return null;

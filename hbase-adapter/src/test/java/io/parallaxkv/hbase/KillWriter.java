@@ -10,8 +10,8 @@ import org.apache.hadoop.hbase.util.Bytes;
 
 /**
  * The process KillRecoveryTest kills: writes rows whose cells span two families, each row's
- * cells carrying the same generation number, SYNC_WAL rows on the main thread (each printed as
- * "synced ROW GEN" once acknowledged) and ASYNC_WAL rows on another, until killed or the time
+ * cells carrying the same generation number, SYNC_WAL rows on the main thread, alone and in
+ * two-row batches (each printed as "synced ROW GEN" once acknowledged) and ASYNC_WAL rows on another, until killed or the time
  * bound runs out. Arguments: volume path, first generation, seconds to run at most.
  */
 public final class KillWriter {
@@ -56,10 +56,17 @@ public final class KillWriter {
       async.start();
       System.out.println("ready");
       System.out.flush();
-      for (long g = firstGen; System.nanoTime() < deadline; g++) {
+      for (long g = firstGen; System.nanoTime() < deadline; g += 2) {
+        // One row alone, then two rows as a batch (whose puts share one sync).
         String row = "sync-" + (g % ROWS);
         t.put(row(row, g, Durability.SYNC_WAL));
         System.out.println("synced " + row + " " + g);
+        String second = "sync-" + ((g + 1) % ROWS);
+        String third = "batch-" + (g % ROWS);
+        t.put(java.util.List.of(row(second, g + 1, Durability.SYNC_WAL),
+            row(third, g + 1, Durability.SYNC_WAL)));
+        System.out.println("synced " + second + " " + (g + 1));
+        System.out.println("synced " + third + " " + (g + 1));
         System.out.flush();
       }
     }
