@@ -57,6 +57,10 @@ DECL(jint, scannerValue, jlong s, jlong out)
 DECL(void, scannerClose, jlong s)
 DECL(jint, flush, jlong r)
 DECL(jint, compact, jlong r)
+DECL(jint, batchPutIn, jlong b, jlong r, jlong k, jlong kl, jlong v, jlong vl)
+DECL(jint, batchDeleteIn, jlong b, jlong r, jlong k, jlong kl)
+DECL(jint, writeVolume, jlong vol, jlong b, jint flags)
+DECL(jint, snapshotCreateMany, jlong n, jlong regions, jlong out)
 DECL(jint, regionStats, jlong r, jlong out)
 DECL(jint, volumeStats, jlong vol, jlong out)
 DECL(jlong, directAddress, jobject buf)
@@ -221,6 +225,18 @@ JNI_FN(jint, scannerValue)(JNIEnv *env, jclass cls, jlong s, jlong out) {
 JNI_FN(void, scannerClose)(JNIEnv *env, jclass cls, jlong s) { par_scanner_close(P(s)); }
 JNI_FN(jint, flush)(JNIEnv *env, jclass cls, jlong r) { return par_flush(P(r)); }
 JNI_FN(jint, compact)(JNIEnv *env, jclass cls, jlong r) { return par_compact(P(r)); }
+JNI_FN(jint, batchPutIn)(JNIEnv *env, jclass cls, jlong b, jlong r, jlong k, jlong kl, jlong v, jlong vl) {
+  return par_batch_put_in(P(b), P(r), CP(k), (size_t)kl, CP(v), (size_t)vl);
+}
+JNI_FN(jint, batchDeleteIn)(JNIEnv *env, jclass cls, jlong b, jlong r, jlong k, jlong kl) {
+  return par_batch_delete_in(P(b), P(r), CP(k), (size_t)kl);
+}
+JNI_FN(jint, writeVolume)(JNIEnv *env, jclass cls, jlong vol, jlong b, jint flags) {
+  return par_write_volume(P(vol), CP(b), (unsigned)flags);
+}
+JNI_FN(jint, snapshotCreateMany)(JNIEnv *env, jclass cls, jlong n, jlong regions, jlong out) {
+  return par_snapshot_create_many((size_t)n, CP(regions), P(out));
+}
 JNI_FN(jint, regionStats)(JNIEnv *env, jclass cls, jlong r, jlong out) {
   return par_region_stats(P(r), P(out));
 }

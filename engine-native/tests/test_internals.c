@@ -967,6 +967,23 @@ static void test_tree_jumbo(void **state) {
 /* Keys of every length 1..1024, many of them prefixes of others (a fifth of
  * them medium pairs, whose leaves keep a key prefix), and 3000 keys of the
  * maximum size: deep index levels (few 1 KiB pivots per node). */
+/* Regression: an index slot whose offset is near 2^32 passed the bounds
+ * check (off + header wrapped around in 32 bits) and the entry was read
+ * 4 GiB past the node. Slots are checked before a node's checksum can
+ * vouch for them only in a crafted node, as the volume fuzzer makes. */
+static void test_index_entry_offset_wraps(void **state) {
+  (void)state;
+  static uint8_t node[INDEX_SIZE];
+  node_hdr h = {NODE_INDEX, 1, INDEX_SIZE / PAR_BLOCK, 1, NODE_HDR + 4};
+  for (uint32_t off = UINT32_MAX - INDEX_ENTRY_HDR; off != 0; off++) {
+    enc32(node + NODE_HDR, off);
+    uint64_t child;
+    const uint8_t *key;
+    uint16_t key_len;
+    assert_int_equal(index_entry(node, &h, 0, &child, &key, &key_len), PAR_ECORRUPT);
+  }
+}
+
 static void test_tree_max_keys(void **state) {
   (void)state;
   scratch s;
@@ -1845,6 +1862,7 @@ int main(void) {
       cmocka_unit_test(test_tree_empty_and_single),
       cmocka_unit_test(test_tree_many),
       cmocka_unit_test(test_tree_jumbo),
+      cmocka_unit_test(test_index_entry_offset_wraps),
       cmocka_unit_test(test_tree_max_keys),
       cmocka_unit_test(test_tree_key_prefixes),
       cmocka_unit_test(test_tree_builder_abort),

@@ -142,6 +142,17 @@ PAR_API int par_region_list(par_volume *vol, void (*fn)(const char *name, void *
  * chunk fills; after a crash the region holds every synced write and a
  * prefix, in log order, of the others. */
 #define PAR_SYNC 1u
+/* Write flag: do not log the write in the WAL (for hosts that keep their own
+ * log: Kafka Streams changelogs, Flink checkpoints). The write is visible at
+ * once and ordered with logged writes as usual, but it becomes durable only
+ * when its L0 is flushed: by par_flush or par_compact, by an L0 that filled
+ * up and was compacted, or by par_region_close / par_close (which flush an
+ * L0 holding unlogged writes). After a crash the region holds every
+ * unlogged write made before the last completed flush, none or some of
+ * the later ones (those an automatic flush covered), and, independently,
+ * every logged write as described above: a logged write made after a lost
+ * unlogged one is still recovered. Excludes PAR_SYNC (PAR_EINVAL). */
+#define PAR_NO_WAL 2u
 
 PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
             size_t value_len, unsigned flags);
@@ -156,7 +167,27 @@ PAR_API int par_batch_delete(par_batch *b, const void *key, size_t key_len);
 PAR_API void par_batch_clear(par_batch *b);
 PAR_API size_t par_batch_count(const par_batch *b);
 PAR_API void par_batch_destroy(par_batch *b);
+/* Applies b to r. PAR_EINVAL if b holds ops added for another region. */
 PAR_API int par_write(par_region *r, const par_batch *b, unsigned flags);
+
+/* Batches across the regions of one volume. par_batch_put_in and
+ * par_batch_delete_in add an op for region r (an open region of the
+ * volume; it must stay open until the batch is written or cleared).
+ * par_write_volume applies such a batch all-or-nothing, in order within
+ * each region: readers of a snapshot made by par_snapshot_create_many see
+ * all of it or none of it, and after a crash every region has its part or
+ * none has. It is durable when the call returns (as with PAR_SYNC; the
+ * flag is implied). PAR_EINVAL for an op without a region or with a
+ * region that is closed or of another volume, and for PAR_NO_WAL. A batch
+ * naming one region is written as par_write would write it.
+ * Cost: each region's part is synced, then a commit record is written to
+ * the volume's catalog and synced (two rounds of fdatasync); batches
+ * across regions commit one at a time per volume, and writers of the
+ * regions involved wait meanwhile (docs/architecture.md). */
+PAR_API int par_batch_put_in(par_batch *b, par_region *r, const void *key, size_t key_len,
+                             const void *value, size_t value_len);
+PAR_API int par_batch_delete_in(par_batch *b, par_region *r, const void *key, size_t key_len);
+PAR_API int par_write_volume(par_volume *vol, const par_batch *b, unsigned flags);
 
 /* Makes every write acknowledged so far durable. */
 PAR_API int par_sync(par_region *r);
@@ -167,6 +198,10 @@ PAR_API int par_sync(par_region *r);
 typedef struct par_snapshot par_snapshot;
 PAR_API int par_snapshot_create(par_region *r, par_snapshot **out);
 PAR_API void par_snapshot_release(par_snapshot *s);
+/* Snapshots of n regions of one volume at one consistent point: no
+ * par_write_volume batch is half in them. out[i] is regions[i]'s snapshot,
+ * released with par_snapshot_release. On error no snapshot is left. */
+PAR_API int par_snapshot_create_many(size_t n, par_region *const *regions, par_snapshot **out);
 
 /* Looks a key up (in snap, or the latest state when snap is NULL). On PAR_OK
  * *value_len is the value's full length and min(*value_len, cap) bytes were

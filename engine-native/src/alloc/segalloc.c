@@ -165,3 +165,11 @@ void segalloc_counts(segalloc *a, uint32_t *total, uint32_t *used) {
   *used = a->used;
   pthread_mutex_unlock(&a->mu);
 }
+
+uint64_t segalloc_room(segalloc *a) {
+  pthread_mutex_lock(&a->mu);
+  uint64_t max_segs = a->file->limit / SEG;
+  uint64_t room = (uint64_t)(a->nsegs - a->used) + (max_segs > a->nsegs ? max_segs - a->nsegs : 0);
+  pthread_mutex_unlock(&a->mu);
+  return room;
+}

@@ -44,6 +44,14 @@ void segalloc_stop(segalloc *a);
 int segalloc_mark(segalloc *a, uint32_t seg);
 int segalloc_in_use(segalloc *a, uint32_t seg);
 void segalloc_counts(segalloc *a, uint32_t *total, uint32_t *used);
+/* Segments of a volume that user writes' values leave to compaction and GC
+ * (api/region.c), which go first when the room left is below it
+ * (compaction.c). */
+#define SEGALLOC_RESERVE 4u
+
+/* Segments that can still be allocated: free ones in the file plus what the
+ * file may grow by under its limit (the file system may hold less). */
+uint64_t segalloc_room(segalloc *a);
 
 static inline uint64_t seg_offset(uint32_t seg) { return (uint64_t)seg * (2u << 20); }
 

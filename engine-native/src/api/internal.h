@@ -4,13 +4,20 @@
  * workers.
  *
  * Locks, in the order they may nest:
- *   region->write_mu  orders writers: LSN, WAL append, L0 insert
+ *   vol->txn_mu       a cross-region batch, or a snapshot of several regions
+ *   region->write_mu  orders writers: LSN, WAL append, L0 insert (several
+ *                     at once only under txn_mu, in region id order)
  *   wal->mu           the WAL tail buffers
  *   vol->meta_mu      the catalog and the redo log
  *   segalloc->mu      the free-segment bitmap
  *   vol->sched_mu     the compaction queue (before view_mu, never inside it)
  *   region->view_mu   the current view and the compaction bookkeeping;
  *                     write_mu -> view_mu -> meta_mu
+ *   region->cur_mu    the r->view pointer alone, for readers and writers'
+ *                     fast path: held only to read or swap it, never
+ *                     across I/O (a merge's commit holds view_mu across its
+ *                     redo fdatasync, which gets, scans and puts must not
+ *                     wait for); view_mu -> cur_mu
  * memtable->lock (rwlock) is a leaf lock inside any of them. */
 #ifndef PAR_API_INTERNAL_H
 #define PAR_API_INTERNAL_H
@@ -62,8 +69,12 @@ struct par_region {
   char name[PAR_MAX_REGION_NAME + 1];
 
   pthread_mutex_t write_mu;
+  pthread_mutex_t cur_mu;            /* r->view: swapped under view_mu and cur_mu */
   uint64_t next_lsn;                 /* under write_mu */
+  int write_failed;                  /* under write_mu: a logged write missed L0;
+                                        writes refused until a reopen replays it */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
+  atomic_uint_fast64_t unlogged_lsn; /* newest LSN written with PAR_NO_WAL (0: none) */
   wal wal;
   atomic_int logging;                /* wal started (not during replay) */
   vlog hot;                          /* large log: user writes          */
@@ -89,6 +100,7 @@ struct par_region {
    * segments wait in pending until no view older than need_seq is alive. */
   int gc_running;
   uint32_t gc_skip_inc;              /* a segment whose collection failed */
+  int gc_stalled;                    /* GC failed while the region is failed (view_mu) */
   struct {
     uint32_t seg, inc;
     uint64_t need_seq;
@@ -115,11 +127,13 @@ struct par_volume {
   redolog log;
   catalog cat;
   par_region *open;                  /* open regions */
+  pthread_mutex_t txn_mu;            /* one cross-region batch at a time (api/txn.c);
+                                        taken before any region's write_mu */
 
   pthread_mutex_t sched_mu;
   pthread_cond_t sched_cv;
   par_region **queue;                /* regions that may have compaction work */
-  uint32_t qlen, qcap;
+  uint32_t qlen;                     /* of PAR_MAX_REGIONS slots */
   int stop;
   uint32_t nworkers;
   pthread_t *workers;
@@ -150,8 +164,41 @@ int region_read_value(par_region *r, const tree_entry *e, const uint8_t **value,
 /* The value of e (found in s's view), through the map or, for a large value
  * still in a tail buffer, as a copy that lives as long as the snapshot. */
 int snapshot_value(par_snapshot *s, const tree_entry *e, const uint8_t **value, uint32_t *value_len);
+/* write.c and batch.c */
 /* PAR_OK, or the status (with a message) of a key outside 1..PAR_MAX_KEY_SIZE. */
 int region_check_key(const void *key, size_t key_len);
+/* ... of a value over PAR_MAX_VALUE_SIZE, or NULL with a length. */
+int region_check_value(const void *value, size_t value_len);
+/* Logs and applies ops as one atomic WAL record, waiting while L0 is full;
+ * with PAR_SYNC, returns once the record is durable. */
+int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags);
+/* PAR_OK, or PAR_EINVAL for unknown or contradictory write flags. */
+int region_check_flags(unsigned flags);
+/* region_apply's step under write_mu: large values, the WAL record (mode
+ * PAR_NO_WAL: none; WRITE_PART: a cross-region batch's part, not inserted
+ * into L0) and the L0 insert, at LSNs lsn .. lsn + n - 1. With logged_out
+ * (n ops) and ptrs_out (n x VPTR_SIZE bytes), or NULL, NULL: the ops as
+ * logged (large values replaced by their pointers) are left there. */
+#define WRITE_PART 0x100u
+int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n,
+                          unsigned mode, wal_op *logged_out, uint8_t *ptrs_out);
+/* Freezes the active L0 and installs a fresh one (write_mu and view_mu
+ * held, no frozen L0). */
+int region_freeze(par_region *r);
+/* Size classes of a pair (key + value bytes), by the options' thresholds. */
+enum { CLASS_SMALL, CLASS_MEDIUM, CLASS_LARGE };
+
+/* batch.c: the batch's n = par_batch_count(b) ops with their key and value
+ * pointers resolved (malloc'd, the caller frees it; NULL: PAR_ENOMEM), and
+ * in *regions each op's region or NULL. */
+wal_op *batch_resolve(const par_batch *b, par_region *const **regions);
+
+/* txn.c: whether replay applies the cross-region part [first, last]. */
+int txn_part_committed(const region_desc *d, uint64_t first, uint64_t last);
+
+/* recovery.c: builds the view from d and replays the WAL into L0; *last is
+ * the newest LSN recovered. */
+int region_recover(par_region *r, const region_desc *d, uint64_t *last);
 
 /* Looks key up in w at lsn: PAR_OK with *e (any category but a
  * tombstone), or PAR_NOT_FOUND. */
@@ -164,6 +211,9 @@ int region_wait_room(par_region *r);
 
 /* Reference to the current view and the LSN it is consistent at. */
 view *region_acquire_view(par_region *r, uint64_t *lsn);
+/* Makes w the current view (view_mu held; the region's reference moves to
+ * w) and drops the region's reference to the previous one. */
+void region_set_view(par_region *r, view *w);
 
 /* Persists the region's description (under meta_mu) via fn, which edits a
  * copy; the catalog entry changes only if the redo record became durable. */

@@ -27,10 +27,15 @@ view *view_create(par_region *r) {
 }
 
 view *view_clone(const view *src) {
-  view *w = malloc(sizeof *w);
+  view *w = calloc(1, sizeof *w);
   if (!w) return NULL;
-  *w = *src;
+  /* Field by field: src->refs changes under other threads (a plain struct
+   * copy would read it non-atomically). */
   atomic_init(&w->refs, 1);
+  w->owner = src->owner;
+  w->active = src->active;
+  w->frozen = src->frozen;
+  memcpy(w->tree, src->tree, sizeof w->tree);
   memtable_ref(w->active);
   if (w->frozen) memtable_ref(w->frozen);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)

@@ -106,6 +106,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
    * checkpoints it (redolog.h), or fails with PAR_ENOSPC as it would anyway. */
   if (!rc && (rc = redolog_checkpoint(&v->log, &v->cat)) == PAR_ENOSPC) rc = PAR_OK;
   pthread_mutex_init(&v->meta_mu, NULL);
+  pthread_mutex_init(&v->txn_mu, NULL);
   if (!rc) rc = compaction_start(v);
   if (rc) {
     int saved = rc;
@@ -116,6 +117,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     segalloc_destroy(&v->alloc);
     file_close(&v->file);
     pthread_mutex_destroy(&v->meta_mu);
+    pthread_mutex_destroy(&v->txn_mu);
     free(v);
     return par_error(saved, "cannot open volume %s: %s", path, msg);
   }
@@ -145,6 +147,7 @@ PAR_API int par_close(par_volume *v) {
   segalloc_destroy(&v->alloc);
   file_close(&v->file);
   pthread_mutex_destroy(&v->meta_mu);
+  pthread_mutex_destroy(&v->txn_mu);
   free(v);
   return rc;
 }

@@ -10,6 +10,7 @@
  * in the redo log in one step (under view_mu, then meta_mu): the layout in
  * the catalog is always a layout some view had. The replaced trees free
  * their segments when the last reader lets go of them. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,18 +138,40 @@ static int publish(par_region *r, view *w, uint64_t covered, const garbage_list 
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
       if (old->tree[i][j] && !in_view(w, old->tree[i][j])) dtree_retire(old->tree[i][j]);
-  r->view = w;
+  region_set_view(r, w);
   r->gc_skip_inc = 0;
-  view_unref(old);
+  r->gc_stalled = 0;
   pthread_cond_broadcast(&r->view_cv);
   return PAR_OK;
 }
 
-/* Picks the next merge, starting spills of overfull levels (view_mu held). */
+/* Frees the collected segments no reader can reach any more and picks a
+ * segment to collect (view_mu held); 1 if t is a GC task. A merge that
+ * failed for space is retried once GC has freed some. */
+static int pick_gc(par_region *r, task *t) {
+  uint64_t freed = atomic_load(&r->stats.gc_freed);
+  if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
+  if (r->failed == PAR_ENOSPC && atomic_load(&r->stats.gc_freed) != freed) {
+    r->failed = 0;
+    r->gc_stalled = 0;
+    pthread_cond_broadcast(&r->view_cv);
+  }
+  if (r->gc_stalled || !gc_pick(r, &t->gc, 0)) return 0;
+  t->kind = TASK_GC;
+  r->running++;
+  return 1;
+}
+
+/* Picks the next merge, starting spills of overfull levels (view_mu held).
+ * A volume out of space still collects garbage: that is how space comes
+ * back (Parallax runs GC when space runs short), and short of space GC goes
+ * before merges, which sustained writes would otherwise keep first. */
 static int pick(par_region *r, task *t) {
   par_volume *v = r->vol;
   memset(t, 0, sizeof *t);
-  if (r->closing || r->failed) return PAR_OK;
+  if (r->closing || (r->failed && r->failed != PAR_ENOSPC)) return PAR_OK;
+  if ((r->failed || segalloc_room(&v->alloc) < SEGALLOC_RESERVE) && pick_gc(r, t)) return PAR_OK;
+  if (r->failed) return PAR_OK;
   view *w = r->view;
   if (w->frozen && !r->dest_busy[1]) {
     t->kind = TASK_FLUSH;
@@ -175,12 +198,7 @@ static int pick(par_region *r, task *t) {
     }
   }
   if (!t->kind) {
-    /* No merge to run: free collected segments, then collect another. */
-    if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
-    if (gc_pick(r, &t->gc, 0)) {
-      t->kind = TASK_GC;
-      r->running++;
-    }
+    pick_gc(r, t); /* no merge to run: collect */
     return PAR_OK;
   }
   t->dst_tree = w->tree[t->dst][0];
@@ -347,6 +365,9 @@ static void run(par_region *r, task *t) {
     pthread_mutex_lock(&r->view_mu);
     r->gc_running = 0;
     if (rc) r->gc_skip_inc = t->gc.inc; /* e.g. L0 full: retry after the next merge */
+    /* Out of space, no merge runs to make L0 room: GC waits until it or a
+     * reclaim frees space, instead of cycling through its candidates. */
+    if (rc && r->failed) r->gc_stalled = 1;
   } else {
     dtree *nt = NULL;
     rc = merge(r, t, &nt);
@@ -372,19 +393,13 @@ void compaction_schedule(par_region *r) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->sched_mu);
   if (!r->queued && !r->closing) {
-    if (v->qlen == v->qcap) {
-      uint32_t cap = v->qcap ? v->qcap * 2 : 16;
-      par_region **q = realloc(v->queue, cap * sizeof *q);
-      if (q) {
-        v->queue = q;
-        v->qcap = cap;
-      }
-    }
-    if (v->qlen < v->qcap) {
-      v->queue[v->qlen++] = r;
-      r->queued = 1;
-      pthread_cond_signal(&v->sched_cv);
-    }
+    /* A region is queued at most once and a volume has at most
+     * PAR_MAX_REGIONS open, so the queue (sized at start) always has room:
+     * scheduling never fails, which a stalled writer relies on. */
+    assert(v->qlen < PAR_MAX_REGIONS);
+    v->queue[v->qlen++] = r;
+    r->queued = 1;
+    pthread_cond_signal(&v->sched_cv);
   }
   pthread_mutex_unlock(&v->sched_mu);
 }
@@ -431,7 +446,14 @@ int compaction_start(par_volume *v) {
   pthread_cond_init(&v->sched_cv, NULL);
   v->nworkers = v->opts.compaction_threads ? v->opts.compaction_threads : 1;
   v->workers = calloc(v->nworkers, sizeof *v->workers);
-  if (!v->workers) return par_error(PAR_ENOMEM, "compaction threads");
+  v->queue = calloc(PAR_MAX_REGIONS, sizeof *v->queue);
+  if (!v->workers || !v->queue) {
+    free(v->workers);
+    free(v->queue);
+    v->workers = NULL;
+    v->queue = NULL;
+    return par_error(PAR_ENOMEM, "compaction threads");
+  }
   for (uint32_t i = 0; i < v->nworkers; i++)
     if (pthread_create(&v->workers[i], NULL, worker_main, v) != 0) {
       v->nworkers = i;
@@ -457,11 +479,12 @@ void compaction_stop(par_volume *v) {
 
 int compaction_pending(par_region *r) {
   const view *w = r->view;
+  gc_task t;
+  if (r->failed == PAR_ENOSPC) return !r->gc_stalled && (gc_pick(r, &t, 1) || gc_reclaimable(r));
   if (r->failed) return 0;
   if (w->frozen) return 1;
   for (int i = 1; i < PAR_MAX_LEVELS; i++)
     if (w->tree[i][1] || should_spill(r, w, i)) return 1;
-  gc_task t;
   return gc_pick(r, &t, 1) || gc_reclaimable(r);
 }
 

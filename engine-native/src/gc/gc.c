@@ -62,6 +62,16 @@ int garbage_close_heads(par_region *r, const garbage_list *tails) {
   return region_persist(r, edit_close_heads, (void *)tails);
 }
 
+static int edit_add_garbage(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  garbage_apply(arg, d);
+  return PAR_OK;
+}
+
+int garbage_persist(par_region *r, const garbage_list *g) {
+  return region_persist(r, edit_add_garbage, (void *)g);
+}
+
 int gc_count_crashed_heads(par_region *r) {
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
@@ -189,6 +199,7 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
              vptr_equal(vptr_decode(e.value), p);
   view_unref(w);
   rc = rc == PAR_NOT_FOUND ? PAR_OK : rc;
+  if (!rc && live && r->write_failed) rc = par_error(PAR_EFAILED, "the region refuses writes until a reopen");
   if (!rc && live) {
     memtable *m = region_make_room(r, &rc); /* PAR_EBUSY: never stall a compaction worker */
     uint64_t lsn = r->next_lsn;
@@ -198,10 +209,15 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
     if (m && !rc) {
       vptr_encode(enc, np);
       wal_op op = {WAL_PUT_LARGE, rec->key_len, VPTR_SIZE, rec->key, enc};
-      rc = wal_append(&r->wal, lsn, &op, 1);
-      if (!rc) rc = memtable_insert(m, lsn, WAL_PUT_LARGE, rec->key, rec->key_len, enc, VPTR_SIZE);
+      /* As a user write (write.c log_and_insert): the entry first, then the
+       * record, whose LSN is spent once written. */
+      mt_entry *me = memtable_entry(m, lsn, WAL_PUT_LARGE, rec->key, rec->key_len, enc, VPTR_SIZE);
+      rc = me ? wal_append(&r->wal, lsn, &op, 1) : PAR_ENOMEM;
       if (!rc) {
         r->next_lsn = lsn + 1;
+        if ((rc = memtable_link(m, me))) r->write_failed = rc;
+      }
+      if (!rc) {
         atomic_store(&r->last_lsn, lsn);
         *lsn_out = lsn;
         atomic_fetch_add(&r->stats.gc_relocated, rec->size);
@@ -221,7 +237,11 @@ int gc_run(par_region *r, const gc_task *t) {
   uint64_t last = 0;
   uint32_t off = 0;
   vlog_record rec;
-  while (!rc && vlog_next(buf, &off, seed, &rec) == PAR_OK) {
+  /* A record that does not parse is either the end of the segment's
+   * records or damage: the live records behind damage must be relocated
+   * before the segment is reused, so the walk looks past it. (The damaged
+   * record's own value was unreadable already.) */
+  while (!rc && (vlog_next(buf, &off, seed, &rec) == PAR_OK || vlog_resync(buf, &off, seed, &rec) == PAR_OK)) {
     atomic_fetch_add(&r->stats.gc_scanned, rec.size);
     rc = relocate(r, &rec, (vptr){t->seg, off, t->inc, rec.size}, &last);
     off += rec.size;
@@ -248,9 +268,7 @@ static int retire(par_region *r, const gc_task *t, int counted) {
     }
   }
   if (!rc) {
-    view *old = r->view;
-    r->view = n;
-    view_unref(old);
+    region_set_view(r, n);
     r->pending[r->npending].seg = t->seg;
     r->pending[r->npending].inc = t->inc;
     r->pending[r->npending].need_seq = n->seq;

@@ -35,6 +35,9 @@ void garbage_add(garbage_list *g, vptr p);
 void garbage_apply(const garbage_list *g, region_desc *d);
 void garbage_free(garbage_list *g);
 
+/* Persists the garbage in g: the records of a write that failed before its
+ * WAL record was written, which nothing points at. */
+int garbage_persist(par_region *r, const garbage_list *g);
 /* A head segment that its log left or closed: its unwritten tail (the
  * pointer's size) becomes garbage and the segment stops being open. */
 void garbage_close_head(region_desc *d, vptr tail);

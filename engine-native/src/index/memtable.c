@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "index/node.h"
+#include "io/fault.h"
 #include "log/wal.h"
 #include "util/coding.h"
 #include "util/status.h"
@@ -68,6 +69,7 @@ void memtable_unref(memtable *m) {
 
 static void *arena_alloc(memtable *m, size_t len) {
   len = ALIGN_UP(len, 8);
+  if (fault_check(FAULT_L0_ENTRY, 0, &len)) return NULL;
   mt_arena_chunk *c = m->chunks;
   if (!c || c->cap - c->used < len) {
     size_t cap = len > ARENA_CHUNK / 4 ? len : ARENA_CHUNK;
@@ -139,10 +141,15 @@ static int child_for(const mt_node *n, const target *t) {
   return lo;
 }
 
+static mt_node *node_alloc(void) {
+  size_t len = sizeof(mt_node);
+  return fault_check(FAULT_L0_NODE, 0, &len) ? NULL : calloc(1, sizeof(mt_node));
+}
+
 /* Splits the full child c[i] of parent p into two halves. */
 static int split_child(memtable *m, mt_node *p, int i) {
   mt_node *l = p->c[i];
-  mt_node *r = calloc(1, sizeof *r);
+  mt_node *r = node_alloc();
   if (!r) return PAR_ENOMEM;
   atomic_fetch_add(&m->bytes, sizeof *r);
   r->leaf = l->leaf;
@@ -180,11 +187,15 @@ static int split_child(memtable *m, mt_node *p, int i) {
   return PAR_OK;
 }
 
-int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
-                    const void *value, uint32_t value_len) {
+mt_entry *memtable_entry(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
+                         const void *value, uint32_t value_len) {
   pthread_rwlock_wrlock(&m->lock);
   mt_entry *e = arena_alloc(m, sizeof *e + key_len + value_len);
-  if (!e) goto oom;
+  pthread_rwlock_unlock(&m->lock);
+  if (!e) {
+    par_error(PAR_ENOMEM, "L0 entry of %u bytes", (unsigned)(sizeof *e + key_len + value_len));
+    return NULL;
+  }
   e->lsn = lsn;
   e->value_len = value_len;
   e->key_len = key_len;
@@ -192,9 +203,13 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
   e->reserved = 0;
   memcpy(e->data, key, key_len);
   if (value_len) memcpy(e->data + key_len, value, value_len);
+  return e;
+}
 
+int memtable_link(memtable *m, const mt_entry *e) {
+  pthread_rwlock_wrlock(&m->lock);
   if (m->root->n == FANOUT) { /* split the root first: descents never backtrack */
-    mt_node *r = calloc(1, sizeof *r);
+    mt_node *r = node_alloc();
     if (!r) goto oom;
     atomic_fetch_add(&m->bytes, sizeof *r);
     r->c[0] = m->root;
@@ -204,7 +219,7 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
     }
     m->root = r;
   }
-  target t = {key, key_len, lsn, prefix_of(key, key_len)};
+  target t = {mt_key(e), e->key_len, e->lsn, prefix_of(mt_key(e), e->key_len)};
   mt_node *n = m->root;
   while (!n->leaf) {
     int i = child_for(n, &t);
@@ -221,12 +236,18 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
   n->pfx[i] = t.pfx;
   n->n++;
   m->entries++;
-  if (lsn > m->max_lsn) m->max_lsn = lsn;
+  if (e->lsn > m->max_lsn) m->max_lsn = e->lsn;
   pthread_rwlock_unlock(&m->lock);
   return PAR_OK;
 oom:
   pthread_rwlock_unlock(&m->lock);
-  return par_error(PAR_ENOMEM, "L0 insert");
+  return par_error(PAR_ENOMEM, "L0 node");
+}
+
+int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
+                    const void *value, uint32_t value_len) {
+  mt_entry *e = memtable_entry(m, lsn, type, key, key_len, value, value_len);
+  return e ? memtable_link(m, e) : PAR_ENOMEM;
 }
 
 /* Leaf and index of the first entry >= (key, lsn); n == NULL past the end. */

@@ -49,6 +49,15 @@ void memtable_unref(memtable *m);
 /* Inserts a version; the caller inserts LSNs in increasing order. */
 int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
                     const void *value, uint32_t value_len);
+/* memtable_insert in two steps, for a writer that must not fail after its
+ * WAL record is written: memtable_entry copies the version into the arena
+ * (NULL with PAR_ENOMEM; the bytes are then simply unused), memtable_link
+ * links it into the tree; it allocates only tree nodes (under 1 KiB each),
+ * so it fails only when the process is out of memory. An entry that is
+ * never linked is invisible. */
+mt_entry *memtable_entry(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
+                         const void *value, uint32_t value_len);
+int memtable_link(memtable *m, const mt_entry *e);
 /* The newest version of key with LSN <= snap, or NULL. */
 const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint64_t snap);
 

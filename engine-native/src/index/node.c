@@ -82,7 +82,7 @@ size_t leaf_entry_encode(uint8_t *dst, const void *key, uint16_t stored_len, uin
 int index_entry(const uint8_t *node, const node_hdr *h, uint32_t i, uint64_t *child,
                 const uint8_t **key, uint16_t *key_len) {
   uint32_t off = dec32(node + NODE_HDR + 4 * i), size = h->pages * PAR_BLOCK;
-  if (off < h->data_start || off + INDEX_ENTRY_HDR > size) return bad_entry(node, i);
+  if (off < h->data_start || (uint64_t)off + INDEX_ENTRY_HDR > size) return bad_entry(node, i);
   uint16_t kl = dec16(node + off + 8);
   if ((uint64_t)off + INDEX_ENTRY_HDR + kl > size) return bad_entry(node, i);
   *child = dec64(node + off);

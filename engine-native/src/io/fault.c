@@ -45,7 +45,7 @@ void fault_reset(void) {
 static int matches(const fault_rule *r, fault_op op, uint64_t off, size_t len) {
   if (r->op != op) return 0;
   if ((op == FAULT_PWRITE || op == FAULT_PREAD) && len < r->min_len) return 0;
-  if (!r->hi || op == FAULT_FSYNC) return 1;
+  if (!r->hi || op == FAULT_FSYNC || op == FAULT_L0_ENTRY || op == FAULT_L0_NODE) return 1;
   return off < r->hi && off + len > r->lo;
 }
 

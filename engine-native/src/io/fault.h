@@ -1,4 +1,5 @@
-/* Fault injection for the volume file's system calls, for tests only.
+/* Fault injection for the volume file's system calls (and L0's memory
+ * allocations), for tests only.
  *
  * Disarmed (the default) it costs one relaxed atomic load per call. Tests
  * arm rules that make chosen pwrite/pread/fdatasync/fallocate calls fail
@@ -12,7 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef enum fault_op { FAULT_PWRITE, FAULT_PREAD, FAULT_FSYNC, FAULT_FALLOCATE } fault_op;
+typedef enum fault_op {
+  FAULT_PWRITE,
+  FAULT_PREAD,
+  FAULT_FSYNC,
+  FAULT_FALLOCATE,
+  FAULT_L0_ENTRY, /* L0 allocates an entry (key and value): fails with ENOMEM */
+  FAULT_L0_NODE   /* L0 allocates a tree node: fails with ENOMEM           */
+} fault_op;
 
 /* A call matches a rule when it is of the rule's op, touches [lo, hi)
  * (hi 0: any offset; an fsync touches every offset) and transfers at least

@@ -145,8 +145,10 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
                      uint32_t value_len, vptr *out) {
   size_t size = vlog_record_size(key_len, value_len);
   uint32_t n = (uint32_t)((size + SEG - 1) / SEG), seg, inc;
+  *out = (vptr){0};
   int rc = l->new_segment(l->ctx, n, NULL, &seg, &inc);
   if (rc) return rc;
+  *out = (vptr){seg, 0, inc, (uint32_t)size};
   uint8_t *buf = file_buf_alloc(SEG);
   if (!buf) return par_error(PAR_ENOMEM, "large-value buffer");
   /* The header and key, then the value streamed through the buffer; the
@@ -179,7 +181,7 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
     left -= fill;
   }
   free(buf);
-  if (rc) return rc; /* the run stays listed, unreferenced: GC frees it when garbage shows */
+  if (rc) return rc; /* *out names the run, for the caller to count as garbage */
   pthread_mutex_lock(&l->mu);
   l->bytes += size;
   l->written += size;
@@ -214,6 +216,15 @@ int vlog_next(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_recor
     return PAR_NOT_FOUND;
   *off = next;
   return PAR_OK;
+}
+
+int vlog_resync(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out) {
+  for (uint32_t o = *off + 1; o + VLOG_HDR <= SEG; o++)
+    if (vlog_parse(seg_image + o, SEG - o, seed, out) == PAR_OK) {
+      *off = o;
+      return PAR_OK;
+    }
+  return PAR_NOT_FOUND;
 }
 
 static int in_buffer(const vlog *l, vptr p) {

@@ -80,7 +80,9 @@ int vlog_flush(vlog *l);
 uint64_t vlog_written(vlog *l);
 /* Writes a record too large for a segment into a run of segments of its
  * own, at once (no sync: the WAL writer syncs it before the WAL block that
- * points at it, see vlog_written). */
+ * points at it, see vlog_written). When the write fails after the run was
+ * allocated, *out still names the run (its inc is 0 if none was), which
+ * nothing will point at: the caller counts it as garbage. */
 int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
                      uint32_t value_len, vptr *out);
 /* Copies the value at p out of the tail buffer into a malloc'd *copy when
@@ -121,6 +123,12 @@ int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out
  * past a flush's padding, at the next block; sets *off to it. PAR_OK, or
  * PAR_NOT_FOUND where the segment's records end. */
 int vlog_next(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out);
+/* After vlog_next found no record at *off: the next record at a later
+ * offset of seg_image (its records follow a damaged one without a gap, or
+ * after a flush's padding), found by trying every offset. PAR_OK with *off
+ * set to it, or PAR_NOT_FOUND: the segment's records end at *off. Records of
+ * the segment's earlier incarnations do not match the seed. */
+int vlog_resync(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_record *out);
 /* Encodes a record at dst (lsn 0 for the medium log); returns its size. */
 size_t vlog_encode(uint8_t *dst, uint32_t seed, uint64_t lsn, const void *key, uint16_t key_len,
                    const void *value, uint32_t value_len);

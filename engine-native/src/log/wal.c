@@ -1,5 +1,6 @@
 #include "log/wal.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,7 +80,7 @@ static void *writer_main(void *arg) {
       w->pending = 0;
       if (rc && !w->failed) w->failed = rc;
       if (!rc) {
-        w->durable_lsn = lsn;
+        if (lsn > w->durable_lsn) w->durable_lsn = lsn;
         w->syncs++;
       }
       /* A buffer grown for one huge record goes back to the chunk size. */
@@ -88,6 +89,19 @@ static void *writer_main(void *arg) {
         w->buf[b] = file_buf_alloc(WAL_CHUNK);
         w->cap[b] = w->buf[b] ? WAL_CHUNK : 0;
       }
+      pthread_cond_broadcast(&w->cv);
+      continue;
+    }
+    if (!w->fill && !w->failed && (w->sync_wanted || w->stop) && w->appended_lsn > w->durable_lsn) {
+      /* Only skipped LSNs are not durable yet: no record to write, but the
+       * large-log records those writes appended must reach the disk before
+       * anyone is told they are (a flush commits trees that point at them). */
+      uint64_t upto = w->appended_lsn;
+      pthread_mutex_unlock(&w->mu);
+      int rc = w->before_write ? w->before_write(w->ctx) : PAR_OK;
+      pthread_mutex_lock(&w->mu);
+      if (rc && !w->failed) w->failed = rc;
+      if (!rc && upto > w->durable_lsn) w->durable_lsn = upto;
       pthread_cond_broadcast(&w->cv);
       continue;
     }
@@ -122,6 +136,7 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
   w->before_write = before;
   w->ctx = ctx;
   w->appended_lsn = w->durable_lsn = last_lsn;
+  w->record_next = last_lsn + 1;
   for (int i = 0; i < 2; i++) {
     w->buf[i] = file_buf_alloc(WAL_CHUNK);
     w->cap[i] = WAL_CHUNK;
@@ -166,8 +181,21 @@ static int wait_pending(wal *w) {
   return w->failed ? par_error(PAR_EFAILED, "the write-ahead log failed earlier (%s)", par_strerror(w->failed)) : PAR_OK;
 }
 
-int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
+/* One record: a WAL_GAP op for the LSNs skipped since the last record (if
+ * any), a WAL_TXN op when txn is set, then ops, which take lsn .. lsn + n - 1.
+ * The record's header carries the LSN it starts from, record_next. */
+static int append_record(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n, int txn) {
+  assert(n > 0 && lsn >= w->record_next);
+  uint64_t gap = lsn - w->record_next, start = w->record_next;
+  uint8_t gap_v[8], txn_v[8];
+  enc64(gap_v, gap);
+  enc64(txn_v, lsn + n - 1);
+  wal_op ctl[2];
+  uint32_t nctl = 0;
+  if (gap) ctl[nctl++] = (wal_op){WAL_GAP, 0, 8, gap_v, gap_v};
+  if (txn) ctl[nctl++] = (wal_op){WAL_TXN, 0, 8, txn_v, txn_v};
   size_t payload = 0;
+  for (uint32_t i = 0; i < nctl; i++) payload += wal_op_size(0, 8);
   for (uint32_t i = 0; i < n; i++) payload += wal_op_size(ops[i].key_len, ops[i].value_len);
   size_t size = wal_record_size(payload);
   if (size > SEG) return par_error(PAR_ETOOBIG, "log record of %zu bytes exceeds a segment", size);
@@ -179,7 +207,7 @@ int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
     if (!w->seg) {
       uint32_t seg;
       pthread_mutex_unlock(&w->mu);
-      rc = w->new_segment(w->ctx, lsn, &seg);
+      rc = w->new_segment(w->ctx, start, &seg);
       pthread_mutex_lock(&w->mu);
       if (!rc) {
         w->seg = seg;
@@ -211,17 +239,18 @@ int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
   }
   uint8_t *r = w->buf[w->cur] + w->fill;
   enc32(r + 4, (uint32_t)payload);
-  enc64(r + 8, lsn);
-  enc32(r + 16, n);
+  enc64(r + 8, start);
+  enc32(r + 16, nctl + n);
   uint8_t *p = r + WAL_HDR;
-  for (uint32_t i = 0; i < n; i++) {
-    *p++ = ops[i].type;
-    p = put_varint(p, ops[i].key_len);
-    p = put_varint(p, ops[i].value_len);
-    memcpy(p, ops[i].key, ops[i].key_len);
-    p += ops[i].key_len;
-    if (ops[i].value_len) memcpy(p, ops[i].value, ops[i].value_len);
-    p += ops[i].value_len;
+  for (uint32_t i = 0; i < nctl + n; i++) {
+    const wal_op *op = i < nctl ? &ctl[i] : &ops[i - nctl];
+    *p++ = op->type;
+    p = put_varint(p, op->key_len);
+    p = put_varint(p, op->value_len);
+    memcpy(p, op->key, op->key_len);
+    p += op->key_len;
+    if (op->value_len) memcpy(p, op->value, op->value_len);
+    p += op->value_len;
   }
   enc32(r, crc32c(w->seed, r + 4, size - 4));
   if (!w->fill) w->first_unflushed_ns = now_ns();
@@ -229,9 +258,28 @@ int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
   w->bytes += size;
   w->fill_lsn = lsn + n - 1;
   w->appended_lsn = w->fill_lsn;
+  w->record_next = lsn + n;
   if (w->fill == w->cap[w->cur] && !w->pending) seal(w);
   pthread_mutex_unlock(&w->mu);
   return PAR_OK;
+}
+
+int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
+  return append_record(w, lsn, ops, n, 0);
+}
+
+int wal_append_part(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n) {
+  return append_record(w, lsn, ops, n, 1);
+}
+
+void wal_skip(wal *w, uint64_t last) {
+  pthread_mutex_lock(&w->mu);
+  assert(last > w->appended_lsn);
+  w->appended_lsn = last;
+  /* A buffer sealed from now on also vouches for these LSNs: the WAL thread
+   * writes the large logs before it. */
+  if (w->fill) w->fill_lsn = last;
+  pthread_mutex_unlock(&w->mu);
 }
 
 int wal_sync(wal *w, uint64_t lsn) {
@@ -283,15 +331,17 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
         off = next;
       }
       const uint8_t *p = b + off + WAL_HDR, *end = b + off + size;
+      uint64_t lsn = expect; /* of the next op that takes one */
       for (uint32_t k = 0; k < count && !rc; k++) {
         wal_op op;
         uint32_t kl = 0, vl = 0;
         const uint8_t *q = p < end ? p + 1 : NULL;
         if (q) q = get_varint32(q, end, &kl);
         if (q) q = get_varint32(q, end, &vl);
-        if (!q || kl > PAR_MAX_KEY_SIZE || (size_t)(end - q) < (size_t)kl + vl ||
-            (p[0] != WAL_PUT && p[0] != WAL_DELETE && p[0] != WAL_PUT_LARGE) ||
-            (p[0] == WAL_PUT_LARGE && vl != VPTR_SIZE)) {
+        int ctl = q && (p[0] == WAL_GAP || p[0] == WAL_TXN);
+        if (!q || kl > PAR_MAX_KEY_SIZE || (size_t)(end - q) < (size_t)kl + vl || p[0] < WAL_PUT ||
+            p[0] > WAL_TXN || (p[0] == WAL_PUT_LARGE && vl != VPTR_SIZE) || (ctl && (kl || vl != 8)) ||
+            (p[0] == WAL_GAP && (k || !dec64(q))) || (p[0] == WAL_TXN && dec64(q) < lsn)) {
           rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect);
           break;
         }
@@ -300,11 +350,13 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
         op.value_len = vl;
         op.key = q;
         op.value = q + kl;
-        if (expect + k > d->covered_lsn) rc = fn(arg, expect + k, &op);
+        if (op.type == WAL_GAP) lsn += dec64(q);
+        else if (op.type == WAL_TXN) rc = dec64(q) > d->covered_lsn ? fn(arg, lsn, &op) : PAR_OK;
+        else if (lsn++ > d->covered_lsn) rc = fn(arg, lsn - 1, &op);
         p = q + kl + vl;
       }
       if (rc) break;
-      expect += count;
+      expect = lsn;
       off += size;
     }
   }

@@ -27,8 +27,16 @@
 #define WAL_CHUNK (256u * 1024)
 #define WAL_HDR 20u
 
-/* WAL_PUT_LARGE's value is the vptr of a value in the large log. */
-enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_PUT_LARGE = 3 };
+/* WAL_PUT_LARGE's value is the vptr of a value in the large log.
+ * Two control ops never reach L0:
+ *  WAL_GAP  value: u64 count. The LSNs it covers were taken by writes that
+ *           skipped the log (PAR_NO_WAL); it keeps the chain of record LSNs
+ *           unbroken, so replay still accepts only the exact next LSN.
+ *  WAL_TXN  value: u64, the last LSN of the record. Marks the record as one
+ *           region's part of a cross-region batch: replay applies it only if
+ *           the catalog lists its LSN range as committed (api/txn.c).
+ * Every other op takes one LSN; WAL_TXN takes none. */
+enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_PUT_LARGE = 3, WAL_GAP = 4, WAL_TXN = 5 };
 
 typedef struct wal_op {
   uint8_t type;
@@ -75,7 +83,12 @@ typedef struct wal {
   uint32_t pending_seg, pending_off, pending_len;
   uint64_t pending_lsn;
   int sync_wanted, stop;
-  uint64_t appended_lsn, durable_lsn;
+  /* appended_lsn: the newest LSN taken, logged or skipped (wal_skip);
+   * durable_lsn: every LSN up to it is in a durable record or was skipped
+   * (and the large-log records of skipped writes are durable too);
+   * record_next: the LSN the next record starts with, one past the last
+   * LSN any record covers (records cover the LSNs skipped before them). */
+  uint64_t appended_lsn, durable_lsn, record_next;
   int failed; /* the first write error; the log accepts nothing after it */
   uint64_t bytes, syncs;
 } wal;
@@ -86,14 +99,24 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
 int wal_stop(wal *w);
 
 /* Appends one record holding n ops with LSNs lsn .. lsn + n - 1. The caller
- * serializes appends and assigns LSNs in order. */
+ * serializes appends and assigns LSNs in order; LSNs skipped since the last
+ * record (wal_skip) are recorded in it as a WAL_GAP op. */
 int wal_append(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n);
+/* wal_append for one region's part of a cross-region batch: the record
+ * starts with a WAL_TXN op. */
+int wal_append_part(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n);
+/* Notes that LSNs up to last were taken by writes that are not logged
+ * (same serialization as wal_append). wal_sync(last) then waits only for
+ * the records before them and for the large-log records they point to. */
+void wal_skip(wal *w, uint64_t last);
 /* Waits until every record up to lsn is durable. */
 int wal_sync(wal *w, uint64_t lsn);
 
 /* Recovery: calls fn for every op with LSN > covered, in LSN order, stopping
  * at the first record that is missing, torn or out of sequence. *last_lsn is
- * the last LSN read (covered when none). */
+ * the last LSN read (covered when none). WAL_GAP ops are consumed here;
+ * a WAL_TXN op is passed to fn (with the LSN of the op after it) before the
+ * ops of its record. */
 typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, const wal_op *op);
 int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, uint64_t *last_lsn);
 /* After a replay that ended at last_lsn: PAR_ECORRUPT when a later segment

@@ -51,6 +51,7 @@ int tree_desc_copy(tree_desc *dst, const tree_desc *src) {
 void region_desc_free(region_desc *d) {
   free(d->wal);
   free(d->vlog);
+  free(d->parts);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) tree_desc_free(&d->level[i][j]);
   memset(d, 0, sizeof *d);
@@ -62,7 +63,14 @@ int region_desc_copy(region_desc *dst, const region_desc *src) {
   dst->wal_cap = dst->nwal;
   dst->vlog = NULL;
   dst->vlog_cap = dst->nvlog;
+  dst->parts = NULL;
+  dst->parts_cap = dst->nparts;
   memset(dst->level, 0, sizeof dst->level);
+  if (src->nparts) {
+    dst->parts = malloc(src->nparts * sizeof *dst->parts);
+    if (!dst->parts) goto oom;
+    memcpy(dst->parts, src->parts, src->nparts * sizeof *dst->parts);
+  }
   if (src->nwal) {
     dst->wal = malloc(src->nwal * sizeof *dst->wal);
     if (!dst->wal) goto oom;
@@ -134,12 +142,39 @@ int region_desc_for_each_seg(const region_desc *d, int (*fn)(void *arg, uint32_t
   return PAR_OK;
 }
 
+int region_desc_add_part(region_desc *d, uint64_t first, uint64_t last) {
+  if (d->nparts == d->parts_cap) {
+    uint32_t cap = d->parts_cap ? d->parts_cap * 2 : 8;
+    struct lsn_range *v = realloc(d->parts, (size_t)cap * sizeof *v);
+    if (!v) return par_error(PAR_ENOMEM, "cross-region batch parts");
+    d->parts = v;
+    d->parts_cap = cap;
+  }
+  d->parts[d->nparts++] = (struct lsn_range){first, last};
+  return PAR_OK;
+}
+
+int region_desc_has_part(const region_desc *d, uint64_t first, uint64_t last) {
+  for (uint32_t i = 0; i < d->nparts; i++)
+    if (d->parts[i].first == first && d->parts[i].last == last) return 1;
+  return 0;
+}
+
+void region_desc_prune_parts(region_desc *d) {
+  uint32_t k = 0;
+  for (uint32_t i = 0; i < d->nparts; i++)
+    if (d->parts[i].last > d->covered_lsn) d->parts[k++] = d->parts[i];
+  d->nparts = k;
+}
+
 /* Layout: id u32 | name_len u16 | name | covered u64 | gen u32 | nwal u32 |
  * nwal x (seg u32, gen u32, first_lsn u64) | ntrees u16 |
  * ntrees x (level u8, slot u8, root u64, height u32, entries u64, bytes u64,
  *           nsegs u32, nsegs x u32, nmsegs u32, nmsegs x u32, medium_bytes u64) |
  * next_inc u32 | nvlog u32 |
- * nvlog x (seg u32, inc u32, garbage u64, nsegs u32, open u32) */
+ * nvlog x (seg u32, inc u32, garbage u64, nsegs u32, open u32) |
+ * [nparts u32 | nparts x (first u64, last u64)] — only when nparts > 0, so
+ * descriptions without committed cross-region parts keep the older layout */
 size_t region_desc_encode(const region_desc *d, uint8_t *out) {
   size_t n = 0;
   size_t name_len = strlen(d->name);
@@ -185,6 +220,13 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
     PUT(64, d->vlog[i].garbage);
     PUT(32, d->vlog[i].nsegs);
     PUT(32, d->vlog[i].open);
+  }
+  if (d->nparts) {
+    PUT(32, d->nparts);
+    for (uint32_t i = 0; i < d->nparts; i++) {
+      PUT(64, d->parts[i].first);
+      PUT(64, d->parts[i].last);
+    }
   }
 #undef PUT
   return n;
@@ -255,6 +297,18 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
     GET(32, v.open);
     if (v.nsegs == 0 || v.nsegs > len || v.open > 1 || (v.open && v.nsegs != 1)) goto bad;
     if (region_desc_add_vlog(d, v)) goto oom;
+  }
+  if (n < len) {
+    uint32_t nparts;
+    GET(32, nparts);
+    if (nparts == 0 || nparts > len / 16) goto bad;
+    for (uint32_t i = 0; i < nparts; i++) {
+      uint64_t first, last;
+      GET(64, first);
+      GET(64, last);
+      if (last < first || last <= d->covered_lsn) goto bad;
+      if (region_desc_add_part(d, first, last)) goto oom;
+    }
   }
   if (n != len) goto bad;
   return PAR_OK;

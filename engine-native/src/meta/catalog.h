@@ -68,12 +68,23 @@ typedef struct region_desc {
   uint32_t next_inc;    /* next large-log segment incarnation */
   uint32_t nvlog, vlog_cap;
   vlog_seg *vlog;       /* in allocation order */
+  /* The LSN ranges of this region's parts of committed cross-region
+   * batches that the levels do not cover yet (last > covered_lsn), in LSN
+   * order: replay applies a part record only if its range is listed here
+   * (api/txn.c). */
+  uint32_t nparts, parts_cap;
+  struct lsn_range { uint64_t first, last; } *parts;
 } region_desc;
 
 void region_desc_free(region_desc *d);
 int region_desc_copy(region_desc *dst, const region_desc *src);
 int region_desc_add_wal(region_desc *d, wal_seg w);
 int region_desc_add_vlog(region_desc *d, vlog_seg v);
+int region_desc_add_part(region_desc *d, uint64_t first, uint64_t last);
+/* Whether [first, last] is a committed part. */
+int region_desc_has_part(const region_desc *d, uint64_t first, uint64_t last);
+/* Forgets the parts the levels cover (last <= covered_lsn). */
+void region_desc_prune_parts(region_desc *d);
 /* The large-log segment with incarnation inc, or NULL. */
 vlog_seg *region_desc_find_vlog(region_desc *d, uint32_t inc);
 /* Calls fn for every segment the region references. */

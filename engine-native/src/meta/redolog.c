@@ -14,7 +14,7 @@
 /* A record starts block-aligned and must leave a block for a LINK record. */
 #define MAX_PAYLOAD (SEG - 2 * PAR_BLOCK - HDR)
 
-enum { REC_REGION = 1, REC_DROP = 2, REC_NEXT_ID = 3, REC_LINK = 4 };
+enum { REC_REGION = 1, REC_DROP = 2, REC_NEXT_ID = 3, REC_LINK = 4, REC_TXN = 5 };
 
 /* Record: magic u32 | type u32 | len u32 | crc u32 | seq u64 | stream u64 |
  * payload[len]; crc covers the header (crc = 0) and the payload. */
@@ -194,6 +194,35 @@ int redolog_next_id(redolog *log, uint32_t next_id) {
   return append_sync(log, REC_NEXT_ID, p, 4);
 }
 
+/* Payload: n u32 | n x (region id u32, first u64, last u64). */
+int redolog_commit_parts(redolog *log, const txn_part *parts, uint32_t n) {
+  uint32_t len = 4 + n * 20;
+  uint8_t *p = malloc(len);
+  if (!p) return par_error(PAR_ENOMEM, "redo record");
+  enc32(p, n);
+  for (uint32_t i = 0; i < n; i++) {
+    enc32(p + 4 + 20 * i, parts[i].region_id);
+    enc64(p + 8 + 20 * i, parts[i].first);
+    enc64(p + 16 + 20 * i, parts[i].last);
+  }
+  int rc = append_sync(log, REC_TXN, p, len);
+  free(p);
+  return rc;
+}
+
+/* A committed batch's parts join their regions' descriptions; a region
+ * dropped since is skipped. */
+static int apply_txn(catalog *c, const uint8_t *p, uint32_t len) {
+  if (len < 4 || (len - 4) / 20 != dec32(p) || (len - 4) % 20) return PAR_ECORRUPT;
+  for (uint32_t i = 0; i < dec32(p); i++) {
+    region_desc *d = catalog_find_id(c, dec32(p + 4 + 20 * i));
+    uint64_t first = dec64(p + 8 + 20 * i), last = dec64(p + 16 + 20 * i);
+    if (last < first) return PAR_ECORRUPT;
+    if (d && last > d->covered_lsn && region_desc_add_part(d, first, last)) return PAR_ENOMEM;
+  }
+  return PAR_OK;
+}
+
 static uint64_t new_stream_id(uint64_t epoch) {
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -291,6 +320,11 @@ static int apply(catalog *c, uint32_t type, const uint8_t *p, uint32_t len) {
     if (len != 4) break;
     catalog_remove(c, dec32(p));
     return PAR_OK;
+  case REC_TXN: {
+    int rc = apply_txn(c, p, len);
+    if (rc != PAR_ECORRUPT) return rc;
+    break;
+  }
   case REC_REGION: {
     if (len < 8) break;
     uint32_t dl = dec32(p);

@@ -73,5 +73,13 @@ void redolog_close(redolog *log);
 int redolog_put_region(redolog *log, const region_desc *d, const uint32_t *freed, uint32_t nfreed);
 int redolog_drop_region(redolog *log, uint32_t id);
 int redolog_next_id(redolog *log, uint32_t next_id);
+/* Commits a cross-region batch: one record naming each region's part (the
+ * LSN range of its WAL record); the caller adds them to the catalog once it
+ * is durable. */
+typedef struct txn_part {
+  uint32_t region_id;
+  uint64_t first, last;
+} txn_part;
+int redolog_commit_parts(redolog *log, const txn_part *parts, uint32_t n);
 
 #endif

@@ -11,6 +11,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * An open Parallax volume: one file holding named {@linkplain Region regions}, each an
@@ -145,6 +146,91 @@ public final class Parallax implements AutoCloseable {
   /** The volume file. */
   public Path path() {
     return path;
+  }
+
+  /**
+   * Writes a batch whose ops name their regions ({@link WriteBatch#put(Region, byte[], byte[])})
+   * all-or-nothing across those regions: a {@linkplain #snapshot(Region...) snapshot of several
+   * regions} sees all of it or none of it, and after a crash every region has its part or none
+   * has. Durable when it returns (a sync write). Batches across regions commit one at a time
+   * per volume and cost two rounds of fdatasync; a batch naming one region is an ordinary write.
+   *
+   * @throws InvalidArgumentException an op names no region, or a region of another volume
+   * @throws ParallaxClosedException  a region or this volume is closed
+   */
+  public void write(WriteBatch batch) {
+    write(batch, WriteOptions.SYNC);
+  }
+
+  /**
+   * {@link #write(WriteBatch)}; {@code options} may not disable the WAL (a batch across regions
+   * is always logged and synced; the sync flag is implied).
+   */
+  public void write(WriteBatch batch, WriteOptions options) {
+    Objects.requireNonNull(batch, "batch");
+    int flags = Native.opts(options).flags();
+    List<Region> regions = batch.regions();
+    for (Region r : regions)
+      if (r.volume != this)
+        throw new InvalidArgumentException("the batch names region '" + r.name()
+            + "' of another volume");
+    long v = state.acquire();
+    int held = 0;
+    try {
+      for (Region r : regions) {
+        r.state.acquire();
+        held++;
+      }
+      long b = batch.state.acquire();
+      try {
+        Native.check(api, api.writeVolume(v, b, flags));
+      } finally {
+        batch.state.release();
+      }
+    } finally {
+      for (int i = 0; i < held; i++) regions.get(i).state.release();
+      state.release();
+    }
+  }
+
+  /**
+   * Snapshots of several regions of this volume taken at one consistent point: no batch written
+   * with {@link #write(WriteBatch)} is half in them. The i-th snapshot is of {@code regions[i]};
+   * close each.
+   *
+   * @throws InvalidArgumentException no regions, or a region of another volume
+   */
+  public List<Snapshot> snapshot(Region... regions) {
+    Objects.requireNonNull(regions, "regions");
+    if (regions.length == 0) throw new InvalidArgumentException("no regions to snapshot");
+    for (Region r : regions) {
+      Objects.requireNonNull(r, "region");
+      if (r.volume != this)
+        throw new InvalidArgumentException("region '" + r.name() + "' belongs to another volume");
+    }
+    int n = regions.length;
+    long v = state.acquire();
+    int held = 0;
+    try {
+      Scratch s = Scratch.get(16 * n);
+      try {
+        for (Region r : regions) {
+          s.buffer().putLong(Scratch.DATA + 8 * held, r.state.acquire());
+          held++;
+        }
+        long base = s.address() + Scratch.DATA;
+        Native.check(api, api.snapshotCreateMany(n, base, base + 8L * n));
+        List<Snapshot> out = new ArrayList<>(n);
+        for (int i = 0; i < n; i++)
+          out.add(new Snapshot(regions[i], s.buffer().getLong(Scratch.DATA + 8 * (n + i))));
+        return Collections.unmodifiableList(out);
+      } finally {
+        s.release();
+      }
+    } finally {
+      for (int i = 0; i < held; i++) regions[i].state.release();
+      state.release();
+    }
   }
 
   /** Opens the region {@code name}, creating it if it does not exist. */

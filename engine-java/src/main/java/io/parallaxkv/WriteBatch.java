@@ -5,6 +5,11 @@ import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.Scratch;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
 
 /**
  * Puts and deletes applied atomically and in order by {@link Region#write(WriteBatch)}. The
@@ -12,10 +17,18 @@ import java.nio.ByteBuffer;
  * encoded batch is limited to {@link Parallax#MAX_BATCH_SIZE} bytes ({@link TooBigException}).
  * Not tied to a region: one batch can be written to several regions. Its methods synchronize,
  * so sharing one between threads is safe (if rarely useful).
+ *
+ * <p>Ops added with {@link #put(Region, byte[], byte[])} and {@link #delete(Region, byte[])} name
+ * their region: such a batch spans regions of one volume and is written with {@link
+ * Parallax#write(WriteBatch)}, which applies it all-or-nothing across the regions, also across a
+ * crash. The regions must stay open until then. {@link Region#write(WriteBatch)} refuses a batch
+ * naming another region ({@link InvalidArgumentException}).
  */
 public final class WriteBatch implements AutoCloseable {
   final HandleState state;
   private final NativeApi api;
+  /** Regions named by ops (identity): kept open by {@link Parallax#write} while it writes. */
+  private final Map<Region, Boolean> regions = new IdentityHashMap<>();
 
   /** An empty batch; close it when done (it holds native memory). */
   public WriteBatch() {
@@ -83,6 +96,61 @@ public final class WriteBatch implements AutoCloseable {
     }
   }
 
+  /** Adds a put for {@code region} (a batch across regions: {@link Parallax#write(WriteBatch)}). */
+  public synchronized WriteBatch put(Region region, byte[] key, byte[] value) {
+    Objects.requireNonNull(region, "region");
+    int kl = Native.checkKey(key, "key");
+    int vl = Native.checkValue(value);
+    long b = state.acquire();
+    try {
+      long r = region.state.acquire();
+      try {
+        Scratch s = Scratch.get(Native.align(kl) + vl);
+        try {
+          Native.check(api, api.batchPutIn(b, r, Native.in(key, s, 0), kl,
+              Native.in(value, s, Native.align(kl)), vl));
+        } finally {
+          s.release();
+        }
+      } finally {
+        region.state.release();
+      }
+      regions.put(region, Boolean.TRUE);
+    } finally {
+      state.release();
+    }
+    return this;
+  }
+
+  /** Adds a delete for {@code region} (a batch across regions). */
+  public synchronized WriteBatch delete(Region region, byte[] key) {
+    Objects.requireNonNull(region, "region");
+    int kl = Native.checkKey(key, "key");
+    long b = state.acquire();
+    try {
+      long r = region.state.acquire();
+      try {
+        Scratch s = Scratch.get(kl);
+        try {
+          Native.check(api, api.batchDeleteIn(b, r, Native.in(key, s, 0), kl));
+        } finally {
+          s.release();
+        }
+      } finally {
+        region.state.release();
+      }
+      regions.put(region, Boolean.TRUE);
+    } finally {
+      state.release();
+    }
+    return this;
+  }
+
+  /** The regions ops were added for, each once. */
+  synchronized List<Region> regions() {
+    return new ArrayList<>(regions.keySet());
+  }
+
   /** Adds a delete. */
   public synchronized WriteBatch delete(byte[] key) {
     int kl = Native.checkKey(key, "key");
@@ -143,6 +211,7 @@ public final class WriteBatch implements AutoCloseable {
     long b = state.acquire();
     try {
       api.batchClear(b);
+      regions.clear();
     } finally {
       state.release();
     }

@@ -228,6 +228,27 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int batchPutIn(long batch, long region, long key, long keyLen, long value,
+      long valueLen) {
+    return JniNative.batchPutIn(batch, region, key, keyLen, value, valueLen);
+  }
+
+  @Override
+  public int batchDeleteIn(long batch, long region, long key, long keyLen) {
+    return JniNative.batchDeleteIn(batch, region, key, keyLen);
+  }
+
+  @Override
+  public int writeVolume(long vol, long batch, int flags) {
+    return JniNative.writeVolume(vol, batch, flags);
+  }
+
+  @Override
+  public int snapshotCreateMany(long n, long regions, long out) {
+    return JniNative.snapshotCreateMany(n, regions, out);
+  }
+
+  @Override
   public int regionStats(long region, long out) {
     return JniNative.regionStats(region, out);
   }

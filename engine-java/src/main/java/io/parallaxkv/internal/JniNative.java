@@ -81,6 +81,14 @@ final class JniNative {
 
   static native int compact(long r);
 
+  static native int batchPutIn(long b, long r, long k, long kl, long v, long vl);
+
+  static native int batchDeleteIn(long b, long r, long k, long kl);
+
+  static native int writeVolume(long vol, long b, int flags);
+
+  static native int snapshotCreateMany(long n, long regions, long out);
+
   static native int regionStats(long r, long out);
 
   static native int volumeStats(long vol, long out);

@@ -109,6 +109,19 @@ public abstract class NativeApi {
 
   public abstract int compact(long region);
 
+  /** par_batch_put_in: a put for {@code region} (a batch across regions). */
+  public abstract int batchPutIn(long batch, long region, long key, long keyLen, long value,
+      long valueLen);
+
+  /** par_batch_delete_in. */
+  public abstract int batchDeleteIn(long batch, long region, long key, long keyLen);
+
+  /** par_write_volume: a batch across the regions of {@code vol}, all-or-nothing. */
+  public abstract int writeVolume(long vol, long batch, int flags);
+
+  /** par_snapshot_create_many: {@code n} region pointers at {@code regions}, snapshots to out. */
+  public abstract int snapshotCreateMany(long n, long regions, long out);
+
   public abstract int regionStats(long region, long out);
 
   public abstract int volumeStats(long vol, long out);

@@ -36,7 +36,8 @@ final class FfmBackend extends NativeApi {
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
-      scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats;
+      scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats,
+      batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
 
@@ -104,6 +105,14 @@ final class FfmBackend extends NativeApi {
     scannerClose = h("par_scanner_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     flush = h("par_flush", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     compact = h("par_compact", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
+    batchPutIn = h("par_batch_put_in", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    batchDeleteIn = h("par_batch_delete_in", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG));
+    writeVolume = h("par_write_volume", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+        JAVA_INT));
+    snapshotCreateMany = h("par_snapshot_create_many", FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG));
     regionStats = h("par_region_stats", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     volumeStats = h("par_volume_stats_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     try {
@@ -499,6 +508,43 @@ final class FfmBackend extends NativeApi {
   public int flush(long region) {
     try {
       return (int) flush.invokeExact(region);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int batchPutIn(long batch, long region, long key, long keyLen, long value,
+      long valueLen) {
+    try {
+      return (int) batchPutIn.invokeExact(batch, region, key, keyLen, value, valueLen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int batchDeleteIn(long batch, long region, long key, long keyLen) {
+    try {
+      return (int) batchDeleteIn.invokeExact(batch, region, key, keyLen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int writeVolume(long vol, long batch, int flags) {
+    try {
+      return (int) writeVolume.invokeExact(vol, batch, flags);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int snapshotCreateMany(long n, long regions, long out) {
+    try {
+      return (int) snapshotCreateMany.invokeExact(n, regions, out);
     } catch (Throwable t) {
       throw rethrow(t);
     }

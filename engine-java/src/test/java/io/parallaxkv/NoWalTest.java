@@ -1,0 +1,87 @@
+package io.parallaxkv;
+
+import static io.parallaxkv.TestSupport.b;
+import static io.parallaxkv.TestSupport.s;
+import static org.junit.jupiter.api.Assertions.*;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** WriteOptions.disableWal: visibility, close, and a killed JVM (same backend as the suite). */
+class NoWalTest {
+  @TempDir Path dir;
+
+  @Test
+  void unloggedWritesAreVisibleAndSurviveClose() {
+    Path vol = dir.resolve("v");
+    try (Parallax db = Parallax.open(vol, TestSupport.small()); Region r = db.region("r")) {
+      long walBytes = r.stats().walBytesAppended();
+      for (int i = 0; i < 1000; i++) r.put(b("u" + i), b("v" + i), WriteOptions.disableWal(true));
+      r.delete(b("u7"), WriteOptions.NO_WAL);
+      try (WriteBatch batch = new WriteBatch()) {
+        batch.put(b("batch"), b("1"));
+        r.write(batch, WriteOptions.NO_WAL);
+      }
+      assertEquals(walBytes, r.stats().walBytesAppended(), "unlogged writes append no WAL bytes");
+      assertEquals("v5", s(r.get(b("u5"))));
+      assertNull(r.get(b("u7")));
+      r.put(b("logged"), b("x"), WriteOptions.SYNC); // a sync write after unlogged ones returns
+      assertTrue(WriteOptions.NO_WAL.isWalDisabled());
+      assertFalse(WriteOptions.disableWal(false).isWalDisabled());
+    }
+    try (Parallax db = Parallax.open(vol, TestSupport.small()); Region r = db.region("r")) {
+      for (int i = 0; i < 1000; i++) {
+        if (i == 7) assertNull(r.get(b("u7")));
+        else assertEquals("v" + i, s(r.get(b("u" + i))), "u" + i);
+      }
+      assertEquals("1", s(r.get(b("batch"))));
+      assertEquals("x", s(r.get(b("logged"))));
+    }
+  }
+
+  /**
+   * A child JVM writes unlogged keys, flushes (reported as "F n"), then mixes unlogged and
+   * synced logged writes (each synced one reported as "S i") until it is killed: after reopen
+   * every write before the flush and every reported synced write is there.
+   */
+  @Test
+  void killedProcessKeepsFlushedAndSyncedWrites() throws Exception {
+    Path vol = dir.resolve("v");
+    List<String> cmd = new ArrayList<>();
+    cmd.add(ProcessHandle.current().info().command().orElse("java"));
+    for (String k : System.getProperties().stringPropertyNames())
+      if (k.startsWith("parallax.")) cmd.add("-D" + k + "=" + System.getProperty(k));
+    if (Runtime.version().feature() >= 22) cmd.add("--enable-native-access=ALL-UNNAMED");
+    cmd.add("-cp");
+    cmd.add(System.getProperty("java.class.path"));
+    cmd.add(NoWalChild.class.getName());
+    cmd.add(vol.toString());
+    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    int flushed = -1, synced = -1;
+    List<String> other = new ArrayList<>();
+    try (BufferedReader in = new BufferedReader(
+        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.startsWith("F ")) flushed = Integer.parseInt(line.substring(2));
+        else if (line.startsWith("S ")) synced = Integer.parseInt(line.substring(2));
+        else other.add(line);
+        if (synced >= 300) break;
+      }
+      p.destroyForcibly();
+      assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+    }
+    assertTrue(synced >= 300, "the child stopped early: " + other);
+    try (Parallax db = Parallax.open(vol, TestSupport.small()); Region r = db.region("r")) {
+      for (int i = 0; i < flushed; i++) assertEquals("v" + i, s(r.get(b("pre" + i))), "pre" + i);
+      for (int i = 0; i <= synced; i++) assertEquals("s" + i, s(r.get(b("sync" + i))), "sync" + i);
+    }
+  }
+}

@@ -1,0 +1,275 @@
+/* The write path: size classes and placement, the WAL record, the L0
+ * insert, and the stall when L0 is full (batches are in batch.c). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/internal.h"
+#include "util/status.h"
+
+/* Freezes the active L0 and installs a fresh one (write_mu and view_mu
+ * held, no frozen L0). */
+int region_freeze(par_region *r) {
+  view *w = r->view;
+  memtable *m = memtable_create();
+  view *n = m ? view_clone(w) : NULL;
+  if (!n) {
+    memtable_unref(m);
+    return par_error(PAR_ENOMEM, "new L0");
+  }
+  n->frozen = n->active; /* the clone's reference moves over */
+  n->active = m;
+  region_set_view(r, n);
+  pthread_cond_broadcast(&r->view_cv);
+  return PAR_OK;
+}
+
+/* Returns the L0 to insert into, freezing a full one or stalling while the
+ * previous frozen L0 is still being compacted (write_mu held). */
+memtable *region_make_room(par_region *r, int *rc) {
+  /* The active L0 is stable while write_mu is held (only a freeze, which
+   * needs it, replaces it): the common case does not touch view_mu. */
+  pthread_mutex_lock(&r->cur_mu);
+  memtable *m = r->view->active;
+  pthread_mutex_unlock(&r->cur_mu);
+  if (atomic_load(&m->bytes) < r->vol->opts.l0_size) return m;
+  pthread_mutex_lock(&r->view_mu);
+  view *w = r->view;
+  m = NULL;
+  int froze = 0;
+  if (atomic_load(&w->active->bytes) < r->vol->opts.l0_size) {
+    m = w->active;
+  } else if (!w->frozen) {
+    *rc = region_freeze(r);
+    m = *rc ? NULL : r->view->active;
+    froze = !*rc;
+  } else {
+    *rc = PAR_EBUSY;
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  if (froze) compaction_schedule(r);
+  return m;
+}
+
+int region_wait_room(par_region *r) {
+  int retried = 0, rc = PAR_OK;
+  pthread_mutex_lock(&r->view_mu);
+  atomic_fetch_add(&r->stats.stalls, 1);
+  while (r->view->frozen && atomic_load(&r->view->active->bytes) >= r->vol->opts.l0_size) {
+    if (r->failed == PAR_ENOSPC && !retried) {
+      /* Space may have been freed since (a region dropped): try once more. */
+      retried = 1;
+      r->failed = 0;
+      pthread_mutex_unlock(&r->view_mu);
+      compaction_schedule(r);
+      pthread_mutex_lock(&r->view_mu);
+      continue;
+    }
+    if (r->failed) {
+      rc = par_error(r->failed, "L0 is full and compaction failed: %s", par_strerror(r->failed));
+      break;
+    }
+    pthread_cond_wait(&r->view_cv, &r->view_mu);
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  return rc;
+}
+
+int region_check_key(const void *key, size_t key_len) {
+  if (!key) return par_error(PAR_EINVAL, "key must not be NULL");
+  if (key_len == 0) return par_error(PAR_EINVAL, "keys must not be empty");
+  if (key_len > PAR_MAX_KEY_SIZE)
+    return par_error(PAR_ETOOBIG, "key of %zu bytes exceeds the limit of %u", key_len, PAR_MAX_KEY_SIZE);
+  return PAR_OK;
+}
+
+int region_check_value(const void *value, size_t value_len) {
+  if (!value && value_len) return par_error(PAR_EINVAL, "value must not be NULL");
+  if (value_len > PAR_MAX_VALUE_SIZE)
+    return par_error(PAR_ETOOBIG, "value of %zu bytes exceeds the limit of %u", value_len, PAR_MAX_VALUE_SIZE);
+  return PAR_OK;
+}
+
+static int size_class(const par_options *o, size_t pair) {
+  return pair < o->small_threshold ? CLASS_SMALL : pair < o->large_threshold ? CLASS_MEDIUM : CLASS_LARGE;
+}
+
+/* Whether a put's value goes to the large log under the placement policy. */
+static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
+  if (value_len > PAR_MAX_INLINE_VALUE) return 1;
+  switch (o->placement) {
+  case PAR_PLACEMENT_IN_LOG: return 1;
+  case PAR_PLACEMENT_IN_PLACE: return 0;
+  default: return cls == CLASS_LARGE;
+  }
+}
+
+/* Appends ops' values bound for the large log there (write_mu held) and
+ * rewrites those ops, in logged (a copy of ops), to carry their pointers
+ * (in ptrs). Every record appended, and a huge value's run even when its
+ * write failed, is added to placed. */
+static int place_large_values(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t n,
+                              wal_op *logged, uint8_t *ptrs, garbage_list *placed) {
+  const par_options *o = &r->vol->opts;
+  for (uint32_t i = 0; i < n; i++) {
+    if (ops[i].type != WAL_PUT ||
+        !goes_to_large_log(o, size_class(o, ops[i].key_len + ops[i].value_len), ops[i].value_len))
+      continue;
+    vptr p = {0};
+    int rc = vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE
+                 ? vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p)
+                 : vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+    if (p.inc) garbage_add(placed, p);
+    if (rc) return rc;
+    vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
+    logged[i].type = WAL_PUT_LARGE;
+    logged[i].value = ptrs + (size_t)i * VPTR_SIZE;
+    logged[i].value_len = VPTR_SIZE;
+  }
+  return PAR_OK;
+}
+
+/* Logs and applies ops atomically: one WAL record, LSNs in order. Values
+ * bound for the large log are appended there first, and the WAL record
+ * carries their pointers. With PAR_NO_WAL the record is left out: the WAL
+ * only learns that the LSNs were taken (wal_skip). With WRITE_PART the
+ * record is a cross-region batch's part and nothing is inserted yet
+ * (api/txn.c inserts once the batch commits). When logged_out is set
+ * (n ops, and ptrs_out n pointers), the ops as logged are left there.
+ * write_mu held.
+ *
+ * The L0 entries are allocated before the record is written, so that
+ * nothing but a tree node (under 1 KiB) can fail after it: once the record
+ * is written its LSNs are spent (next_lsn moves past them here: a reused
+ * LSN would stop recovery at the duplicate), and a failed link stops the
+ * region's writes until a reopen applies the record whole. Values already
+ * in the large log of a write that fails before its record count as
+ * garbage. */
+int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op *ops, uint32_t n,
+                          unsigned mode, wal_op *logged_out, uint8_t *ptrs_out) {
+  wal_op *logged = logged_out ? logged_out : malloc(n * sizeof *logged);
+  uint8_t *ptrs = ptrs_out ? ptrs_out : malloc((size_t)n * VPTR_SIZE);
+  int insert = !(mode & WRITE_PART);
+  mt_entry **entries = insert ? malloc(n * sizeof *entries) : NULL;
+  garbage_list placed = {0};
+  int rc = logged && ptrs && (entries || !insert) ? PAR_OK : par_error(PAR_ENOMEM, "batch of %u", n);
+  if (!rc) {
+    memcpy(logged, ops, n * sizeof *logged);
+    rc = place_large_values(r, lsn, ops, n, logged, ptrs, &placed);
+  }
+  for (uint32_t i = 0; !rc && insert && i < n; i++)
+    if (!(entries[i] = memtable_entry(m, lsn + i, logged[i].type, logged[i].key, logged[i].key_len,
+                                      logged[i].value, logged[i].value_len)))
+      rc = PAR_ENOMEM;
+  if (!rc && (mode & PAR_NO_WAL)) {
+    wal_skip(&r->wal, lsn + n - 1);
+    atomic_store(&r->unlogged_lsn, lsn + n - 1);
+  } else if (!rc && (mode & WRITE_PART)) {
+    rc = wal_append_part(&r->wal, lsn, logged, n);
+  } else if (!rc) {
+    rc = wal_append(&r->wal, lsn, logged, n);
+  }
+  if (rc && placed.n) {
+    /* Nothing will point at the values already in the large log: count
+     * them as garbage so that GC frees their space (best effort: if this
+     * fails too, the space waits for the segments' other values to die). */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", par_last_error());
+    garbage_persist(r, &placed);
+    par_error(rc, "%s", msg);
+  }
+  int spent = !rc;
+  if (spent) r->next_lsn = lsn + n;
+  for (uint32_t i = 0; !rc && insert && i < n; i++) rc = memtable_link(m, entries[i]);
+  if (rc && spent) {
+    r->write_failed = rc;
+    rc = par_error(rc, "the write is logged but L0 could not take it (%s): it is applied when the "
+                       "region is reopened, and the region refuses writes until then",
+                   par_last_error());
+  } else if (!rc && insert) {
+    atomic_store(&r->last_lsn, lsn + n - 1);
+  }
+  garbage_free(&placed);
+  free(entries);
+  if (logged != logged_out) free(logged);
+  if (ptrs != ptrs_out) free(ptrs);
+  return rc;
+}
+
+int region_check_flags(unsigned flags) {
+  if (flags & ~(PAR_SYNC | PAR_NO_WAL)) return par_error(PAR_EINVAL, "unknown write flags 0x%x", flags);
+  if ((flags & PAR_SYNC) && (flags & PAR_NO_WAL))
+    return par_error(PAR_EINVAL, "PAR_SYNC and PAR_NO_WAL exclude each other: an unlogged write becomes durable at the next flush");
+  return PAR_OK;
+}
+
+int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
+  int rc = region_check_flags(flags);
+  if (rc) return rc;
+  memtable *m;
+  /* Never wait for a compaction holding write_mu: GC needs it to finish. */
+  for (;;) {
+    pthread_mutex_lock(&r->write_mu);
+    if (r->write_failed) {
+      pthread_mutex_unlock(&r->write_mu);
+      return par_error(PAR_EFAILED, "an earlier write is logged but missed L0 (%s): reopen the region",
+                       par_strerror(r->write_failed));
+    }
+    m = region_make_room(r, &rc);
+    if (m || rc != PAR_EBUSY) break;
+    pthread_mutex_unlock(&r->write_mu);
+    if ((rc = region_wait_room(r))) return rc;
+  }
+  uint64_t lsn = r->next_lsn;
+  if (m) rc = region_log_and_insert(r, m, lsn, ops, n, flags & PAR_NO_WAL, NULL, NULL);
+  int froze = 0;
+  if (rc == PAR_ENOSPC) {
+    /* Which values died is known only once a merge has compared versions:
+     * a full volume flushes L0 so that merges and GC can give space back
+     * (the caller's retry then finds it). */
+    pthread_mutex_lock(&r->view_mu);
+    if (!r->view->frozen && r->view->active->entries) froze = region_freeze(r) == PAR_OK;
+    pthread_mutex_unlock(&r->view_mu);
+  }
+  pthread_mutex_unlock(&r->write_mu);
+  if (froze) compaction_schedule(r);
+  if (!rc) {
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < n; i++) {
+      size_t pair = ops[i].key_len + ops[i].value_len;
+      bytes += pair;
+      if (ops[i].type == WAL_PUT) {
+        int cls = size_class(&r->vol->opts, pair);
+        atomic_fetch_add(&r->stats.class_puts[cls], 1);
+        atomic_fetch_add(&r->stats.class_bytes[cls], pair);
+      }
+      atomic_fetch_add(ops[i].type == WAL_PUT ? &r->stats.puts : &r->stats.deletes, 1);
+    }
+    atomic_fetch_add(&r->stats.user_bytes, bytes);
+  }
+  if (!rc && (flags & PAR_SYNC)) rc = wal_sync(&r->wal, lsn + n - 1);
+  return rc;
+}
+
+PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
+                    size_t value_len, unsigned flags) {
+  if (!r) return par_error(PAR_EINVAL, "par_put: NULL region");
+  int rc = region_check_key(key, key_len);
+  if (!rc) rc = region_check_value(value, value_len);
+  if (rc) return rc;
+  wal_op op = {WAL_PUT, (uint16_t)key_len, (uint32_t)value_len, key, value};
+  return region_apply(r, &op, 1, flags);
+}
+
+PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned flags) {
+  if (!r) return par_error(PAR_EINVAL, "par_delete: NULL region");
+  int rc = region_check_key(key, key_len);
+  if (rc) return rc;
+  wal_op op = {WAL_DELETE, (uint16_t)key_len, 0, key, NULL};
+  return region_apply(r, &op, 1, flags);
+}
+
+PAR_API int par_sync(par_region *r) {
+  if (!r) return par_error(PAR_EINVAL, "par_sync: NULL region");
+  return wal_sync(&r->wal, atomic_load(&r->last_lsn));
+}
