@@ -55,13 +55,15 @@ final class FamilyMatcher {
     int i = 0;
     int n = cells.size();
     while (i < n) {
+      // Once the family's per-row limit is reached the store moves to the next row without
+      // showing the filter another cell (a region server does; filters count what they see).
+      if (storeLimit > -1 && countPerRow >= storeLimit + storeOffset) return End.ROW;
       Cell cell = cells.get(i);
       MatchCode code = match(cell);
       switch (code) {
         case INCLUDE, INCLUDE_AND_SEEK_NEXT_COL, INCLUDE_AND_SEEK_NEXT_ROW -> {
           Cell shown = filter == null ? cell : filter.transformCell(cell);
           countPerRow++;
-          if (storeLimit > -1 && countPerRow > storeLimit + storeOffset) return End.ROW;
           if (countPerRow > storeOffset) out.add(shown);
           if (code == MatchCode.INCLUDE_AND_SEEK_NEXT_ROW) return End.ROW;
           i = code == MatchCode.INCLUDE ? i + 1 : nextColumn(cells, i);

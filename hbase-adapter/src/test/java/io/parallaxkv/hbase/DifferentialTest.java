@@ -245,7 +245,7 @@ class DifferentialTest {
       } catch (IOException e) {
         throw new IllegalStateException(e);
       }
-      if (r.nextInt(3) == 0) g.setFilter(randomFilter(r, 0, false));
+      if (r.nextInt(3) == 0) g.setFilter(randomFilter(r, 0, shape >= 2));
       if (r.nextInt(8) == 0) g.setMaxResultsPerColumnFamily(1 + r.nextInt(3)).setRowOffsetPerColumnFamily(r.nextInt(2));
       return new Op("get " + g, true, t -> cells(t.get(g)));
     }
@@ -266,7 +266,8 @@ class DifferentialTest {
     s.setReversed(reversed);
     s.readVersions(1 + r.nextInt(6));
     if (r.nextInt(3) == 0) s.addFamily(fam);
-    if (r.nextInt(5) == 0) s.addColumn(pick(r, FAMILIES), qual);
+    boolean explicit = r.nextInt(5) == 0;
+    if (explicit) s.addColumn(pick(r, FAMILIES), qual);
     if (r.nextInt(5) == 0) {
       long a = ts(r);
       try {
@@ -275,7 +276,7 @@ class DifferentialTest {
         throw new IllegalStateException(e);
       }
     }
-    if (r.nextInt(2) == 0) s.setFilter(randomFilter(r, 0, reversed));
+    if (r.nextInt(2) == 0) s.setFilter(randomFilter(r, 0, reversed || explicit));
     if (r.nextInt(5) == 0) s.setLimit(1 + r.nextInt(4));
     // Batch only without a limit: HBase counts a limit's rows over batched partial Results in
     // the client and the server together, depending on the scanner caching.
@@ -322,9 +323,10 @@ class DifferentialTest {
   private static final int[] NON_SEEKING = {0, 1, 2, 4, 6, 7, 9, 10, 15, 16};
 
   /**
-   * A random filter. Reversed scans get only filters that never ask the store scanner to jump
-   * between columns: HBase's reversed store scanner does not follow those jumps as its forward
-   * one does (docs/hbase.md, "Known differences").
+   * A random filter. Reversed scans and reads of named columns get only filters that never ask
+   * the store scanner to jump between columns: HBase's reversed store scanner does not follow
+   * those jumps as its forward one does, and with named columns HBase returns fewer versions of
+   * the empty qualifier (docs/hbase.md, "Known differences").
    */
   private static Filter randomFilter(Random r, int depth, boolean reversed) {
     CompareOperator op = pick(r, new CompareOperator[] {CompareOperator.EQUAL, CompareOperator.LESS,

@@ -11,7 +11,8 @@ import org.apache.hadoop.hbase.util.Bytes;
 /**
  * The process KillRecoveryTest kills: writes rows whose cells span two families, each row's
  * cells carrying the same generation number, SYNC_WAL rows on the main thread, alone and in
- * two-row batches (each printed as "synced ROW GEN" once acknowledged) and ASYNC_WAL rows on another, until killed or the time
+ * two-row batches (each printed as "synced ROW GEN" once acknowledged) and ASYNC_WAL and SKIP_WAL
+ * rows on another, until killed or the time
  * bound runs out. Arguments: volume path, first generation, seconds to run at most.
  */
 public final class KillWriter {
@@ -47,6 +48,7 @@ public final class KillWriter {
         try (Table u = c.getTable(TABLE)) {
           for (long g = firstGen; System.nanoTime() < deadline; g++) {
             u.put(row("async-" + (g % ROWS), g, Durability.ASYNC_WAL));
+            u.put(row("skipwal-" + (g % ROWS), g, Durability.SKIP_WAL));
           }
         } catch (Exception e) {
           System.out.println("async writer failed: " + e);
