@@ -1,0 +1,108 @@
+package io.parallaxkv.hbase;
+
+import io.parallaxkv.ParallaxException;
+import io.parallaxkv.Region;
+import java.io.IOException;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.TableNotEnabledException;
+import org.apache.hadoop.hbase.TableNotFoundException;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+
+/**
+ * One table: its catalog entry and the engine region holding all its column families (one
+ * region, so that a row's cells across families are written by one atomic engine batch; the
+ * engine's batches are atomic within a region only). Data operations run under the read side
+ * of a lock whose write side admin operations take to swap or drop the region.
+ */
+final class TableStore {
+  /** An operation on the table's region. */
+  interface RegionOp<T> {
+    T apply(Region region, TableCatalog.Entry entry) throws IOException;
+  }
+
+  private final TableName name;
+  private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
+  private volatile TableCatalog.Entry entry;
+  private Region region;
+
+  TableStore(TableCatalog.Entry entry, Region region) {
+    this.name = entry.descriptor().getTableName();
+    this.entry = entry;
+    this.region = region;
+  }
+
+  static String regionName(long id) {
+    return "hbase-table-" + id;
+  }
+
+  TableName name() {
+    return name;
+  }
+
+  TableCatalog.Entry entry() {
+    return entry;
+  }
+
+  TableDescriptor descriptor() {
+    return entry.descriptor();
+  }
+
+  /** Runs a data operation: the table must exist and be enabled. */
+  <T> T data(RegionOp<T> op) throws IOException {
+    guard.readLock().lock();
+    try {
+      TableCatalog.Entry e = entry;
+      if (region == null) throw new TableNotFoundException(name);
+      if (!e.enabled()) throw new TableNotEnabledException(name);
+      return op.apply(region, e);
+    } catch (ParallaxException ex) {
+      throw Errors.of(ex);
+    } finally {
+      guard.readLock().unlock();
+    }
+  }
+
+  /**
+   * Runs an admin operation alone on the table: it may replace the entry and the region (null
+   * when the table is dropped) through {@code change}.
+   */
+  void admin(AdminOp op) throws IOException {
+    guard.writeLock().lock();
+    try {
+      if (region == null) throw new TableNotFoundException(name);
+      op.apply(this);
+    } catch (ParallaxException ex) {
+      throw Errors.of(ex);
+    } finally {
+      guard.writeLock().unlock();
+    }
+  }
+
+  /** An admin operation; it runs with the table's write lock held. */
+  interface AdminOp {
+    void apply(TableStore table) throws IOException;
+  }
+
+  /** The region, for admin operations (write lock held). */
+  Region region() {
+    return region;
+  }
+
+  /** Replaces the entry and region (write lock held). */
+  void change(TableCatalog.Entry newEntry, Region newRegion) {
+    entry = newEntry;
+    region = newRegion;
+  }
+
+  /** Closes the region (the volume is closing). */
+  void close() {
+    guard.writeLock().lock();
+    try {
+      if (region != null) region.close();
+      region = null;
+    } finally {
+      guard.writeLock().unlock();
+    }
+  }
+}
