@@ -208,17 +208,19 @@ class FailoverTest {
   }
 
   /**
-   * A backup cut off from its peers but not from ZooKeeper (its connections dropped for 9 s):
+   * A backup cut off from its peers but not from ZooKeeper (its connections dropped for 25 s, so
+   * that the cut still overlaps the writes when the cluster is slow to form on a loaded machine):
    * its primaries report it after 3 s, the master drops it, writes go on with the other copies,
    * a spare restores three copies; healed, the server holds no copy it is not a member for.
    */
   @Test
   @Timeout(180)
   void partitionedBackupIsDroppedAndReplaced() throws Exception {
+    long cutMs = 25_000;
     try (Cluster cl = new Cluster(dir, "send-index")) {
       List<String> ids = new java.util.ArrayList<>();
       for (int i = 0; i < 4; i++) {
-        ids.add(i == 2 ? cl.startWith(List.of("-Dparallax.repl.partition=6000:9000")) : cl.start());
+        ids.add(i == 2 ? cl.startWith(List.of("-Dparallax.repl.partition=6000:" + cutMs)) : cl.start());
       }
       String cut = ids.get(2); // a backup of both regions (the master's placement)
       long cutStart = System.currentTimeMillis() + 6000;
@@ -230,7 +232,7 @@ class FailoverTest {
         waitFor(c, "r0", 40000, r -> r.member(cut) == null);
         long acks = w.acks.get();
         while (w.acks.get() < acks + 50) Thread.sleep(20);
-        long healed = cutStart + 9000 - System.currentTimeMillis();
+        long healed = cutStart + cutMs - System.currentTimeMillis();
         if (healed > 0) Thread.sleep(healed + 1000);
         w.stop();
         waitReplicated(c, 60000);
