@@ -1,12 +1,14 @@
 /*
  * par_latbench — latency of gets and puts while compactions run.
  *
- *   par_latbench VOLUME SECONDS [KEYS]
+ *   par_latbench VOLUME SECONDS [KEYS [PUTS_PER_SECOND]]
  *
  * Opens (creating) VOLUME with a 4 MiB L0 (so that merges, and their redo
- * log commits, happen every few seconds), loads KEYS keys (default 200000)
+ * log commits, happen every second or so), loads KEYS keys (default 200000)
  * with 100-byte values, then for SECONDS runs one thread putting random
- * keys (unsynced) and one thread getting random keys, timing every call;
+ * keys (unsynced) at PUTS_PER_SECOND (default 50000: the machine is not
+ * saturated, so a stall shows as one) and one thread getting random keys,
+ * timing every call;
  * prints p50, p99, p99.9 and the maximum of each in microseconds, and the
  * compactions that ran meanwhile. Uses only the public API, so the same
  * source builds against any version of the engine for a before/after
@@ -26,6 +28,7 @@
 typedef struct worker {
   par_region *r;
   int writer;
+  unsigned rate; /* puts per second (writer) */
   unsigned keys;
   uint64_t seed;
   double *lat;
@@ -54,7 +57,15 @@ static void *run(void *arg) {
   worker *w = arg;
   char key[32], val[VALUE_BYTES], buf[VALUE_BYTES];
   memset(val, 'v', sizeof val);
+  double start = now_us();
   while (!atomic_load(&stop) && w->n < MAX_SAMPLES) {
+    if (w->writer && w->n % 100 == 0) { /* keep to the rate */
+      double due = start + (double)w->n * 1e6 / w->rate, wait = due - now_us();
+      if (wait > 0) {
+        struct timespec ts = {(time_t)(wait / 1e6), (long)((wait - (double)(time_t)(wait / 1e6) * 1e6) * 1e3)};
+        nanosleep(&ts, NULL);
+      }
+    }
     int kl = key_of((unsigned)(next_rand(&w->seed) % w->keys), key);
     size_t len;
     double t0 = now_us();
@@ -84,11 +95,16 @@ static void report(const char *what, double *lat, size_t n) {
 
 int main(int argc, char **argv) {
   if (argc < 3 || atoi(argv[2]) <= 0) {
-    fprintf(stderr, "usage: par_latbench VOLUME SECONDS [KEYS]\n");
+    fprintf(stderr, "usage: par_latbench VOLUME SECONDS [KEYS [PUTS_PER_SECOND]]\n");
     return 2;
   }
   int seconds = atoi(argv[2]);
   unsigned keys = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 200000u;
+  unsigned rate = argc > 4 ? (unsigned)strtoul(argv[4], NULL, 10) : 50000u;
+  if (!keys || !rate) {
+    fprintf(stderr, "par_latbench: KEYS and PUTS_PER_SECOND must be positive\n");
+    return 2;
+  }
   par_options o;
   par_options_init(&o);
   o.l0_size = 4u << 20;
@@ -110,7 +126,8 @@ int main(int argc, char **argv) {
   if (par_flush(r)) return 1;
   par_stats before, after;
   par_region_stats(r, &before);
-  worker w[2] = {{r, 1, keys, 0x9e3779b97f4a7c15ull, NULL, 0, 0}, {r, 0, keys, 0xd1b54a32d192ed03ull, NULL, 0, 0}};
+  worker w[2] = {{r, 1, rate, keys, 0x9e3779b97f4a7c15ull, NULL, 0, 0},
+                 {r, 0, 0, keys, 0xd1b54a32d192ed03ull, NULL, 0, 0}};
   pthread_t t[2];
   for (int i = 0; i < 2; i++) {
     w[i].lat = malloc(MAX_SAMPLES * sizeof *w[i].lat);
