@@ -52,6 +52,7 @@
 #include "log/vlog.h"
 #include "log/wal.h"
 #include "scan/merge.h"
+#include "scan/readahead.h"
 #include "meta/catalog.h"
 #include "meta/redolog.h"
 #include "meta/superblock.h"
@@ -964,6 +965,126 @@ static void test_tree_jumbo(void **state) {
   scratch_close(&s);
 }
 
+/* ==== 4b. scan readahead ================================================= */
+
+typedef struct asks {
+  uint64_t *off, *len;
+  size_t n, cap;
+} asks;
+
+static void record_ask(void *ctx, uint64_t off, uint64_t len) {
+  asks *a = ctx;
+  if (a->n == a->cap) {
+    a->cap = a->cap ? 2 * a->cap : 256;
+    a->off = realloc(a->off, a->cap * sizeof *a->off);
+    a->len = realloc(a->len, a->cap * sizeof *a->len);
+    assert_true(a->off && a->len);
+  }
+  assert_true(len > 0);
+  a->off[a->n] = off;
+  a->len[a->n++] = len;
+}
+
+static int asked(const asks *a, uint64_t off, uint64_t len) {
+  for (size_t i = 0; i < a->n; i++)
+    if (a->off[i] <= off && off + len <= a->off[i] + a->len[i]) return 1;
+  return 0;
+}
+
+/* Where the record of a log entry is, as readahead asks for it; 0 if the
+ * entry has none. */
+static uint64_t record_of(const tree_entry *e, uint64_t *len) {
+  if (e->cat != CAT_LARGE && e->cat != CAT_MEDIUM) return 0;
+  vptr v = vptr_decode(e->value);
+  *len = v.size < SCAN_RA_MAX_RECORD ? v.size : SCAN_RA_MAX_RECORD;
+  return seg_offset(v.seg) + v.off;
+}
+
+/* A cursor's readahead, both ways over a tree of inline, medium (adjacent
+ * records in the transient log) and large entries (records 64 KiB apart):
+ * every record is asked for before the cursor reaches its entry, the
+ * window ahead grows to SCAN_RA_ENTRIES, the next leaf is asked for before
+ * the cursor enters it (when the same parent holds it), and nothing is
+ * asked for twice or beyond what the entries need. */
+static void test_scan_readahead(void **state) {
+  (void)state;
+  scratch s;
+  scratch_open(&s, "internals_scan_ra", 1, 0);
+  pairs p = {0};
+  char key[32];
+  for (uint32_t i = 0; i < 6000; i++) {
+    int klen = snprintf(key, sizeof key, "readahead%010u", i);
+    if (i % 3 == 0) {
+      uint8_t ptr[VPTR_SIZE];
+      vptr_encode(ptr, (vptr){.seg = 1000 + i / 30, .off = (i % 30) * 65536, .inc = 1, .size = 1100 + i % 7});
+      pairs_add(&p, key, (size_t)klen, ptr, sizeof ptr, CAT_LARGE);
+    } else if (i % 3 == 1) {
+      pairs_add_pattern(&p, key, (size_t)klen, 100 + i % 50, i, CAT_MEDIUM);
+    } else {
+      pairs_add_pattern(&p, key, (size_t)klen, 1 + i % 40, i, CAT_INLINE);
+    }
+  }
+  tree_desc t;
+  build_tree(&s, &p, &t);
+  assert_true(t.height >= 2);
+  key_source ks = {&s.file, 0};
+  for (int reverse = 0; reverse < 2; reverse++) {
+    asks a = {0};
+    scan_readahead ra = {.ask = record_ask, .ctx = &a, .window = SCAN_RA_FIRST};
+    tree_cursor c;
+    tree_cursor_init(&c, &ks, &t, NULL);
+    assert_ok(reverse ? tree_cursor_seek_rev(&c, NULL, 0, 0) : tree_cursor_seek(&c, NULL, 0, 0));
+    const uint8_t *leaf = NULL;
+    uint32_t in_leaf = 0; /* steps since the cursor entered its leaf */
+    size_t leaves = 0, records = 0, steps = 0;
+    uint64_t record_bytes = 0;
+    while (tree_cursor_valid(&c)) {
+      const typeof(c.path[0]) *lp = &c.path[c.depth - 1], *parent = &c.path[c.depth - 2];
+      if (lp->node != leaf) {
+        /* A leaf entered from its sibling under the same parent was asked for. */
+        if (leaf && (reverse ? parent->idx + 1 < parent->h.nslots : parent->idx > 0))
+          assert_true(asked(&a, (uint64_t)(lp->node - s.file.map), LEAF_SIZE));
+        leaf = lp->node;
+        leaves++;
+        in_leaf = 0;
+      }
+      uint64_t len = 0, off = record_of(&c.cur, &len);
+      /* Past the first steps, the record was asked for before the cursor came. */
+      if (off && steps > 1 && in_leaf > 1) assert_true(asked(&a, off, len));
+      scan_readahead_step(&ra, &c, reverse);
+      if (off) {
+        assert_true(asked(&a, off, len));
+        records++;
+        record_bytes += len;
+      }
+      /* The window ahead: at least half of it asked for, within the leaf. */
+      uint32_t ahead = steps > 8 ? SCAN_RA_ENTRIES / 2 : SCAN_RA_FIRST / 2;
+      for (uint32_t k = 1; k <= ahead; k++) {
+        if (reverse ? lp->idx < k : lp->idx + k >= lp->h.nslots) break;
+        tree_entry e;
+        assert_ok(leaf_entry(lp->node, &lp->h, reverse ? lp->idx - k : lp->idx + k, &e));
+        uint64_t l2 = 0, o2 = record_of(&e, &l2);
+        if (o2) assert_true(asked(&a, o2, l2));
+      }
+      assert_ok(reverse ? tree_cursor_prev(&c) : tree_cursor_next(&c));
+      steps++;
+      in_leaf++;
+    }
+    assert_int_equal(steps, p.n);
+    assert_int_equal(records, 4000);
+    /* Adjacent records share a request; gaps up to a page join them. */
+    uint64_t total = 0;
+    for (size_t i = 0; i < a.n; i++) total += a.len[i];
+    assert_true(total <= record_bytes + records * 4096 + leaves * LEAF_SIZE);
+    assert_true(a.n < records); /* the medium records gathered */
+    free(a.off);
+    free(a.len);
+  }
+  tree_desc_free(&t);
+  pairs_free(&p);
+  scratch_close(&s);
+}
+
 /* Keys of every length 1..1024, many of them prefixes of others (a fifth of
  * them medium pairs, whose leaves keep a key prefix), and 3000 keys of the
  * maximum size: deep index levels (few 1 KiB pivots per node). */
@@ -1866,6 +1987,7 @@ int main(void) {
       cmocka_unit_test(test_tree_max_keys),
       cmocka_unit_test(test_tree_key_prefixes),
       cmocka_unit_test(test_tree_builder_abort),
+      cmocka_unit_test(test_scan_readahead),
       cmocka_unit_test(test_memtable_versions),
       cmocka_unit_test(test_memtable_random),
       cmocka_unit_test(test_wal_append_replay),

@@ -18,12 +18,22 @@
  * delegated memory controller) and a file system whose reads reach a block
  * device; otherwise it exits with 77, which ctest reports as skipped.
  *
+ * Then scans (test_scans_read_what_they_need): the same short scans twice,
+ * the file's pages dropped before each pass, once with the scanners'
+ * readahead off and once with it on for every scanner (scan/readahead.h).
+ * Readahead must not make a scan read more than it uses: the device bytes
+ * of the second pass stay within a bound of the first's. Both passes'
+ * times are printed, not checked (docs/benchmarks.md has the measured
+ * numbers).
+ *
  * Environment: PAR_READPATH_KEYS (pairs loaded, default 4000000: about
  * 1.1 GiB of volume), PAR_READPATH_LIMIT_MIB (default 256),
- * PAR_READPATH_GETS (default 20000), PAR_SEED.
+ * PAR_READPATH_GETS (default 20000), PAR_READPATH_SCANS (default 2000),
+ * PAR_SEED.
  */
 #define _GNU_SOURCE
 #include "testutil.h"
+#include "scan/readahead.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -40,7 +50,15 @@
  * faults; one readahead window of the broken path is 8 MiB. */
 #define MAX_BYTES_PER_GET (3 * 8192 + 2 * 4096 + 8192)
 
-static uint64_t keys_n, gets_n, limit_bytes, seed;
+/* Scans: SCAN_LEN entries each, every value read. A scan of 50 SD entries
+ * reads a leaf or two per level, about 10 large values and, in the upper
+ * level, about 10 medium records: some 2.5 KB per entry. */
+#define SCAN_LEN 50
+#define MAX_BYTES_PER_SCANNED (8 * 1024)
+/* Readahead may ask for a little past a scan's end: at most this more per scan. */
+#define MAX_READAHEAD_WASTE_PER_SCAN (32 * 1024)
+
+static uint64_t keys_n, gets_n, scans_n, limit_bytes, seed;
 
 static size_t key_of(uint64_t i, char *out) {
   snprintf(out, KEY_LEN + 1, "user%020llu", (unsigned long long)tu_mix64(i));
@@ -223,7 +241,7 @@ static void drop_cache(const char *path) {
   close(fd);
 }
 
-static int setup(void **state) {
+static int group_setup(void **state) {
   (void)state;
   device_read_bytes(); /* skips now, not after the load, without I/O accounting */
   cgroup_create(limit_bytes);
@@ -232,17 +250,25 @@ static int setup(void **state) {
   return 0;
 }
 
-static int teardown(void **state) {
+static int group_teardown(void **state) {
   (void)state;
   cleanup();
   return 0;
 }
 
-static void test_gets_read_what_they_need(void **state) {
-  (void)state;
+/* Loads the volume once, drops its pages, and moves into the group. */
+static void prepare(void) {
+  static int done;
+  if (done) return;
   load(volume_path);
   drop_cache(volume_path);
   cgroup_join();
+  done = 1;
+}
+
+static void test_gets_read_what_they_need(void **state) {
+  (void)state;
+  prepare();
 
   par_volume *v;
   par_region *r;
@@ -284,12 +310,75 @@ static void test_gets_read_what_they_need(void **state) {
              (unsigned long long)gets_n);
 }
 
+/* One pass of scans_n scans from random keys, on the volume reopened after
+ * its pages were dropped (pages still mapped would survive the drop);
+ * returns the device bytes read and sets *secs and *entries. */
+static uint64_t scan_pass(double *secs, uint64_t *entries) {
+  drop_cache(volume_path);
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(volume_path, NULL, &v));
+  assert_ok(par_region_open(v, "sd", 0, &r));
+  const uint64_t before = device_read_bytes();
+  double t0 = now_s();
+  char key[KEY_LEN + 1];
+  uint64_t rng = seed ^ 0x5ca9ull;
+  *entries = 0;
+  for (uint64_t n = 0; n < scans_n; n++) {
+    par_scanner *sc;
+    assert_ok(par_scanner_open(r, NULL, &sc));
+    assert_ok(par_scanner_seek(sc, key, key_of(tu_rand_range(&rng, keys_n), key), PAR_SEEK_GE));
+    for (int i = 0; i < SCAN_LEN && par_scanner_valid(sc); i++) {
+      const void *k, *val;
+      size_t kl, vl;
+      assert_ok(par_scanner_key(sc, &k, &kl));
+      assert_ok(par_scanner_value(sc, &val, &vl));
+      assert_int_equal(kl, KEY_LEN);
+      (*entries)++;
+      assert_ok(par_scanner_next(sc));
+    }
+    par_scanner_close(sc);
+  }
+  *secs = now_s() - t0;
+  uint64_t read = device_read_bytes() - before;
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  return read;
+}
+
+static void test_scans_read_what_they_need(void **state) {
+  (void)state;
+  prepare();
+  uint64_t saved = scan_readahead_wait_ns, n0, n1;
+  double s0, s1;
+  scan_readahead_wait_ns = UINT64_MAX;
+  uint64_t b0 = scan_pass(&s0, &n0);
+  scan_readahead_wait_ns = 0;
+  uint64_t b1 = scan_pass(&s1, &n1);
+  scan_readahead_wait_ns = saved;
+  assert_int_equal(n0, n1);
+  fprintf(stderr,
+          "test_readpath: %llu scans of up to %d entries (%llu entries), device bytes per entry "
+          "and time: readahead off %.0f B, %.2f s; on %.0f B, %.2f s\n",
+          (unsigned long long)scans_n, SCAN_LEN, (unsigned long long)n0, (double)b0 / (double)n0, s0,
+          (double)b1 / (double)n1, s1);
+  if (b0 == 0) skip_test("no device reads counted: is %s on a block device?", scratch_dir);
+  assert_true(b0 <= n0 * MAX_BYTES_PER_SCANNED);
+  assert_true(b1 <= n1 * MAX_BYTES_PER_SCANNED);
+  if (b1 > b0 + (b0 >> 3) + scans_n * MAX_READAHEAD_WASTE_PER_SCAN)
+    fail_msg("scans with readahead read %llu device bytes against %llu without: readahead asks "
+             "for what scans do not read",
+             (unsigned long long)b1, (unsigned long long)b0);
+}
+
 int main(void) {
   keys_n = tu_env_u64("PAR_READPATH_KEYS", 4000000);
+  scans_n = tu_env_u64("PAR_READPATH_SCANS", 2000);
   gets_n = tu_env_u64("PAR_READPATH_GETS", 20000);
   limit_bytes = tu_env_u64("PAR_READPATH_LIMIT_MIB", 256) << 20;
   seed = tu_seed("test_readpath");
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test_setup_teardown(test_gets_read_what_they_need, setup, teardown)};
-  return cmocka_run_group_tests(tests, NULL, NULL);
+      cmocka_unit_test(test_gets_read_what_they_need),
+      cmocka_unit_test(test_scans_read_what_they_need)};
+  return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

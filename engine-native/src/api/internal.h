@@ -115,6 +115,9 @@ struct par_region {
     atomic_uint_fast64_t log_value_reads[2]; /* by user reads: [0] medium, [1] large */
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
+  /* Until when new scanners ask for readahead: a scan waited on the device
+   * shortly before (scan/scanner.c). */
+  atomic_uint_fast64_t scan_waited_until;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
 
   /* Replication (src/repl). role is a par_repl_role, changed under write_mu

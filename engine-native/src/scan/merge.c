@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log/wal.h"
+#include "scan/readahead.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -113,6 +114,7 @@ typedef struct cursor_source {
   kv_source base;
   dtree *t;
   tree_cursor c;
+  scan_readahead ra;
 } cursor_source;
 
 static int cur_sync(cursor_source *s, int rc) {
@@ -141,6 +143,11 @@ static int cur_prev(kv_source *b) {
   return cur_sync(s, tree_cursor_prev(&s->c));
 }
 
+static void cur_readahead(kv_source *b, int reverse) {
+  cursor_source *s = (cursor_source *)b;
+  scan_readahead_step(&s->ra, &s->c, reverse);
+}
+
 static void cur_close(kv_source *b) {
   cursor_source *s = (cursor_source *)b;
   dtree_unref(s->t);
@@ -153,11 +160,13 @@ kv_source *tree_cursor_source(const key_source *ks, dtree *t) {
   dtree_ref(t);
   s->t = t;
   tree_cursor_init(&s->c, ks, &t->d, &t->checks);
+  scan_readahead_init(&s->ra, ks->file);
   s->base.next = cur_next;
   s->base.seek = cur_seek;
   s->base.prev = cur_prev;
   s->base.seek_rev = cur_seek_rev;
   s->base.close = cur_close;
+  s->base.readahead = cur_readahead;
   return &s->base;
 }
 

@@ -24,6 +24,9 @@ struct kv_source {
   int (*prev)(kv_source *s);
   int (*seek_rev)(kv_source *s, const void *key, size_t key_len, int exclusive);
   void (*close)(kv_source *s);
+  /* Asks for what the next steps in this direction read (scan/readahead.h);
+   * NULL where there is nothing to ask for. Call only while valid. */
+  void (*readahead)(kv_source *s, int reverse);
   int valid;
   tree_entry e; /* its key may be a prefix (index/entry.h) */
   uint64_t bytes_read; /* device bytes read so far */

@@ -2,10 +2,12 @@
  * scan sees exactly the state at its creation while writers go on. */
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/internal.h"
 #include "log/vlog.h"
 #include "scan/merge.h"
+#include "scan/readahead.h"
 #include "util/status.h"
 
 #define MAX_SOURCES (2 + PAR_MAX_LEVELS * LEVEL_TREES)
@@ -22,7 +24,31 @@ struct par_scanner {
   const uint8_t *value;
   uint32_t value_len;
   uint8_t *owned;
+  int readahead; /* ask for what the next steps read (scan/readahead.h) */
 };
+
+/* How long a region's scans keep asking after one of them waited. */
+#define READAHEAD_MEMORY_NS (5ull * 1000000000u)
+
+static uint64_t now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Ends a step (a move or a value read) begun at t0. A slow step means the
+ * scan reads data that is not in memory: from then on, after each step,
+ * every level's cursor asks for what its next steps read. */
+static void step_done(par_scanner *s, uint64_t t0) {
+  uint64_t now = now_ns();
+  if (now - t0 > scan_readahead_wait_ns) {
+    s->readahead = 1;
+    atomic_store_explicit(&s->region->scan_waited_until, now + READAHEAD_MEMORY_NS, memory_order_relaxed);
+  }
+  if (!s->readahead || s->m.cur < 0) return;
+  for (int i = 0; i < s->m.n; i++)
+    if (s->src[i]->valid && s->src[i]->readahead) s->src[i]->readahead(s->src[i], s->m.reverse);
+}
 
 /* Forgets the current entry's value before the scanner moves. */
 static void drop_value(par_scanner *s) {
@@ -61,6 +87,7 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   s->m.n = n;
   s->m.cur = -1;
   s->m.skip_tombstones = 1;
+  s->readahead = now_ns() < atomic_load_explicit(&r->scan_waited_until, memory_order_relaxed);
   atomic_fetch_add(&r->stats.scans, 1);
   *out = s;
   return PAR_OK;
@@ -86,11 +113,14 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
   }
   drop_value(s);
   if (whole) key = NULL;
+  uint64_t t0 = now_ns();
   if (mode <= PAR_SEEK_GT)
     s->error = merge_seek(&s->m, key, key_len, mode == PAR_SEEK_GT);
   else
     s->error = merge_seek_rev(&s->m, key, key_len, mode == PAR_SEEK_LT);
-  return settle(s);
+  int rc = settle(s);
+  step_done(s, t0);
+  return rc;
 }
 
 PAR_API int par_scanner_valid(const par_scanner *s) { return s && s->m.cur >= 0; }
@@ -135,12 +165,14 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
     return PAR_OK;
   }
   if (!s->value) {
+    uint64_t t0 = now_ns();
     int rc = region_read_value(s->region, e, &s->value, &s->value_len, &s->owned);
     if (rc) {
       s->value = NULL;
       return rc;
     }
     if (s->m.reverse && !s->owned) prefetch_before(e, s->value + s->value_len);
+    step_done(s, t0);
   }
   *value = s->value;
   *value_len = s->value_len;
@@ -151,16 +183,22 @@ PAR_API int par_scanner_next(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_next: NULL scanner");
   if (s->m.cur < 0) return s->error;
   drop_value(s);
+  uint64_t t0 = now_ns();
   s->error = merge_next(&s->m);
-  return settle(s);
+  int rc = settle(s);
+  step_done(s, t0);
+  return rc;
 }
 
 PAR_API int par_scanner_prev(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_prev: NULL scanner");
   if (s->m.cur < 0) return s->error;
   drop_value(s);
+  uint64_t t0 = now_ns();
   s->error = merge_prev(&s->m);
-  return settle(s);
+  int rc = settle(s);
+  step_done(s, t0);
+  return rc;
 }
 
 PAR_API void par_scanner_close(par_scanner *s) {

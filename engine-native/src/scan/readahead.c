@@ -1,0 +1,100 @@
+#include "scan/readahead.h"
+
+#include <assert.h>
+
+#include "alloc/segalloc.h"
+#include "index/node.h"
+#include "log/vlog.h"
+
+uint64_t scan_readahead_wait_ns = 50000;
+
+static void ask_file(void *f, uint64_t off, uint64_t len) { file_prefetch(f, off, len); }
+
+void scan_readahead_init(scan_readahead *ra, const par_file *f) {
+  *ra = (scan_readahead){.ask = ask_file, .ctx = (void *)f, .window = SCAN_RA_FIRST};
+}
+
+/* Records closer than this to the gathered run join it: one request. */
+#define RUN_GAP 4096u
+
+/* Asks for the ranges gathered by this step, in file order, those closer
+ * than RUN_GAP to each other as one request. */
+static void flush(scan_readahead *ra) {
+  range *v = ra->pending;
+  for (uint32_t i = 1; i < ra->npending; i++) /* insertion sort: a few dozen */
+    for (uint32_t j = i; j > 0 && v[j].off < v[j - 1].off; j--) {
+      range t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  for (uint32_t i = 0; i < ra->npending;) {
+    uint64_t off = v[i].off, end = v[i].off + v[i].len;
+    for (i++; i < ra->npending && v[i].off <= end + RUN_GAP; i++)
+      if (v[i].off + v[i].len > end) end = v[i].off + v[i].len;
+    ra->ask(ra->ctx, off, end - off);
+  }
+  ra->npending = 0;
+}
+
+static void ask_range(scan_readahead *ra, uint64_t off, uint64_t len) {
+  assert(ra->npending < SCAN_RA_PENDING);
+  ra->pending[ra->npending++] = (range){off, len};
+}
+
+/* The log record of slot i, if its entry has one. A damaged entry is left
+ * to the read that reaches it, which reports it. */
+static void ask_slot(scan_readahead *ra, const uint8_t *node, const node_hdr *h, uint32_t i) {
+  tree_entry e;
+  if (leaf_entry(node, h, i, &e) || (e.cat != CAT_LARGE && e.cat != CAT_MEDIUM) || e.value_len != VPTR_SIZE)
+    return;
+  vptr p = vptr_decode(e.value);
+  ask_range(ra, seg_offset(p.seg) + p.off, p.size < SCAN_RA_MAX_RECORD ? p.size : SCAN_RA_MAX_RECORD);
+}
+
+/* The leaf after (before, in reverse) the cursor's, if the same parent
+ * holds it: one leaf in a few hundred is a parent's last, where this gives
+ * up rather than walk up the tree. */
+static void ask_sibling(scan_readahead *ra, const tree_cursor *c) {
+  ra->sibling_asked = 1;
+  if (c->depth < 2) return;
+  const typeof(c->path[0]) *parent = &c->path[c->depth - 2];
+  if (ra->reverse ? parent->idx == 0 : parent->idx + 1 >= parent->h.nslots) return;
+  uint64_t child;
+  const uint8_t *k;
+  uint16_t kl;
+  if (!index_entry(parent->node, &parent->h, ra->reverse ? parent->idx - 1 : parent->idx + 1, &child, &k, &kl))
+    ask_range(ra, child, LEAF_SIZE);
+}
+
+static void grow(scan_readahead *ra) {
+  if (ra->window < SCAN_RA_ENTRIES) ra->window *= 2;
+}
+
+void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse) {
+  assert(tree_cursor_valid(c));
+  const typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  assert(p->h.height == 0 && p->idx < p->h.nslots);
+  if (reverse != ra->reverse) ra->window = SCAN_RA_FIRST;
+  if (p->node != ra->leaf || reverse != ra->reverse) {
+    ra->leaf = p->node;
+    ra->reverse = reverse;
+    ra->asked = reverse ? p->idx + 1 : p->idx; /* the current entry too: its read is next */
+    ra->sibling_asked = 0;
+  }
+  /* Each slot is asked for once, a window ahead of the cursor, again once
+   * fewer than half the window remain asked for (so that adjacent records
+   * gather). The window starts small and doubles with each refill: a
+   * level's cursor moves a short way in a short scan, and what it asked
+   * for past the scan's end would be read for nothing. */
+  if (!reverse && ra->asked < p->h.nslots && ra->asked <= p->idx + ra->window / 2) {
+    uint32_t end = p->idx + 1 + ra->window < p->h.nslots ? p->idx + 1 + ra->window : p->h.nslots;
+    for (; ra->asked < end; ra->asked++) ask_slot(ra, p->node, &p->h, ra->asked);
+    grow(ra);
+  } else if (reverse && ra->asked > 0 && ra->asked + ra->window / 2 >= p->idx) {
+    uint32_t start = p->idx > ra->window ? p->idx - ra->window : 0;
+    while (ra->asked > start) ask_slot(ra, p->node, &p->h, --ra->asked);
+    grow(ra);
+  }
+  if (ra->asked == (reverse ? 0 : p->h.nslots) && !ra->sibling_asked) ask_sibling(ra, c);
+  flush(ra);
+}
