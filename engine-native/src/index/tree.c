@@ -170,6 +170,13 @@ static int find_leaf(const key_source *ks, const tree_desc *t, node_checks *chec
   return PAR_OK;
 }
 
+int tree_find_leaf(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+                   size_t key_len, uint64_t *leaf) {
+  if (!t->root) return PAR_NOT_FOUND;
+  if (!t->height) return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
+  return find_leaf(ks, t, checks, key, key_len, leaf);
+}
+
 /* The fraction of t's entries before key. Leaves are written in key order
  * (tree_desc.segs), packed into segments with index nodes spread evenly
  * among them, so the bytes written before the leaf where key belongs, plus

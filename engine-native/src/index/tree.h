@@ -83,6 +83,11 @@ int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, cons
 void tree_get_batch(const key_source *ks, const tree_desc *t, node_checks *checks, size_t n,
                     const void *const *keys, const size_t *lens, tree_entry *e, int *rc);
 
+/* The offset of the leaf that holds key if t has it (index nodes read, the
+ * leaf not): PAR_OK, PAR_NOT_FOUND for an empty tree, or a node's error. */
+int tree_find_leaf(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
+                   size_t key_len, uint64_t *leaf);
+
 /* The share of t's entries in [begin, end) (NULL: the first key / past the
  * last), estimated from where each bound's leaf lies among the tree's
  * bytes in write order and where the bound falls in that leaf

@@ -101,6 +101,19 @@ static int settle(par_scanner *s) {
   return s->error;
 }
 
+/* Before a seek of a scanner whose reads wait: asks for the leaf at key of
+ * every level at once, so that the levels' reads overlap instead of
+ * following each other down the merge's sources. */
+static void ask_leaves(par_scanner *s, const void *key, size_t key_len) {
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      dtree *t = s->v->tree[i][j];
+      uint64_t leaf;
+      if (t && !tree_find_leaf(&s->region->keys, &t->d, &t->checks, key, key_len, &leaf))
+        file_prefetch(&s->region->vol->file, leaf, LEAF_SIZE);
+    }
+}
+
 PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, par_seek_mode mode) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_seek: NULL scanner");
   if ((int)mode < PAR_SEEK_FIRST || (int)mode > PAR_SEEK_LT)
@@ -114,6 +127,7 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
   drop_value(s);
   if (whole) key = NULL;
   uint64_t t0 = now_ns();
+  if (s->readahead && key) ask_leaves(s, key, key_len);
   if (mode <= PAR_SEEK_GT)
     s->error = merge_seek(&s->m, key, key_len, mode == PAR_SEEK_GT);
   else
