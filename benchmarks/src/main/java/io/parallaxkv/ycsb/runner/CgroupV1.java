@@ -56,6 +56,18 @@ final class CgroupV1 implements AutoCloseable {
     return g;
   }
 
+  /**
+   * Null if a memory-limited group can be created here (one is created and removed to find out),
+   * else why not.
+   */
+  static String unavailableReason() {
+    try (CgroupV1 probe = create("ycsb-probe-" + ProcessHandle.current().pid(), 1L << 30)) {
+      return null;
+    } catch (IllegalStateException e) {
+      return e.getMessage();
+    }
+  }
+
   /** {@code command}, run so that its process joins this group before it starts. */
   List<String> wrap(List<String> command) {
     List<String> c = new ArrayList<>(List.of("/bin/sh", "-c",

@@ -73,8 +73,10 @@ public final class YcsbRunner implements Callable<Integer> {
   @Option(names = "--out", defaultValue = "target/ycsb-results", description = "Results directory (default: ${DEFAULT-VALUE}).")
   Path outDir;
 
-  @Option(names = "--memory-mode", defaultValue = "page-cache",
-      description = "page-cache: buffered reads, no limit; cgroup: each child in a cgroup v1 memory group limited to --cgroup-limit (default: ${DEFAULT-VALUE}).")
+  @Option(names = "--memory-mode", defaultValue = "auto",
+      description = "cgroup: each child in a cgroup v1 memory group limited to --cgroup-limit (equal memory,"
+          + " page cache included); page-cache: buffered reads, no limit; auto: cgroup where a memory group"
+          + " can be created here, else page-cache, saying why (default: ${DEFAULT-VALUE}).")
   String memoryMode;
 
   @Option(names = "--memory-budget", defaultValue = "256m",
@@ -143,9 +145,22 @@ public final class YcsbRunner implements Callable<Integer> {
   @Override
   public Integer call() throws Exception {
     for (String m : mixes) MixWorkload.Mix.parse(m);
-    if (!memoryMode.equals("page-cache") && !memoryMode.equals("cgroup")) {
-      throw new CommandLine.ParameterException(new CommandLine(this), "--memory-mode must be page-cache or cgroup");
+    switch (memoryMode) {
+      case "cgroup", "page-cache" -> { }
+      case "auto" -> {
+        String why = CgroupV1.unavailableReason();
+        memoryMode = why == null ? "cgroup" : "page-cache";
+        if (why != null) {
+          System.out.println("memory mode: page-cache, NOT equal memory (no memory cgroup here: " + why
+              + "); the engines' results are then measured with the whole dataset cacheable.");
+        }
+      }
+      default -> throw new CommandLine.ParameterException(new CommandLine(this),
+          "--memory-mode must be auto, cgroup or page-cache");
     }
+    System.out.println("memory mode: " + memoryMode + (memoryMode.equals("cgroup")
+        ? " (equal memory: each engine's JVM limited to " + cgroupLimit + ", page cache included)"
+        : " (no limit: the page cache may hold the whole dataset)"));
     Path javaBin = java != null ? java : Path.of(System.getProperty("java.home"), "bin", "java");
     String preload = preload();
     double hz = ProcFs.cpuHz(Path.of("/proc/cpuinfo"));
