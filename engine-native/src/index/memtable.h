@@ -19,7 +19,8 @@ typedef struct mt_entry {
   uint64_t lsn;
   uint32_t value_len;
   uint16_t key_len;
-  uint8_t type; /* WAL_PUT, WAL_DELETE or WAL_PUT_LARGE */
+  uint8_t type; /* WAL_PUT, WAL_DELETE, WAL_PUT_LARGE or WAL_DELETE_RANGE
+                   (key: the range's begin, value: its end) */
   uint8_t reserved;
   uint8_t data[]; /* key, then value */
 } mt_entry;
@@ -38,8 +39,12 @@ typedef struct memtable {
   mt_node *root;
   mt_arena_chunk *chunks;
   atomic_uint_fast64_t bytes; /* entries and nodes (chunk slack not counted) */
-  uint64_t entries;
+  uint64_t entries;        /* versions, range tombstones included */
   uint64_t max_lsn;
+  /* Range tombstones, kept beside the tree (they have no single key), in
+   * LSN order; few by design: each costs a check on every read of L0. */
+  const mt_entry **rtombs;
+  uint32_t nrtombs, rtombs_cap; /* nrtombs: also read atomically, without the lock */
 } memtable;
 
 memtable *memtable_create(void);
@@ -58,6 +63,12 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
 mt_entry *memtable_entry(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
                          const void *value, uint32_t value_len);
 int memtable_link(memtable *m, const mt_entry *e);
+/* The newest LSN <= snap of a range tombstone of m that holds key; 0: none. */
+uint64_t memtable_range_cover(memtable *m, const void *key, size_t key_len, uint64_t snap);
+/* Copies m's range tombstones with LSN <= snap into a malloc'd array
+ * (*out, *n; NULL and 0 when there is none). */
+int memtable_range_tombs(memtable *m, uint64_t snap, const mt_entry ***out, uint32_t *n);
+
 /* The newest version of key with LSN <= snap, or NULL. */
 const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint64_t snap);
 
