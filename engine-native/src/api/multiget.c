@@ -58,8 +58,7 @@ static size_t lookup_memtable(memtable *mt, uint64_t lsn, mg_key *k, size_t m, t
   size_t left = 0;
   for (size_t j = 0; j < m; j++) {
     const mt_entry *e = found[j];
-    uint64_t hidden_below = memtable_range_cover(mt, k[j].key, k[j].len, lsn);
-    if (hidden_below && (!e || e->lsn < hidden_below)) continue; /* deleted by a range: resolved, absent */
+    if (memtable_range_hides(mt, k[j].key, k[j].len, lsn, e ? e->lsn : 0)) continue; /* resolved: absent */
     if (!e) {
       k[left++] = k[j];
       continue;

@@ -111,13 +111,12 @@ int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, s
   for (int i = 0; i < 2; i++) {
     if (!mts[i]) continue;
     const mt_entry *m = memtable_get(mts[i], key, key_len, lsn);
-    uint64_t hidden_below = memtable_range_cover(mts[i], key, key_len, lsn);
-    if (m && m->lsn > hidden_below) {
+    if (memtable_range_hides(mts[i], key, key_len, lsn, m ? m->lsn : 0)) return PAR_NOT_FOUND;
+    if (m) {
       *e = (tree_entry){.cat = mt_category(m), .key = mt_key(m), .key_len = m->key_len,
                         .value = mt_value(m), .value_len = m->value_len};
       return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;
     }
-    if (hidden_below) return PAR_NOT_FOUND;
   }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {

@@ -2,14 +2,15 @@
 
 #include <assert.h>
 #include <stdlib.h>
+#include <string.h>
 
-#include "util/coding.h"
 #include "util/status.h"
 
 int rdel_add_memtable(rdel *d, memtable *m, uint64_t snap) {
   assert(d->n < RDEL_MAX_SOURCES);
   int i = d->n++;
-  int rc = memtable_range_tombs(m, snap, &d->src[i].l0, &d->src[i].nl0);
+  int rc = memtable_range_tombs(m, snap, &d->src[i].l0, &d->src[i].nl0, &d->src[i].l0_cover);
+  d->src[i].set = &d->src[i].l0_cover;
   d->any |= d->src[i].nl0 != 0;
   return rc;
 }
@@ -21,36 +22,27 @@ void rdel_add_tree(rdel *d, const range_set *set) {
 }
 
 void rdel_free(rdel *d) {
-  for (int i = 0; i < d->n; i++) free(d->src[i].l0);
-  d->n = 0;
-  d->any = 0;
-}
-
-static int tomb_holds(const mt_entry *t, const void *key, size_t key_len) {
-  return key_cmp(mt_key(t), t->key_len, key, key_len) <= 0 && key_cmp(key, key_len, mt_value(t), t->value_len) < 0;
+  for (int i = 0; i < d->n; i++) {
+    free(d->src[i].l0);
+    range_set_free(&d->src[i].l0_cover);
+  }
+  memset(d, 0, sizeof *d);
 }
 
 int rdel_hides(const rdel *d, int i, uint64_t lsn, const void *key, size_t key_len) {
   if (!d->any) return 0;
   assert(i < d->n);
-  for (int s = 0; s <= i; s++) {
-    if (d->src[s].set && s < i && range_set_covers(d->src[s].set, key, key_len)) return 1;
-    for (uint32_t k = d->src[s].nl0; k-- > 0;) { /* newest first */
-      const mt_entry *t = d->src[s].l0[k];
-      if (s == i && t->lsn < lsn) break; /* the entry's own L0: only newer tombstones */
-      if (tomb_holds(t, key, key_len)) return 1;
-    }
-  }
+  for (int s = 0; s < i; s++)
+    if (range_set_covers(d->src[s].set, key, key_len)) return 1;
+  /* The entry's own L0: only tombstones newer than it (newest first). */
+  for (uint32_t k = d->src[i].nl0; k-- > 0 && d->src[i].l0[k]->lsn > lsn;)
+    if (mt_range_holds(d->src[i].l0[k], key, key_len)) return 1;
   return 0;
 }
 
 int rdel_union(const rdel *d, range_set *out) {
   for (int s = 0; s < d->n; s++) {
-    int rc = d->src[s].set ? range_set_union(out, d->src[s].set) : PAR_OK;
-    for (uint32_t k = 0; !rc && k < d->src[s].nl0; k++) {
-      const mt_entry *t = d->src[s].l0[k];
-      rc = range_set_add(out, mt_key(t), t->key_len, mt_value(t), t->value_len);
-    }
+    int rc = range_set_union(out, d->src[s].set);
     if (rc) return rc;
   }
   return PAR_OK;

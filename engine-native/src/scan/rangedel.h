@@ -20,7 +20,9 @@ typedef struct rdel {
   struct {
     const mt_entry **l0; /* malloc'd; the memtable keeps the entries alive */
     uint32_t nl0;
-    const range_set *set; /* the tree's; it outlives the read */
+    range_set l0_cover;   /* the union of l0's ranges (hides the older sources) */
+    const range_set *set; /* what hides the older sources: l0_cover, or a tree's
+                             set (which outlives the read) */
   } src[RDEL_MAX_SOURCES];
 } rdel;
 
