@@ -227,7 +227,8 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
     if ((rc = region_wait_room(r))) return rc;
   }
   uint64_t lsn = r->next_lsn;
-  if (m) rc = region_check_range_room(r, ops, n);
+  /* A backup applies what its primary accepted: the primary keeps the budget. */
+  if (m && !want_lsn) rc = region_check_range_room(r, ops, n);
   if (rc) m = NULL;
   if (m && want_lsn && want_lsn != lsn) {
     rc = par_error(PAR_EINVAL, "record LSN %llu is not the region's next LSN %llu",
