@@ -169,6 +169,16 @@ static uint32_t live_range_tombstones(par_region *r) {
   return n;
 }
 
+/* The root of L1's active tree (0: no entries), which must exist. */
+static uint64_t l1_root(par_region *r) {
+  uint64_t lsn;
+  view *w = region_acquire_view(r, &lsn);
+  assert_non_null(w->tree[1][0]);
+  uint64_t root = w->tree[1][0]->d.root;
+  view_unref(w);
+  return root;
+}
+
 static void test_rd_reads(void **state) {
   (void)state;
   fixture fx, *f = &fx;
@@ -236,6 +246,16 @@ static void test_rd_reads(void **state) {
   assert_ok(par_compact(f->r));
   check(f, NULL, &f->ref, 8 * N + 10, "after par_compact");
   assert_int_equal(live_range_tombstones(f->r), 0);
+  /* A flush of range tombstones alone over the compacted level: L1 is a
+   * tree of tombstones without entries (root 0), kept across a reopen. */
+  del_range(f, 7 * N, 7 * N + 500);
+  assert_ok(par_flush(f->r));
+  assert_int_equal(l1_root(f->r), 0);
+  assert_int_equal(live_range_tombstones(f->r), 1);
+  fx_close(f);
+  fx_open(f, 0);
+  assert_int_equal(live_range_tombstones(f->r), 1);
+  check(f, NULL, &f->ref, 8 * N + 10, "a tree of range tombstones alone, after a reopen");
   tu_map_free(&before_ref);
   fx_done(f);
 }
