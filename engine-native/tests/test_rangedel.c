@@ -8,7 +8,9 @@
  *               reference map while the tombstones sit in L0, in an upper
  *               level, after a reopen (WAL replay) and after par_compact,
  *               which drops them at the last level; a snapshot taken
- *               before the range deletes keeps seeing the keys throughout.
+ *               before the range deletes keeps seeing the keys.
+ *  rd_snapshot  snapshots taken before and after a range delete, and the
+ *               latest state, across flushes and compactions.
  *  rd_gc        large values hidden only by a range tombstone become
  *               garbage that GC reclaims, also when GC runs while the
  *               tombstone is still in L0 (its liveness check must count
@@ -218,6 +220,8 @@ static void test_rd_reads(void **state) {
   assert_ok(par_delete_range(f->r, k, kl, k, kl, 0));
   check(f, NULL, &f->ref, N + 10, "tombstones in L0");
   check(f, before, &before_ref, N + 10, "snapshot before the range deletes");
+  par_snapshot_release(before);
+  tu_map_free(&before_ref);
 
   fx_close(f); /* unflushed: the reopen replays them from the WAL */
   fx_open(f, 0);
@@ -256,7 +260,6 @@ static void test_rd_reads(void **state) {
   fx_open(f, 0);
   assert_int_equal(live_range_tombstones(f->r), 1);
   check(f, NULL, &f->ref, 8 * N + 10, "a tree of range tombstones alone, after a reopen");
-  tu_map_free(&before_ref);
   fx_done(f);
 }
 
