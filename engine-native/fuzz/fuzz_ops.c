@@ -1,5 +1,6 @@
 /* libFuzzer target: the input is a sequence of operations on one region —
- * put, delete, get, batch, scan (forward or reverse), flush, sync, reopen —
+ * put, delete, range delete, get, batch, scan (forward or reverse), flush,
+ * sync, reopen —
  * over 64 keys with values of all three size classes, checked after every
  * step against a plain array model. Any disagreement or engine error aborts. */
 #define _GNU_SOURCE
@@ -115,7 +116,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   static uint8_t val[MAX_VAL];
   char key[16];
   for (size_t i = 0; i + 2 < size; i += 3) {
-    uint8_t op = data[i] % 9, a = data[i + 1], b = data[i + 2];
+    uint8_t op = data[i] % 10, a = data[i + 1], b = data[i + 2];
     uint32_t k = a % NKEYS;
     switch (op) {
     case 0:
@@ -157,6 +158,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     case 6: CHECK((a & 1 ? par_compact(reg) : par_flush(reg)) == PAR_OK, "flush"); break;
     case 7: CHECK(par_sync(reg) == PAR_OK, "sync"); break;
     case 8: close_all(); open_all(); break; /* a clean close keeps every write */
+    case 9: { /* a range delete of keys k .. k + b % 8 - 1 (none when b % 8 is 0) */
+      char end[16];
+      uint32_t w = b % 8u;
+      CHECK(par_delete_range(reg, key, key_of(k, key), end, key_of(k + w, end), 0) == PAR_OK, "delete range");
+      for (uint32_t j = k; j < k + w && j < NKEYS; j++) model[j].present = 0;
+      break;
+    }
     }
   }
   for (uint32_t k = 0; k < NKEYS; k++) check_get(k);

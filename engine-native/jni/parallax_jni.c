@@ -60,6 +60,9 @@ DECL(jint, flush, jlong r)
 DECL(jint, compact, jlong r)
 DECL(jint, batchPutIn, jlong b, jlong r, jlong k, jlong kl, jlong v, jlong vl)
 DECL(jint, batchDeleteIn, jlong b, jlong r, jlong k, jlong kl)
+DECL(jint, deleteRange, jlong r, jlong b, jlong bl, jlong e, jlong el, jint flags)
+DECL(jint, batchDeleteRange, jlong batch, jlong b, jlong bl, jlong e, jlong el)
+DECL(jint, batchDeleteRangeIn, jlong batch, jlong r, jlong b, jlong bl, jlong e, jlong el)
 DECL(jint, writeVolume, jlong vol, jlong b, jint flags)
 DECL(jint, snapshotCreateMany, jlong n, jlong regions, jlong out)
 DECL(jint, regionStats, jlong r, jlong out)
@@ -248,6 +251,16 @@ JNI_FN(jint, batchPutIn)(JNIEnv *env, jclass cls, jlong b, jlong r, jlong k, jlo
 }
 JNI_FN(jint, batchDeleteIn)(JNIEnv *env, jclass cls, jlong b, jlong r, jlong k, jlong kl) {
   return par_batch_delete_in(P(b), P(r), CP(k), (size_t)kl);
+}
+JNI_FN(jint, deleteRange)(JNIEnv *env, jclass cls, jlong r, jlong b, jlong bl, jlong e, jlong el, jint flags) {
+  return par_delete_range(P(r), CP(b), (size_t)bl, CP(e), (size_t)el, (unsigned)flags);
+}
+JNI_FN(jint, batchDeleteRange)(JNIEnv *env, jclass cls, jlong batch, jlong b, jlong bl, jlong e, jlong el) {
+  return par_batch_delete_range(P(batch), CP(b), (size_t)bl, CP(e), (size_t)el);
+}
+JNI_FN(jint, batchDeleteRangeIn)(JNIEnv *env, jclass cls, jlong batch, jlong r, jlong b, jlong bl, jlong e,
+                                 jlong el) {
+  return par_batch_delete_range_in(P(batch), P(r), CP(b), (size_t)bl, CP(e), (size_t)el);
 }
 JNI_FN(jint, writeVolume)(JNIEnv *env, jclass cls, jlong vol, jlong b, jint flags) {
   return par_write_volume(P(vol), CP(b), (unsigned)flags);

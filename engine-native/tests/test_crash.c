@@ -6,7 +6,8 @@
  * writer threads until the parent SIGKILLs it at a random moment (10-500 ms
  * after the child signalled it was ready; the small L0 makes compactions
  * likely to be in flight). Thread t writes its sequence s = 1, 2, 3, ... to
- * key (t, s mod K): a put of value (t, s) or, for some s, a delete; some
+ * key (t, s mod K): a put of value (t, s) or, for some s, a delete or a range
+ * delete of the next few keys; some
  * writes carry PAR_SYNC and the thread calls par_sync now and then. After a
  * synced write (or par_sync) returns the child appends "t s" to a side file.
  *
@@ -50,6 +51,15 @@
 static uint64_t tag_of(int t, uint64_t s) { return ((uint64_t)t << 60) ^ s; }
 static uint64_t h_of(int t, uint64_t s) { return tu_mix64(tag_of(t, s) * 0x9e37u + 1); }
 static int is_delete(int t, uint64_t s) { return h_of(t, s) % 5 == 0; }
+
+/* ---- range deletes ----
+ * About one write in 100 is a range delete of the thread's keys
+ * [key_idx(s), key_idx(s) + width) instead of a put; it removes the key it
+ * is written to as a delete does. */
+#define RANGE_MAX 8
+static int is_range(int t, uint64_t s) { return !is_delete(t, s) && h_of(t, s) % 101 == 1; }
+static uint32_t range_width(int t, uint64_t s) { return 1 + (uint32_t)((h_of(t, s) >> 40) % RANGE_MAX); }
+static int is_put(int t, uint64_t s) { return !is_delete(t, s) && !is_range(t, s); }
 /* How often the child syncs: a kill loses nothing the kernel has, so the kill
  * cycles sync often to check acknowledgements densely; a power cut loses what
  * no fdatasync covered, so those cycles sync rarely, to leave much unsynced
@@ -82,7 +92,7 @@ static uint64_t parse_value(int t, uint32_t k, const uint8_t *p, size_t len) {
   memcpy(&t32, p, 4);
   memcpy(&s, p + 4, 8);
   memcpy(&l32, p + 12, 4);
-  if (t32 != (uint32_t)t || l32 != len || s == 0 || key_idx(s) != k || is_delete(t, s)) return 0;
+  if (t32 != (uint32_t)t || l32 != len || s == 0 || key_idx(s) != k || !is_put(t, s)) return 0;
   uint8_t *want = malloc(len);
   if (want == NULL) abort();
   int ok = value_of(t, s, want) == len && memcmp(want, p, len) == 0;
@@ -120,6 +130,10 @@ static void *child_writer(void *arg) {
     int rc;
     if (is_delete(c->t, s)) {
       rc = par_delete(c->reg, key, kl, flags);
+    } else if (is_range(c->t, s)) {
+      char end[32];
+      size_t el = key_of(c->t, key_idx(s) + range_width(c->t, s), end);
+      rc = par_delete_range(c->reg, key, kl, end, el, flags);
     } else {
       size_t vl = value_of(c->t, s, val);
       rc = par_put(c->reg, key, kl, val, vl, flags);
@@ -177,7 +191,12 @@ static void read_acks(const char *ack_path, uint64_t *max_ack) {
 static uint64_t expected_after(int t, uint32_t k, uint64_t p) {
   if (p < k) return 0;
   uint64_t s = p - ((p - k) % KEYS);
-  if (s == 0 || is_delete(t, s)) return 0;
+  if (s == 0 || !is_put(t, s)) return 0;
+  /* A later range delete written to key k - j (j < RANGE_MAX) may cover k. */
+  for (uint32_t j = 1; j < RANGE_MAX && j <= k; j++) {
+    uint64_t r = s + KEYS - j;
+    if (r <= p && is_range(t, r) && range_width(t, r) > j) return 0;
+  }
   return s;
 }
 
@@ -217,7 +236,7 @@ static void verify_recovered(par_region *r, uint64_t seed, int cycle, uint64_t *
     uint64_t lo = max_s;
     if (next[t] - 1 > lo) lo = next[t] - 1;
     uint64_t first_put = max_s + 1;
-    while (is_delete(t, first_put)) first_put++;
+    while (!is_put(t, first_put)) first_put++;
     uint64_t hi = first_put - 1;
     if (max_ack[t] > hi || next[t] - 1 > hi)
       fail_msg("seed %llu cycle %d thread %d: newest recovered write is s=%llu (prefix at most "

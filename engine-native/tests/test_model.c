@@ -1,6 +1,7 @@
 /*
  * test_model.c — the engine behaves like a sorted map. A long seeded random
- * sequence of puts, deletes, gets, multi-gets, exists, scans (every seek
+ * sequence of puts, deletes, range deletes (alone or in a batch, followed by
+ * puts inside the range), gets, multi-gets, exists, scans (every seek
  * mode, then a walk of nexts and prevs),
  * batches and snapshot reads runs against the engine and an in-memory
  * reference map; every result is compared as it happens. A small L0 and
@@ -354,6 +355,33 @@ static void model_step(model *m) {
     if (tu_rand_range(&m->rng, 4) == 0) MOK(m, par_flush(m->reg));
   } else if (c < 968) {
     if (tu_rand_range(&m->rng, 4) == 0) MOK(m, par_sync(m->reg));
+  } else if (c < 972) { /* range delete: ids id .. id + w of one key class */
+    uint8_t end[PAR_MAX_KEY_SIZE];
+    size_t el = model_key(id + 3 * (1 + (uint32_t)tu_rand_range(&m->rng, 60)), end);
+    if (tu_key_cmp(key, kl, end, el) > 0) {
+      uint8_t t[PAR_MAX_KEY_SIZE];
+      memcpy(t, key, kl);
+      memcpy(key, end, el);
+      memcpy(end, t, kl);
+      size_t tl = kl;
+      kl = el;
+      el = tl;
+    }
+    if (tu_rand_range(&m->rng, 4) == 0) { /* in a batch, then a put inside the range survives it */
+      size_t vl = model_value_size(m, 1);
+      tu_rand_bytes(&m->rng, m->val, vl);
+      par_batch *b = NULL;
+      MOK(m, par_batch_create(&b));
+      MOK(m, par_batch_delete_range(b, key, kl, end, el));
+      MOK(m, par_batch_put(b, key, kl, m->val, vl));
+      MOK(m, par_write(m->reg, b, 0));
+      par_batch_destroy(b);
+      tu_map_del_range(&m->ref, key, kl, end, el);
+      tu_map_put(&m->ref, key, kl, m->val, vl);
+    } else {
+      MOK(m, par_delete_range(m->reg, key, kl, end, el, tu_rand_range(&m->rng, 20) == 0 ? PAR_SYNC : 0));
+      tu_map_del_range(&m->ref, key, kl, end, el);
+    }
   } else { /* mostly puts of hot keys: overwrites in L0 */
     uint32_t hot = (uint32_t)tu_rand_range(&m->rng, 64);
     kl = model_key(hot, key);

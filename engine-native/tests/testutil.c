@@ -221,6 +221,18 @@ size_t tu_map_lower_bound(const tu_map *m, const void *k, size_t klen, int stric
   return lo;
 }
 
+size_t tu_map_del_range(tu_map *m, const void *begin, size_t blen, const void *end, size_t elen) {
+  size_t i = tu_map_lower_bound(m, begin, blen, 0), j = i;
+  while (j < m->n && tu_key_cmp(m->e[j].key, m->e[j].klen, end, elen) < 0) {
+    free(m->e[j].key);
+    free(m->e[j].val);
+    j++;
+  }
+  memmove(m->e + i, m->e + j, (m->n - j) * sizeof *m->e);
+  m->n -= j - i;
+  return j - i;
+}
+
 const tu_entry *tu_map_get(const tu_map *m, const void *k, size_t klen) {
   size_t i = tu_map_lower_bound(m, k, klen, 0);
   if (i < m->n && tu_key_cmp(m->e[i].key, m->e[i].klen, k, klen) == 0) return &m->e[i];

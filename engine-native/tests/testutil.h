@@ -120,6 +120,8 @@ void tu_map_copy(tu_map *dst, const tu_map *src);
 void tu_map_put(tu_map *m, const void *k, size_t klen, const void *v, size_t vlen);
 /* 1 when the key was present. */
 int tu_map_del(tu_map *m, const void *k, size_t klen);
+/* Deletes every key in [begin, end) (par_delete_range); returns how many. */
+size_t tu_map_del_range(tu_map *m, const void *begin, size_t blen, const void *end, size_t elen);
 const tu_entry *tu_map_get(const tu_map *m, const void *k, size_t klen);
 /* Index of the first entry with key >= k (or > k when strict). */
 size_t tu_map_lower_bound(const tu_map *m, const void *k, size_t klen, int strict);

@@ -158,20 +158,44 @@ PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *
             size_t value_len, unsigned flags);
 PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned flags);
 
+/* Deletes every key k with begin <= k < end (byte order: memcmp, a shorter
+ * key first on a common prefix) with one write of a range tombstone, whatever
+ * the number of keys: it takes one LSN and one WAL op, is recovered after a
+ * crash like a delete (flags as for par_put), and is honoured by par_get,
+ * par_exists, par_multi_get, scanners in both directions and snapshots: a
+ * snapshot made before it still sees the keys, and keys written after it are
+ * visible. Merges drop the entries it covers (large values they pointed to
+ * become garbage that GC reclaims) and drop the tombstone itself at the last
+ * level; until then each live tombstone costs reads a binary search per
+ * level that holds tombstones (docs/architecture.md, "Range deletes").
+ * begin and end are keys (1..PAR_MAX_KEY_SIZE bytes, else PAR_EINVAL or
+ * PAR_ETOOBIG); begin == end deletes nothing, begin > end is PAR_EINVAL.
+ * A region keeps at most PAR_MAX_RANGE_TOMBSTONE_BYTES of live range
+ * tombstones (4 bytes plus both bounds each; adjacent and overlapping ones
+ * merge once flushed): beyond it the call fails with PAR_ELIMIT until
+ * par_compact has taken them to the last level. A volume holding range
+ * tombstones has format 4; earlier engines refuse it (PAR_ENOTVOLUME). */
+#define PAR_MAX_RANGE_TOMBSTONE_BYTES (256u * 1024)
+PAR_API int par_delete_range(par_region *r, const void *begin, size_t begin_len, const void *end,
+                             size_t end_len, unsigned flags);
+
 /* A batch of puts and deletes applied atomically, in order. */
 typedef struct par_batch par_batch;
 PAR_API int par_batch_create(par_batch **out);
 PAR_API int par_batch_put(par_batch *b, const void *key, size_t key_len, const void *value,
                   size_t value_len);
 PAR_API int par_batch_delete(par_batch *b, const void *key, size_t key_len);
+/* Adds par_delete_range's range tombstone to the batch (same checks). */
+PAR_API int par_batch_delete_range(par_batch *b, const void *begin, size_t begin_len, const void *end,
+                                   size_t end_len);
 PAR_API void par_batch_clear(par_batch *b);
 PAR_API size_t par_batch_count(const par_batch *b);
 PAR_API void par_batch_destroy(par_batch *b);
 /* Applies b to r. PAR_EINVAL if b holds ops added for another region. */
 PAR_API int par_write(par_region *r, const par_batch *b, unsigned flags);
 
-/* Batches across the regions of one volume. par_batch_put_in and
- * par_batch_delete_in add an op for region r (an open region of the
+/* Batches across the regions of one volume. par_batch_put_in,
+ * par_batch_delete_in and par_batch_delete_range_in add an op for region r (an open region of the
  * volume; it must stay open until the batch is written or cleared).
  * par_write_volume applies such a batch all-or-nothing, in order within
  * each region: readers of a snapshot made by par_snapshot_create_many see
@@ -187,6 +211,8 @@ PAR_API int par_write(par_region *r, const par_batch *b, unsigned flags);
 PAR_API int par_batch_put_in(par_batch *b, par_region *r, const void *key, size_t key_len,
                              const void *value, size_t value_len);
 PAR_API int par_batch_delete_in(par_batch *b, par_region *r, const void *key, size_t key_len);
+PAR_API int par_batch_delete_range_in(par_batch *b, par_region *r, const void *begin, size_t begin_len,
+                                      const void *end, size_t end_len);
 PAR_API int par_write_volume(par_volume *vol, const par_batch *b, unsigned flags);
 
 /* Makes every write acknowledged so far durable. */

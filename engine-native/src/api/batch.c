@@ -1,4 +1,4 @@
-/* Write batches: puts and deletes buffered by the caller and applied as one
+/* Write batches: puts, deletes and range deletes buffered by the caller and applied as one
  * WAL record (region_apply); ops added with par_batch_put_in/delete_in name
  * their region, for par_write_volume (api/txn.c). */
 #include <stdlib.h>
@@ -86,6 +86,20 @@ PAR_API int par_batch_delete_in(par_batch *b, par_region *r, const void *key, si
   if (!b || !r) return par_error(PAR_EINVAL, "par_batch_delete_in: NULL batch or region");
   int rc = region_check_key(key, key_len);
   return rc ? rc : batch_add(b, r, WAL_DELETE, key, key_len, NULL, 0);
+}
+
+PAR_API int par_batch_delete_range(par_batch *b, const void *begin, size_t begin_len, const void *end,
+                                   size_t end_len) {
+  if (!b) return par_error(PAR_EINVAL, "par_batch_delete_range: NULL batch");
+  int rc = region_check_range(begin, begin_len, end, end_len);
+  return rc ? rc : batch_add(b, NULL, WAL_DELETE_RANGE, begin, begin_len, end, end_len);
+}
+
+PAR_API int par_batch_delete_range_in(par_batch *b, par_region *r, const void *begin, size_t begin_len,
+                                      const void *end, size_t end_len) {
+  if (!b || !r) return par_error(PAR_EINVAL, "par_batch_delete_range_in: NULL batch or region");
+  int rc = region_check_range(begin, begin_len, end, end_len);
+  return rc ? rc : batch_add(b, r, WAL_DELETE_RANGE, begin, begin_len, end, end_len);
 }
 
 PAR_API void par_batch_clear(par_batch *b) {

@@ -189,6 +189,12 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags);
 /* region_apply whose first LSN must be lsn (a backup keeps its primary's
  * LSNs): PAR_EINVAL, nothing applied, when the region's next LSN differs. */
 int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags, uint64_t lsn);
+/* PAR_OK, or the status of a range to delete whose bounds are not keys or
+ * that begins after its end. */
+int region_check_range(const void *begin, size_t begin_len, const void *end, size_t end_len);
+/* PAR_ELIMIT when ops' range tombstones would take the region's over
+ * PAR_MAX_RANGE_TOMBSTONE_BYTES (write_mu held). */
+int region_check_range_room(par_region *r, const wal_op *ops, uint32_t n);
 /* PAR_OK, or PAR_EINVAL for unknown or contradictory write flags. */
 int region_check_flags(unsigned flags);
 /* region_apply's step under write_mu: large values, the WAL record (mode

@@ -44,7 +44,8 @@ static size_t sort_keys(size_t n, const void *const *keys, const size_t *key_len
 }
 
 /* Looks the unresolved keys of k[0..m) up in one source; a key found there
- * (a tombstone too: it hides the older sources) is resolved. Returns how
+ * (a tombstone too: it hides the older sources) is resolved, and so is a
+ * key the source's range tombstones hide (absent). Returns how
  * many stay unresolved; k[] keeps those, in order. kp, kl and found are
  * scratch arrays of m entries. */
 static size_t lookup_memtable(memtable *mt, uint64_t lsn, mg_key *k, size_t m, tree_entry *ents,
@@ -57,6 +58,7 @@ static size_t lookup_memtable(memtable *mt, uint64_t lsn, mg_key *k, size_t m, t
   size_t left = 0;
   for (size_t j = 0; j < m; j++) {
     const mt_entry *e = found[j];
+    if (memtable_range_hides(mt, k[j].key, k[j].len, lsn, e ? e->lsn : 0)) continue; /* resolved: absent */
     if (!e) {
       k[left++] = k[j];
       continue;
@@ -79,6 +81,7 @@ static size_t lookup_tree(par_region *r, dtree *t, mg_key *k, size_t m, tree_ent
   tree_get_batch(&r->keys, &t->d, &t->checks, m, kp, kl, te, rc);
   size_t left = 0;
   for (size_t j = 0; j < m; j++) {
+    if (rc[j] == PAR_NOT_FOUND && range_set_covers(&t->d.rtombs, k[j].key, k[j].len)) continue;
     if (rc[j] == PAR_NOT_FOUND) {
       k[left++] = k[j];
       continue;

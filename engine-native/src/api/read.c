@@ -103,11 +103,15 @@ PAR_API int par_snapshot_get_view(par_snapshot *s, const void *key, size_t key_l
   return PAR_OK;
 }
 
+/* Sources newest first; the first that has the key decides. A range
+ * tombstone of an L0 hides older versions in that L0 and everything below
+ * it; a tree's hides the trees below it (its own entries are newer). */
 int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e) {
   memtable *mts[2] = {w->active, w->frozen};
   for (int i = 0; i < 2; i++) {
     if (!mts[i]) continue;
     const mt_entry *m = memtable_get(mts[i], key, key_len, lsn);
+    if (memtable_range_hides(mts[i], key, key_len, lsn, m ? m->lsn : 0)) return PAR_NOT_FOUND;
     if (m) {
       *e = (tree_entry){.cat = mt_category(m), .key = mt_key(m), .key_len = m->key_len,
                         .value = mt_value(m), .value_len = m->value_len};
@@ -116,8 +120,10 @@ int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, s
   }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
-      if (!w->tree[i][j]) continue;
-      int rc = tree_get(&r->keys, &w->tree[i][j]->d, &w->tree[i][j]->checks, key, key_len, e);
+      dtree *t = w->tree[i][j];
+      if (!t) continue;
+      int rc = tree_get(&r->keys, &t->d, &t->checks, key, key_len, e);
+      if (rc == PAR_NOT_FOUND && range_set_covers(&t->d.rtombs, key, key_len)) return PAR_NOT_FOUND;
       if (rc == PAR_NOT_FOUND) continue;
       if (rc) return rc;
       return e->cat == CAT_TOMBSTONE ? PAR_NOT_FOUND : PAR_OK;

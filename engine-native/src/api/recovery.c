@@ -41,7 +41,7 @@ static int build_view(par_region *r, const region_desc *d) {
   if (!w->active) return par_error(PAR_ENOMEM, "L0");
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
-      if (!d->level[i][j].root) continue;
+      if (!tree_desc_present(&d->level[i][j])) continue;
       tree_desc t;
       if (tree_desc_copy(&t, &d->level[i][j])) return par_error(PAR_ENOMEM, "tree");
       w->tree[i][j] = dtree_create(&r->vol->alloc, &t);

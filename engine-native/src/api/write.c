@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "util/coding.h"
 #include "util/status.h"
 
 /* Freezes the active L0 and installs a fresh one (write_mu and view_mu
@@ -226,6 +227,9 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
     if ((rc = region_wait_room(r))) return rc;
   }
   uint64_t lsn = r->next_lsn;
+  /* A backup applies what its primary accepted: the primary keeps the budget. */
+  if (m && !want_lsn) rc = region_check_range_room(r, ops, n);
+  if (rc) m = NULL;
   if (m && want_lsn && want_lsn != lsn) {
     rc = par_error(PAR_EINVAL, "record LSN %llu is not the region's next LSN %llu",
                    (unsigned long long)want_lsn, (unsigned long long)lsn);
@@ -276,6 +280,56 @@ PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned 
   int rc = region_check_key(key, key_len);
   if (rc) return rc;
   wal_op op = {WAL_DELETE, (uint16_t)key_len, 0, key, NULL};
+  return region_apply(r, &op, 1, flags);
+}
+
+int region_check_range(const void *begin, size_t begin_len, const void *end, size_t end_len) {
+  int rc = region_check_key(begin, begin_len);
+  if (!rc) rc = region_check_key(end, end_len);
+  if (!rc && key_cmp(begin, begin_len, end, end_len) > 0)
+    rc = par_error(PAR_EINVAL, "range to delete begins after its end");
+  return rc;
+}
+
+/* Bytes of the range tombstones a region description would hold if every
+ * tombstone of w reached the device levels unmerged. */
+static size_t range_tomb_bytes(const view *w) {
+  size_t n = 0;
+  memtable *mts[2] = {w->active, w->frozen};
+  for (int i = 0; i < 2; i++) {
+    if (!mts[i]) continue;
+    pthread_rwlock_rdlock(&mts[i]->lock);
+    for (uint32_t k = 0; k < mts[i]->nrtombs; k++) n += 4u + mts[i]->rtombs[k]->key_len + mts[i]->rtombs[k]->value_len;
+    pthread_rwlock_unlock(&mts[i]->lock);
+  }
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (w->tree[i][j]) n += range_set_encoded_size(&w->tree[i][j]->d.rtombs);
+  return n;
+}
+
+int region_check_range_room(par_region *r, const wal_op *ops, uint32_t n) {
+  size_t add = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (ops[i].type == WAL_DELETE_RANGE) add += 4u + ops[i].key_len + ops[i].value_len;
+  if (!add) return PAR_OK;
+  uint64_t lsn;
+  view *w = region_acquire_view(r, &lsn);
+  size_t have = range_tomb_bytes(w);
+  view_unref(w);
+  if (have + add > PAR_MAX_RANGE_TOMBSTONE_BYTES)
+    return par_error(PAR_ELIMIT, "region '%s' holds %zu bytes of range tombstones, the limit is %u: "
+                                 "par_compact drops them (they leave at the last level)",
+                     r->name, have, PAR_MAX_RANGE_TOMBSTONE_BYTES);
+  return PAR_OK;
+}
+
+PAR_API int par_delete_range(par_region *r, const void *begin, size_t begin_len, const void *end, size_t end_len,
+                             unsigned flags) {
+  if (!r) return par_error(PAR_EINVAL, "par_delete_range: NULL region");
+  int rc = region_check_range(begin, begin_len, end, end_len);
+  if (rc) return rc;
+  wal_op op = {WAL_DELETE_RANGE, (uint16_t)begin_len, (uint32_t)end_len, begin, end};
   return region_apply(r, &op, 1, flags);
 }
 

@@ -18,6 +18,7 @@
 #include "index/builder.h"
 #include "parallax/replication.h"
 #include "scan/merge.h"
+#include "scan/rangedel.h"
 #include "util/status.h"
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
@@ -237,11 +238,20 @@ static int merge(par_region *r, task *t, dtree **out) {
   }
   n++;
   if (!rc && t->dst_tree) rc = tree_stream_source(&v->file, &r->keys, &t->dst_tree->d, &src[n++]);
+  /* Range tombstones: the sources' hide what they cover in older sources
+   * (dropped here), and the new tree keeps them all for the levels below,
+   * unless it is the last level. */
+  rdel rd = {0};
+  if (!rc && t->frozen) rc = rdel_add_memtable(&rd, t->frozen, UINT64_MAX);
+  else if (!rc) rdel_add_tree(&rd, &t->src->d.rtombs);
+  if (!rc && t->dst_tree) rdel_add_tree(&rd, &t->dst_tree->d.rtombs);
+  range_set rtombs = {0};
+  if (!rc && !t->drop_tombstones) rc = rdel_union(&rd, &rtombs);
   tree_builder b;
   int building = 0;
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
-  merge_iter m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t};
+  merge_iter m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd};
   vlog_readahead ra = {0};
   const par_options *o = &v->opts;
   if (!rc) rc = merge_settle(&m);
@@ -283,6 +293,7 @@ static int merge(par_region *r, task *t, dtree **out) {
     atomic_fetch_add(&r->stats.level[level].read, src[i]->bytes_read);
     src[i]->close(src[i]);
   }
+  rdel_free(&rd);
   /* A flushed L0 may point at large-log records still in a tail buffer:
    * they must be durable before the tree that refers to them is committed
    * (the WAL thread writes those buffers before each WAL write). During
@@ -294,11 +305,15 @@ static int merge(par_region *r, task *t, dtree **out) {
     rc = builder_finish(&b, &d);
   }
   if (building) builder_abort(&b);
-  if (rc) return rc;
+  if (rc) {
+    range_set_free(&rtombs);
+    return rc;
+  }
+  d.rtombs = rtombs; /* a tree of range tombstones alone has root 0 */
   atomic_fetch_add(&r->stats.level[t->dst].written, d.bytes);
   for (int i = 0; i < 3; i++) atomic_fetch_add(&r->stats.level[t->dst].class_bytes[i], class_bytes[i]);
   *out = NULL;
-  if (!d.root) return PAR_OK;
+  if (!tree_desc_present(&d)) return PAR_OK;
   /* The tree's medium sets: the one this flush wrote, and, above the merge
    * level, those of both sources, whose pointers it carries on. */
   const dtree *from[2] = {t->src, t->dst_tree};

@@ -1,5 +1,6 @@
 #include "index/memtable.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -59,6 +60,8 @@ static void free_nodes(mt_node *n) {
 void memtable_unref(memtable *m) {
   if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
   free_nodes(m->root);
+  free(m->rtombs);
+  range_set_free(&m->rcover);
   for (mt_arena_chunk *c = m->chunks, *p; c; c = p) {
     p = c->prev;
     free(c);
@@ -206,8 +209,33 @@ mt_entry *memtable_entry(memtable *m, uint64_t lsn, uint8_t type, const void *ke
   return e;
 }
 
+/* A range tombstone joins the list beside the tree (write lock held). */
+static int link_range_tomb(memtable *m, const mt_entry *e) {
+  if (m->nrtombs == m->rtombs_cap) {
+    uint32_t cap = m->rtombs_cap ? m->rtombs_cap * 2 : 8;
+    const mt_entry **v = realloc(m->rtombs, cap * sizeof *v);
+    if (!v) return par_error(PAR_ENOMEM, "L0 range tombstones");
+    atomic_fetch_add(&m->bytes, (cap - m->rtombs_cap) * sizeof *v);
+    m->rtombs = v;
+    m->rtombs_cap = cap;
+  }
+  assert(!m->nrtombs || m->rtombs[m->nrtombs - 1]->lsn < e->lsn);
+  int rc = range_set_add(&m->rcover, mt_key(e), e->key_len, mt_value(e), e->value_len);
+  if (rc) return rc;
+  m->rtombs[m->nrtombs] = e;
+  __atomic_store_n(&m->nrtombs, m->nrtombs + 1, __ATOMIC_RELEASE); /* read without the lock */
+  m->entries++;
+  if (e->lsn > m->max_lsn) m->max_lsn = e->lsn;
+  return PAR_OK;
+}
+
 int memtable_link(memtable *m, const mt_entry *e) {
   pthread_rwlock_wrlock(&m->lock);
+  if (e->type == WAL_DELETE_RANGE) {
+    int rc = link_range_tomb(m, e);
+    pthread_rwlock_unlock(&m->lock);
+    return rc;
+  }
   if (m->root->n == FANOUT) { /* split the root first: descents never backtrack */
     mt_node *r = node_alloc();
     if (!r) goto oom;
@@ -262,6 +290,55 @@ static const mt_node *seek(const memtable *m, const void *key, size_t key_len, u
   }
   *idx = i;
   return n;
+}
+
+int mt_range_holds(const mt_entry *t, const void *key, size_t key_len) {
+  return key_cmp(mt_key(t), t->key_len, key, key_len) <= 0 && key_cmp(key, key_len, mt_value(t), t->value_len) < 0;
+}
+
+int memtable_range_hides(memtable *m, const void *key, size_t key_len, uint64_t snap, uint64_t newer_than) {
+  if (!__atomic_load_n(&m->nrtombs, __ATOMIC_ACQUIRE)) return 0; /* the common case: no lock */
+  int hides = 0;
+  pthread_rwlock_rdlock(&m->lock);
+  if (!newer_than && snap >= m->rtombs[m->nrtombs - 1]->lsn) {
+    hides = range_set_covers(&m->rcover, key, key_len);
+  } else {
+    for (uint32_t i = m->nrtombs; i-- > 0 && m->rtombs[i]->lsn > newer_than;) /* newest first */
+      if (m->rtombs[i]->lsn <= snap && mt_range_holds(m->rtombs[i], key, key_len)) {
+        hides = 1;
+        break;
+      }
+  }
+  pthread_rwlock_unlock(&m->lock);
+  return hides;
+}
+
+int memtable_range_tombs(memtable *m, uint64_t snap, const mt_entry ***out, uint32_t *n, range_set *cover) {
+  *out = NULL;
+  *n = 0;
+  memset(cover, 0, sizeof *cover);
+  if (!__atomic_load_n(&m->nrtombs, __ATOMIC_ACQUIRE)) return PAR_OK;
+  pthread_rwlock_rdlock(&m->lock);
+  uint32_t k = 0;
+  while (k < m->nrtombs && m->rtombs[k]->lsn <= snap) k++; /* in LSN order */
+  int rc = PAR_OK;
+  if (k) {
+    *out = malloc(k * sizeof **out);
+    rc = *out ? PAR_OK : par_error(PAR_ENOMEM, "L0 range tombstones");
+  }
+  if (!rc && k) {
+    memcpy(*out, m->rtombs, k * sizeof **out);
+    *n = k;
+    if (k == m->nrtombs) {
+      rc = range_set_copy(cover, &m->rcover);
+    } else {
+      for (uint32_t i = 0; i < k && !rc; i++)
+        rc = range_set_add(cover, mt_key(m->rtombs[i]), m->rtombs[i]->key_len, mt_value(m->rtombs[i]),
+                           m->rtombs[i]->value_len);
+    }
+  }
+  pthread_rwlock_unlock(&m->lock);
+  return rc;
 }
 
 const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint64_t snap) {

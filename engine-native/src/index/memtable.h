@@ -15,17 +15,22 @@
 #include <stdatomic.h>
 #include <stdint.h>
 
+#include "util/range_set.h"
+
 typedef struct mt_entry {
   uint64_t lsn;
   uint32_t value_len;
   uint16_t key_len;
-  uint8_t type; /* WAL_PUT, WAL_DELETE or WAL_PUT_LARGE */
+  uint8_t type; /* WAL_PUT, WAL_DELETE, WAL_PUT_LARGE or WAL_DELETE_RANGE
+                   (key: the range's begin, value: its end) */
   uint8_t reserved;
   uint8_t data[]; /* key, then value */
 } mt_entry;
 
 static inline const uint8_t *mt_key(const mt_entry *e) { return e->data; }
 static inline const uint8_t *mt_value(const mt_entry *e) { return e->data + e->key_len; }
+/* Whether the range tombstone t (WAL_DELETE_RANGE) holds key. */
+int mt_range_holds(const mt_entry *t, const void *key, size_t key_len);
 /* The leaf category an entry becomes (CAT_* of index/node.h). */
 int mt_category(const mt_entry *e);
 
@@ -38,8 +43,14 @@ typedef struct memtable {
   mt_node *root;
   mt_arena_chunk *chunks;
   atomic_uint_fast64_t bytes; /* entries and nodes (chunk slack not counted) */
-  uint64_t entries;
+  uint64_t entries;        /* versions, range tombstones included */
   uint64_t max_lsn;
+  /* Range tombstones, kept beside the tree (they have no single key), in
+   * LSN order; few by design: each costs a check on every read of L0. */
+  const mt_entry **rtombs;
+  uint32_t nrtombs, rtombs_cap; /* nrtombs: also read atomically, without the lock */
+  range_set rcover;             /* the union of their ranges: one binary search for
+                                   a read that sees them all */
 } memtable;
 
 memtable *memtable_create(void);
@@ -58,6 +69,15 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
 mt_entry *memtable_entry(memtable *m, uint64_t lsn, uint8_t type, const void *key, uint16_t key_len,
                          const void *value, uint32_t value_len);
 int memtable_link(memtable *m, const mt_entry *e);
+/* Whether a range tombstone of m with newer_than < LSN <= snap holds key;
+ * newer_than is the LSN of the version of key a read found in m (0: none,
+ * then the tombstone also hides the older sources). */
+int memtable_range_hides(memtable *m, const void *key, size_t key_len, uint64_t snap, uint64_t newer_than);
+/* m's range tombstones with LSN <= snap: copied into a malloc'd array
+ * (*out, *n; NULL and 0 when there is none), and the union of their ranges
+ * into *cover. */
+int memtable_range_tombs(memtable *m, uint64_t snap, const mt_entry ***out, uint32_t *n, range_set *cover);
+
 /* The newest version of key with LSN <= snap, or NULL. */
 const mt_entry *memtable_get(memtable *m, const void *key, size_t key_len, uint64_t snap);
 

@@ -340,7 +340,8 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
         if (q) q = get_varint32(q, end, &vl);
         int ctl = q && (p[0] == WAL_GAP || p[0] == WAL_TXN);
         if (!q || kl > PAR_MAX_KEY_SIZE || (size_t)(end - q) < (size_t)kl + vl || p[0] < WAL_PUT ||
-            p[0] > WAL_TXN || (p[0] == WAL_PUT_LARGE && vl != VPTR_SIZE) || (ctl && (kl || vl != 8)) ||
+            p[0] > WAL_DELETE_RANGE || (p[0] == WAL_PUT_LARGE && vl != VPTR_SIZE) || (ctl && (kl || vl != 8)) ||
+            (p[0] == WAL_DELETE_RANGE && (!kl || !vl || vl > PAR_MAX_KEY_SIZE || key_cmp(q, kl, q + kl, vl) > 0)) ||
             (p[0] == WAL_GAP && (k || !dec64(q))) || (p[0] == WAL_TXN && dec64(q) < lsn)) {
           rc = par_error(PAR_ECORRUPT, "WAL record %llu is malformed", (unsigned long long)expect);
           break;

@@ -35,8 +35,10 @@
  *  WAL_TXN  value: u64, the last LSN of the record. Marks the record as one
  *           region's part of a cross-region batch: replay applies it only if
  *           the catalog lists its LSN range as committed (api/txn.c).
+ * WAL_DELETE_RANGE (format 4): key is the range's first key, value its end
+ * (exclusive), both 1..PAR_MAX_KEY_SIZE bytes, begin <= end.
  * Every other op takes one LSN; WAL_TXN takes none. */
-enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_PUT_LARGE = 3, WAL_GAP = 4, WAL_TXN = 5 };
+enum { WAL_PUT = 1, WAL_DELETE = 2, WAL_PUT_LARGE = 3, WAL_GAP = 4, WAL_TXN = 5, WAL_DELETE_RANGE = 6 };
 
 typedef struct wal_op {
   uint8_t type;

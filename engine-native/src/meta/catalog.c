@@ -36,14 +36,17 @@ int seg_list_copy(seg_list *dst, const seg_list *src) {
 void tree_desc_free(tree_desc *t) {
   seg_list_free(&t->segs);
   seg_list_free(&t->msegs);
+  range_set_free(&t->rtombs);
   memset(t, 0, sizeof *t);
 }
 
 int tree_desc_copy(tree_desc *dst, const tree_desc *src) {
   *dst = *src;
   memset(&dst->msegs, 0, sizeof dst->msegs);
+  memset(&dst->rtombs, 0, sizeof dst->rtombs);
   int rc = seg_list_copy(&dst->segs, &src->segs);
   if (!rc) rc = seg_list_copy(&dst->msegs, &src->msegs);
+  if (!rc) rc = range_set_copy(&dst->rtombs, &src->rtombs);
   if (rc) tree_desc_free(dst);
   return rc;
 }
@@ -173,8 +176,13 @@ void region_desc_prune_parts(region_desc *d) {
  *           nsegs u32, nsegs x u32, nmsegs u32, nmsegs x u32, medium_bytes u64) |
  * next_inc u32 | nvlog u32 |
  * nvlog x (seg u32, inc u32, garbage u64, nsegs u32, open u32) |
- * [nparts u32 | nparts x (first u64, last u64)] — only when nparts > 0, so
- * descriptions without committed cross-region parts keep the older layout */
+ * [nparts u32 | nparts x (first u64, last u64)] — only when nparts > 0 or
+ *   range tombstones follow, so descriptions without committed cross-region
+ *   parts keep the older layout |
+ * [nrt u16 | nrt x (level u8, slot u8, count u32,
+ *                   count x (begin_len u16, begin, end_len u16, end))] — the
+ *   trees' range tombstones (format 4), only when some tree has any; a tree
+ *   holding only range tombstones is listed above with root 0 */
 size_t region_desc_encode(const region_desc *d, uint8_t *out) {
   size_t n = 0;
   size_t name_len = strlen(d->name);
@@ -191,14 +199,17 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
     PUT(32, d->wal[i].gen);
     PUT(64, d->wal[i].first_lsn);
   }
-  uint16_t ntrees = 0;
+  uint16_t ntrees = 0, nrt = 0;
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++) ntrees += d->level[i][j].root != 0;
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      ntrees += tree_desc_present(&d->level[i][j]);
+      nrt += d->level[i][j].rtombs.n != 0;
+    }
   PUT(16, ntrees);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
       const tree_desc *t = &d->level[i][j];
-      if (!t->root) continue;
+      if (!tree_desc_present(t)) continue;
       if (out) { out[n] = (uint8_t)i; out[n + 1] = (uint8_t)j; }
       n += 2;
       PUT(64, t->root);
@@ -221,12 +232,31 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
     PUT(32, d->vlog[i].nsegs);
     PUT(32, d->vlog[i].open);
   }
-  if (d->nparts) {
+  if (d->nparts || nrt) {
     PUT(32, d->nparts);
     for (uint32_t i = 0; i < d->nparts; i++) {
       PUT(64, d->parts[i].first);
       PUT(64, d->parts[i].last);
     }
+  }
+  if (nrt) {
+    PUT(16, nrt);
+    for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+      for (int j = 0; j < LEVEL_TREES; j++) {
+        const range_set *rs = &d->level[i][j].rtombs;
+        if (!rs->n) continue;
+        if (out) { out[n] = (uint8_t)i; out[n + 1] = (uint8_t)j; }
+        n += 2;
+        PUT(32, rs->n);
+        for (uint32_t k = 0; k < rs->n; k++) {
+          PUT(16, rs->v[k].begin_len);
+          if (out) memcpy(out + n, rs->v[k].begin, rs->v[k].begin_len);
+          n += rs->v[k].begin_len;
+          PUT(16, rs->v[k].end_len);
+          if (out) memcpy(out + n, rs->v[k].end, rs->v[k].end_len);
+          n += rs->v[k].end_len;
+        }
+      }
   }
 #undef PUT
   return n;
@@ -259,18 +289,19 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
   }
   uint16_t ntrees;
   GET(16, ntrees);
+  uint8_t listed[PAR_MAX_LEVELS + 1][LEVEL_TREES] = {{0}};
   for (uint16_t t = 0; t < ntrees; t++) {
     NEED(2);
     uint8_t lvl = in[n], slot = in[n + 1];
     n += 2;
     if (lvl < 1 || lvl > PAR_MAX_LEVELS || slot >= LEVEL_TREES) goto bad;
     tree_desc *td = &d->level[lvl][slot];
-    if (td->root) goto bad;
+    if (listed[lvl][slot]) goto bad;
+    listed[lvl][slot] = 1;
     GET(64, td->root);
     GET(32, td->height);
     GET(64, td->entries);
     GET(64, td->bytes);
-    if (!td->root) goto bad;
     seg_list *lists[2] = {&td->segs, &td->msegs};
     for (int l = 0; l < 2; l++) {
       uint32_t nsegs;
@@ -301,7 +332,7 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
   if (n < len) {
     uint32_t nparts;
     GET(32, nparts);
-    if (nparts == 0 || nparts > len / 16) goto bad;
+    if (nparts > len / 16) goto bad;
     for (uint32_t i = 0; i < nparts; i++) {
       uint64_t first, last;
       GET(64, first);
@@ -309,7 +340,42 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
       if (last < first || last <= d->covered_lsn) goto bad;
       if (region_desc_add_part(d, first, last)) goto oom;
     }
+    if (nparts == 0 && n == len) goto bad; /* an empty list only precedes range tombstones */
   }
+  if (n < len) {
+    uint16_t nrt;
+    GET(16, nrt);
+    if (nrt == 0) goto bad;
+    for (uint16_t t = 0; t < nrt; t++) {
+      NEED(2);
+      uint8_t lvl = in[n], slot = in[n + 1];
+      n += 2;
+      if (lvl < 1 || lvl > PAR_MAX_LEVELS || slot >= LEVEL_TREES || !listed[lvl][slot]) goto bad;
+      range_set *rs = &d->level[lvl][slot].rtombs;
+      uint32_t count;
+      GET(32, count);
+      if (rs->n || count == 0 || count > len / 6) goto bad;
+      for (uint32_t k = 0; k < count; k++) {
+        uint16_t bl, el;
+        GET(16, bl);
+        NEED(bl);
+        const uint8_t *b = in + n;
+        n += bl;
+        GET(16, el);
+        NEED(el);
+        const uint8_t *e = in + n;
+        n += el;
+        /* Stored sorted and disjoint: each range starts after the last one ends. */
+        if (key_cmp(b, bl, e, el) >= 0 ||
+            (rs->n && key_cmp(rs->v[rs->n - 1].end, rs->v[rs->n - 1].end_len, b, bl) >= 0))
+          goto bad;
+        if (range_set_add(rs, b, bl, e, el)) goto oom;
+      }
+    }
+  }
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (listed[i][j] && !tree_desc_present(&d->level[i][j])) goto bad;
   if (n != len) goto bad;
   return PAR_OK;
 #undef GET

@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "parallax/parallax.h"
+#include "util/range_set.h"
 
 typedef struct seg_list {
   uint32_t *v;
@@ -21,7 +22,8 @@ int seg_list_push(seg_list *l, uint32_t seg);
 void seg_list_free(seg_list *l);
 int seg_list_copy(seg_list *dst, const seg_list *src);
 
-/* One on-device B+-tree. root == 0 means the tree is empty. */
+/* One on-device B+-tree. root == 0 means it holds no entries (it may still
+ * hold range tombstones). */
 typedef struct tree_desc {
   uint64_t root;    /* byte offset of the root node in the volume */
   uint32_t height;  /* 1 = the root is a leaf                     */
@@ -30,7 +32,14 @@ typedef struct tree_desc {
   seg_list segs;    /* in write order: leaves appear in key order */
   seg_list msegs;   /* transient medium-log segments the tree owns    */
   uint64_t medium_bytes; /* record bytes its medium pointers refer to */
+  /* Range tombstones (par_delete_range): they hide every entry of the
+   * trees below this one, never its own (a merge drops the entries they
+   * cover before it builds the tree). */
+  range_set rtombs;
 } tree_desc;
+
+/* Whether the description has anything to record: entries or range tombstones. */
+static inline int tree_desc_present(const tree_desc *t) { return t->root || t->rtombs.n; }
 
 /* A WAL segment: entries in it carry gen, and the first one has first_lsn. */
 typedef struct wal_seg {

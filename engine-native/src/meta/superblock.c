@@ -27,7 +27,9 @@ static void encode(uint8_t *b, const superblock *sb) {
 static int decode(const uint8_t *b, superblock *sb) {
   if (dec64(b) != SB_MAGIC) return 0;
   if (dec32(b + SB_CRC_OFF) != crc32c(0, b, SB_CRC_OFF)) return -1;
-  if (dec32(b + 8) != PAR_FORMAT_VERSION || dec32(b + 12) != PAR_SEGMENT_SIZE) return -2;
+  uint32_t version = dec32(b + 8);
+  if (version < PAR_FORMAT_VERSION_MIN || version > PAR_FORMAT_VERSION || dec32(b + 12) != PAR_SEGMENT_SIZE)
+    return -2;
   sb->epoch = dec64(b + 16);
   sb->stream_id = dec64(b + 24);
   sb->stream_head = dec32(b + 32);
@@ -49,8 +51,8 @@ int superblock_read(par_file *f, superblock *sb) {
   int r0 = decode(b, &c[0]), r1 = decode(b + PAR_BLOCK, &c[1]);
   free(b);
   if (r0 == -2 || r1 == -2)
-    return par_error(PAR_ENOTVOLUME, "volume format or segment size not supported by this version (format %u)",
-                     PAR_FORMAT_VERSION);
+    return par_error(PAR_ENOTVOLUME, "volume format or segment size not supported by this version (formats %u to %u)",
+                     PAR_FORMAT_VERSION_MIN, PAR_FORMAT_VERSION);
   if (r0 == 1 && (r1 != 1 || c[0].epoch > c[1].epoch)) *sb = c[0];
   else if (r1 == 1) *sb = c[1];
   else if (r0 == 0 && r1 == 0) return par_error(PAR_ENOTVOLUME, "no Parallax superblock found");

@@ -13,8 +13,14 @@
 
 #include "io/file.h"
 
-#define PAR_FORMAT_VERSION 3u /* 2: leaves keep key prefixes of log pairs;
-                                 3: large-log segments say whether they are a head */
+#define PAR_FORMAT_VERSION 4u /* 2: leaves keep key prefixes of log pairs;
+                                 3: large-log segments say whether they are a head;
+                                 4: range tombstones (a WAL op, the trees' lists in
+                                    the catalog) */
+/* The oldest format this engine opens: a format 3 volume is format 4
+ * without range tombstones, and becomes format 4 at the superblock update
+ * every open makes. */
+#define PAR_FORMAT_VERSION_MIN 3u
 
 typedef struct superblock {
   uint64_t epoch;

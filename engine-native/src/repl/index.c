@@ -74,6 +74,9 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
       if (t->d.msegs.n && !rc)
         rc = par_error(PAR_EINVAL, "level %d of region '%s' points into a transient medium log: send-index needs "
                        "PAR_PLACEMENT_IN_PLACE", i, r->name);
+      if (t->d.rtombs.n && !rc)
+        rc = par_error(PAR_EINVAL, "level %d of region '%s' holds range tombstones, which send-index does not "
+                       "ship: par_compact drops them", i, r->name);
       len += TREE_HDR + 4ull * t->d.segs.n;
       n++;
     }

@@ -99,7 +99,8 @@ static int decode_ops(par_region *r, const uint8_t *p, const uint8_t *end, uint3
     }
     int ok = q && kl >= 1 && kl <= PAR_MAX_KEY_SIZE && vl <= PAR_MAX_VALUE_SIZE &&
              (size_t)(end - q) >= (size_t)kl + vl &&
-             (type == WAL_PUT || (type == WAL_DELETE && vl == 0) || (!ship && type == WAL_PUT_LARGE && vl == VPTR_SIZE));
+             (type == WAL_PUT || (type == WAL_DELETE && vl == 0) ||
+              (type == WAL_DELETE_RANGE && vl >= 1 && vl <= PAR_MAX_KEY_SIZE) || (!ship && type == WAL_PUT_LARGE && vl == VPTR_SIZE));
     if (!ok) {
       rec_ops_free(o);
       return par_error(PAR_ECORRUPT, "op %u of a log record is malformed", k);

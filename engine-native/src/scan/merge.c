@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "log/wal.h"
+#include "scan/rangedel.h"
 #include "scan/readahead.h"
 #include "util/coding.h"
 #include "util/status.h"
@@ -28,6 +29,7 @@ static void mt_load(mt_source *s) {
   s->base.valid = s->i < s->n;
   if (!s->base.valid) return;
   const mt_entry *e = s->batch[s->i];
+  s->base.lsn = e->lsn;
   s->base.e = (tree_entry){.cat = mt_category(e), .key = mt_key(e), .key_len = e->key_len,
                            .value = mt_value(e), .value_len = e->value_len};
 }
@@ -251,10 +253,25 @@ static int skip_current(merge_iter *m) {
   return step(m->src[m->cur], m->reverse);
 }
 
+/* Whether a range tombstone hides the current entry (whose key it
+ * resolves first when the leaf holds a prefix of it). */
+static int range_hidden(merge_iter *m, int *hidden) {
+  *hidden = 0;
+  if (!m->rd || !m->rd->any) return PAR_OK;
+  kv_source *s = m->src[m->cur];
+  int rc = entry_resolve_key(&s->e);
+  if (!rc) *hidden = rdel_hides(m->rd, m->cur, s->lsn, s->e.key, s->e.key_len);
+  return rc;
+}
+
 int merge_settle(merge_iter *m) {
   for (;;) {
+    int hidden = 0;
     int rc = best_source(m, &m->cur);
-    if (!rc && (m->cur < 0 || !m->skip_tombstones || m->src[m->cur]->e.cat != CAT_TOMBSTONE)) return PAR_OK;
+    if (!rc && m->cur >= 0) rc = range_hidden(m, &hidden);
+    if (!rc && (m->cur < 0 || (!hidden && (!m->skip_tombstones || merge_entry(m)->cat != CAT_TOMBSTONE))))
+      return PAR_OK;
+    if (!rc && hidden && m->shadowed) m->shadowed(m->shadowed_arg, merge_entry(m));
     if (!rc) rc = skip_current(m);
     if (rc) {
       m->cur = -1;

@@ -1,6 +1,8 @@
 /* K-way merge of sorted sources, newest first. For each key the newest
  * source's entry wins and older entries of that key are skipped. Scans skip
  * tombstones; compactions keep them unless they build the last level.
+ * Entries hidden by a newer range tombstone (scan/rangedel.h) are skipped
+ * by both.
  *
  * Scans also go backwards: every source of a scanner can seek to the last
  * key <= (or <) a key and step back; a merge that changes direction seeks
@@ -29,6 +31,7 @@ struct kv_source {
   void (*readahead)(kv_source *s, int reverse);
   int valid;
   tree_entry e; /* its key may be a prefix (index/entry.h) */
+  uint64_t lsn; /* an L0 source's: the LSN of e (range tombstones compare it) */
   uint64_t bytes_read; /* device bytes read so far */
 };
 
@@ -52,6 +55,9 @@ typedef struct merge_iter {
   int skip_tombstones;
   shadowed_fn shadowed; /* may be NULL */
   void *shadowed_arg;
+  /* Range tombstones of the sources, in the same order, or NULL. An entry
+   * they hide is skipped (and given to shadowed, being dead). */
+  const struct rdel *rd;
   int reverse; /* the direction of the last seek or turn (sources follow it) */
   uint8_t turn_key[PAR_MAX_KEY_SIZE]; /* the key a change of direction seeks from */
 } merge_iter;

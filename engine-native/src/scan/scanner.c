@@ -7,6 +7,7 @@
 #include "api/internal.h"
 #include "log/vlog.h"
 #include "scan/merge.h"
+#include "scan/rangedel.h"
 #include "scan/readahead.h"
 #include "util/status.h"
 
@@ -17,6 +18,7 @@ struct par_scanner {
   view *v;
   kv_source *src[MAX_SOURCES];
   merge_iter m;
+  rdel rd;        /* the sources' range tombstones at the scan's LSN */
   int error;      /* a corrupt node ends the scan with this status */
   /* The current entry's log value, once read: par_scanner_value hands out
    * the same bytes until the scanner moves. owned: a copy out of a tail
@@ -72,18 +74,27 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   } else {
     s->v = region_acquire_view(r, &lsn);
   }
-  int n = 0;
-  if (s->v->active) s->src[n++] = memtable_source(s->v->active, lsn, NULL, NULL);
-  if (s->v->frozen) s->src[n++] = memtable_source(s->v->frozen, lsn, NULL, NULL);
+  int n = 0, rc = PAR_OK;
+  memtable *mts[2] = {s->v->active, s->v->frozen};
+  for (int i = 0; i < 2; i++)
+    if (mts[i]) {
+      s->src[n++] = memtable_source(mts[i], lsn, NULL, NULL);
+      if (!rc) rc = rdel_add_memtable(&s->rd, mts[i], lsn);
+    }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
-      if (s->v->tree[i][j]) s->src[n++] = tree_cursor_source(&r->keys, s->v->tree[i][j]);
+      if (s->v->tree[i][j]) {
+        s->src[n++] = tree_cursor_source(&r->keys, s->v->tree[i][j]);
+        rdel_add_tree(&s->rd, &s->v->tree[i][j]->d.rtombs);
+      }
   for (int i = 0; i < n; i++)
-    if (!s->src[i]) {
-      par_scanner_close(s);
-      return par_error(PAR_ENOMEM, "scanner sources");
-    }
+    if (!s->src[i]) rc = PAR_ENOMEM;
+  if (rc) {
+    par_scanner_close(s);
+    return par_error(PAR_ENOMEM, "scanner sources");
+  }
   s->m.src = s->src;
+  s->m.rd = &s->rd;
   s->m.n = n;
   s->m.cur = -1;
   s->m.skip_tombstones = 1;
@@ -219,6 +230,7 @@ PAR_API void par_scanner_close(par_scanner *s) {
   if (!s) return;
   for (int i = 0; i < MAX_SOURCES; i++)
     if (s->src[i]) s->src[i]->close(s->src[i]);
+  rdel_free(&s->rd);
   view_unref(s->v);
   free(s->owned);
   free(s);

@@ -5,6 +5,8 @@ import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.Scratch;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Objects;
 
 /** Shared glue of the public classes: backend access, status checks, argument checks. */
 final class Native {
@@ -47,6 +49,21 @@ final class Native {
           + Parallax.MAX_KEY_SIZE);
     }
     return (int) n;
+  }
+
+  /**
+   * Checks the bounds of a range delete: non-null ({@link NullPointerException}), keys
+   * (empty: {@link InvalidArgumentException}, too long: {@link TooBigException}), and
+   * {@code begin <= end} in unsigned byte order ({@link IllegalArgumentException}).
+   */
+  static void checkRange(byte[] begin, byte[] end) {
+    Objects.requireNonNull(begin, "begin");
+    Objects.requireNonNull(end, "end");
+    checkKey(begin, "begin");
+    checkKey(end, "end");
+    if (Arrays.compareUnsigned(begin, end) > 0) {
+      throw new IllegalArgumentException("range to delete begins after its end");
+    }
   }
 
   static int checkValue(byte[] value) {

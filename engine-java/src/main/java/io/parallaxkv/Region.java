@@ -8,6 +8,7 @@ import io.parallaxkv.internal.Scratch;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -182,6 +183,44 @@ public final class Region implements AutoCloseable {
     }
   }
 
+  /** Deletes every key in [{@code begin}, {@code end}) (asynchronous durability). */
+  public void deleteRange(byte[] begin, byte[] end) {
+    deleteRange(begin, end, WriteOptions.DEFAULT);
+  }
+
+  /**
+   * Deletes every key {@code k} with {@code begin <= k < end} (unsigned byte order) with one
+   * write of a range tombstone, whatever the number of keys: it is logged and recovered like a
+   * delete, and honoured by gets, multi-gets, scans in both directions and snapshots (a snapshot
+   * taken before it still sees the keys; keys written after it are visible). Compactions drop
+   * the covered entries (their large values become garbage for GC) and the tombstone once it
+   * reaches the last level; until then each live tombstone costs reads a binary search per
+   * level holding tombstones. {@code begin.equals(end)} deletes nothing. A region holds at most
+   * 256 KiB of live range tombstones (4 bytes plus both bounds each): beyond that this throws
+   * {@link LimitException} until {@link #compact()} has dropped them.
+   *
+   * @throws NullPointerException if a bound is null
+   * @throws IllegalArgumentException if {@code begin} sorts after {@code end}
+   * @throws InvalidArgumentException if a bound is empty
+   * @throws TooBigException if a bound is longer than {@link Parallax#MAX_KEY_SIZE}
+   */
+  public void deleteRange(byte[] begin, byte[] end, WriteOptions options) {
+    Native.checkRange(begin, end);
+    int flags = Native.opts(options).flags();
+    long r = state.acquire();
+    try {
+      Scratch s = Scratch.get(Native.align(begin.length) + end.length);
+      try {
+        Native.check(api, api.deleteRange(r, Native.in(begin, s, 0), begin.length,
+            Native.in(end, s, Native.align(begin.length)), end.length, flags));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
   /** Applies every operation of {@code batch} atomically, in order. */
   public void write(WriteBatch batch) {
     write(batch, WriteOptions.DEFAULT);
@@ -242,6 +281,24 @@ public final class Region implements AutoCloseable {
     } finally {
       state.release();
     }
+  }
+
+  /**
+   * Compacts the region so that [{@code begin}, {@code end}) is fully compacted (a null bound is
+   * unbounded). This engine's levels are each one B+-tree merged whole into the next (a tree
+   * cannot be rewritten for part of its key range), so a key range cannot be compacted alone:
+   * this is {@link #compact()} — the whole region is rewritten, which includes the range — and
+   * the bounds are only checked. It drops the range's shadowed versions, tombstones and range
+   * tombstones like {@code compact()} does.
+   *
+   * @throws IllegalArgumentException if both bounds are given and {@code begin} sorts after
+   *     {@code end}
+   */
+  public void compactRange(byte[] begin, byte[] end) {
+    if (begin != null && end != null && Arrays.compareUnsigned(begin, end) > 0) {
+      throw new IllegalArgumentException("range to compact begins after its end");
+    }
+    compact();
   }
 
   // ---- reads -------------------------------------------------------------------------------

@@ -12,14 +12,15 @@ import java.util.Map;
 import java.util.Objects;
 
 /**
- * Puts and deletes applied atomically and in order by {@link Region#write(WriteBatch)}. The
+ * Puts, deletes and range deletes applied atomically and in order by {@link
+ * Region#write(WriteBatch)}. The
  * batch copies every key and value when they are added, so buffers can be reused at once. The
  * encoded batch is limited to {@link Parallax#MAX_BATCH_SIZE} bytes ({@link TooBigException}).
  * Not tied to a region: one batch can be written to several regions. Its methods synchronize,
  * so sharing one between threads is safe (if rarely useful).
  *
- * <p>Ops added with {@link #put(Region, byte[], byte[])} and {@link #delete(Region, byte[])} name
- * their region: such a batch spans regions of one volume and is written with {@link
+ * <p>Ops added with {@link #put(Region, byte[], byte[])}, {@link #delete(Region, byte[])} and
+ * {@link #deleteRange(Region, byte[], byte[])} name their region: such a batch spans regions of one volume and is written with {@link
  * Parallax#write(WriteBatch)}, which applies it all-or-nothing across the regions, also across a
  * crash. The regions must stay open until then. {@link Region#write(WriteBatch)} refuses a batch
  * naming another region ({@link InvalidArgumentException}).
@@ -140,6 +141,57 @@ public final class WriteBatch implements AutoCloseable {
         region.state.release();
       }
       regions.put(region, Boolean.TRUE);
+    } finally {
+      state.release();
+    }
+    return this;
+  }
+
+  /**
+   * Adds a range delete of [{@code begin}, {@code end}) for {@code region} (a batch across
+   * regions); the checks and the meaning are those of {@link Region#deleteRange(byte[], byte[],
+   * WriteOptions)}.
+   */
+  public synchronized WriteBatch deleteRange(Region region, byte[] begin, byte[] end) {
+    Objects.requireNonNull(region, "region");
+    Native.checkRange(begin, end);
+    long b = state.acquire();
+    try {
+      long r = region.state.acquire();
+      try {
+        Scratch s = Scratch.get(Native.align(begin.length) + end.length);
+        try {
+          Native.check(api, api.batchDeleteRangeIn(b, r, Native.in(begin, s, 0), begin.length,
+              Native.in(end, s, Native.align(begin.length)), end.length));
+        } finally {
+          s.release();
+        }
+      } finally {
+        region.state.release();
+      }
+      regions.put(region, Boolean.TRUE);
+    } finally {
+      state.release();
+    }
+    return this;
+  }
+
+  /**
+   * Adds a range delete of [{@code begin}, {@code end}): ops after it in the batch (a put of a
+   * key in the range, say) apply after it. Checks and meaning as {@link
+   * Region#deleteRange(byte[], byte[], WriteOptions)}.
+   */
+  public synchronized WriteBatch deleteRange(byte[] begin, byte[] end) {
+    Native.checkRange(begin, end);
+    long b = state.acquire();
+    try {
+      Scratch s = Scratch.get(Native.align(begin.length) + end.length);
+      try {
+        Native.check(api, api.batchDeleteRange(b, Native.in(begin, s, 0), begin.length,
+            Native.in(end, s, Native.align(begin.length)), end.length));
+      } finally {
+        s.release();
+      }
     } finally {
       state.release();
     }

@@ -16,7 +16,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Random operations against a TreeMap model, across reopenings and compactions (256 KiB L0);
- * scans forward and reverse, with bounds and prefixes and changes of direction.
+ * range deletes (alone and in batches), scans forward and reverse, with bounds and prefixes and
+ * changes of direction.
  */
 class ModelTest {
   @TempDir Path dir;
@@ -42,6 +43,15 @@ class ModelTest {
     return v;
   }
 
+  /** An end for a range delete from k: a key 1..20 numbers on (about 1% of the key space). */
+  static byte[] nearbyEnd(byte[] k, Random rnd) {
+    byte[] e = k.clone();
+    int n = ((k[0] & 0xff) << 8 | (k[1] & 0xff)) + 1 + rnd.nextInt(20);
+    e[0] = (byte) (n >> 8);
+    e[1] = (byte) n;
+    return e;
+  }
+
   @Test
   void randomOperationsMatchTreeMap() {
     long seed = Long.getLong("parallax.test.seed", System.nanoTime());
@@ -55,7 +65,20 @@ class ModelTest {
         for (int op = 0; op < 6000; op++) {
           int what = rnd.nextInt(100);
           byte[] k = key(rnd);
-          if (what < 55) {
+          if (what == 54) {
+            byte[] end = nearbyEnd(k, rnd);
+            if (rnd.nextInt(3) == 0) {
+              try (WriteBatch wb = new WriteBatch()) {
+                byte[] v = value(rnd);
+                r.write(wb.deleteRange(k, end).put(k, v)); // the put comes after the range delete
+                model.subMap(k, true, end, false).clear();
+                model.put(k, v);
+              }
+            } else {
+              r.deleteRange(k, end);
+              model.subMap(k, true, end, false).clear();
+            }
+          } else if (what < 55) {
             byte[] v = value(rnd);
             if (rnd.nextBoolean()) r.put(k, v);
             else r.put(ByteBuffer.allocateDirect(k.length).put(k).flip(), ByteBuffer.wrap(v));
@@ -93,6 +116,8 @@ class ModelTest {
             checkScan(r, model, k, rnd.nextBoolean(), ctx);
           } else if (what < 99) {
             checkWalk(r, model, k, rnd, ctx);
+          } else if (rnd.nextInt(4) == 0) {
+            r.compactRange(k, null);
           } else {
             r.flush();
           }

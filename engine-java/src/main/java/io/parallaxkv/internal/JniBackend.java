@@ -239,6 +239,22 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int deleteRange(long region, long begin, long beginLen, long end, long endLen, int flags) {
+    return JniNative.deleteRange(region, begin, beginLen, end, endLen, flags);
+  }
+
+  @Override
+  public int batchDeleteRange(long batch, long begin, long beginLen, long end, long endLen) {
+    return JniNative.batchDeleteRange(batch, begin, beginLen, end, endLen);
+  }
+
+  @Override
+  public int batchDeleteRangeIn(long batch, long region, long begin, long beginLen, long end,
+      long endLen) {
+    return JniNative.batchDeleteRangeIn(batch, region, begin, beginLen, end, endLen);
+  }
+
+  @Override
   public int writeVolume(long vol, long batch, int flags) {
     return JniNative.writeVolume(vol, batch, flags);
   }

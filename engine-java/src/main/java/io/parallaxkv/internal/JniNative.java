@@ -85,6 +85,12 @@ final class JniNative {
 
   static native int batchDeleteIn(long b, long r, long k, long kl);
 
+  static native int deleteRange(long r, long b, long bl, long e, long el, int flags);
+
+  static native int batchDeleteRange(long batch, long b, long bl, long e, long el);
+
+  static native int batchDeleteRangeIn(long batch, long r, long b, long bl, long e, long el);
+
   static native int writeVolume(long vol, long b, int flags);
 
   static native int snapshotCreateMany(long n, long regions, long out);

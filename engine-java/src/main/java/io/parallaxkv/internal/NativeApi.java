@@ -116,6 +116,17 @@ public abstract class NativeApi {
   /** par_batch_delete_in. */
   public abstract int batchDeleteIn(long batch, long region, long key, long keyLen);
 
+  /** par_delete_range: deletes the keys in [begin, end) with one range tombstone. */
+  public abstract int deleteRange(long region, long begin, long beginLen, long end, long endLen,
+      int flags);
+
+  /** par_batch_delete_range. */
+  public abstract int batchDeleteRange(long batch, long begin, long beginLen, long end, long endLen);
+
+  /** par_batch_delete_range_in: a range delete for {@code region} (a batch across regions). */
+  public abstract int batchDeleteRangeIn(long batch, long region, long begin, long beginLen, long end,
+      long endLen);
+
   /** par_write_volume: a batch across the regions of {@code vol}, all-or-nothing. */
   public abstract int writeVolume(long vol, long batch, int flags);
 

@@ -37,7 +37,7 @@ final class FfmBackend extends NativeApi {
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
       scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats,
-      estimateRange,
+      estimateRange, deleteRange, batchDeleteRange, batchDeleteRangeIn,
       batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
   private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH,
       replApplyH, replExportOpenH, replExportLayoutH, replExportCoveredH, replExportSegmentH,
@@ -114,6 +114,12 @@ final class FfmBackend extends NativeApi {
         JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     batchDeleteIn = h("par_batch_delete_in", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
         JAVA_LONG, JAVA_LONG));
+    deleteRange = h("par_delete_range", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT));
+    batchDeleteRange = h("par_batch_delete_range", FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    batchDeleteRangeIn = h("par_batch_delete_range_in", FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     writeVolume = h("par_write_volume", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
         JAVA_INT));
     snapshotCreateMany = h("par_snapshot_create_many", FunctionDescriptor.of(JAVA_INT, JAVA_LONG,
@@ -550,6 +556,34 @@ final class FfmBackend extends NativeApi {
   public int batchDeleteIn(long batch, long region, long key, long keyLen) {
     try {
       return (int) batchDeleteIn.invokeExact(batch, region, key, keyLen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int deleteRange(long region, long begin, long beginLen, long end, long endLen, int flags) {
+    try {
+      return (int) deleteRange.invokeExact(region, begin, beginLen, end, endLen, flags);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int batchDeleteRange(long batch, long begin, long beginLen, long end, long endLen) {
+    try {
+      return (int) batchDeleteRange.invokeExact(batch, begin, beginLen, end, endLen);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int batchDeleteRangeIn(long batch, long region, long begin, long beginLen, long end,
+      long endLen) {
+    try {
+      return (int) batchDeleteRangeIn.invokeExact(batch, region, begin, beginLen, end, endLen);
     } catch (Throwable t) {
       throw rethrow(t);
     }
