@@ -4,6 +4,7 @@
  * workers.
  *
  * Locks, in the order they may nest:
+ *   vol->ckpt_mu, vol->region_lock   a checkpoint (api/checkpoint.c)
  *   vol->txn_mu       a cross-region batch, or a snapshot of several regions
  *   region->write_mu  orders writers: LSN, WAL append, L0 insert (several
  *                     at once only under txn_mu, in region id order)
@@ -140,6 +141,13 @@ struct par_volume {
   par_region *open;                  /* open regions */
   pthread_mutex_t txn_mu;            /* one cross-region batch at a time (api/txn.c);
                                         taken before any region's write_mu */
+  /* Checkpoints (api/checkpoint.c): ckpt_mu lets one run at a time.
+   * par_region_open and par_region_close hold region_lock shared; a
+   * checkpoint holds it exclusively while it fixes its consistency point
+   * and syncs the WALs to it, so that every region on the open list then is
+   * wholly open and none is freed under it. Taken before txn_mu. */
+  pthread_mutex_t ckpt_mu;
+  pthread_rwlock_t region_lock;
 
   pthread_mutex_t sched_mu;
   pthread_cond_t sched_cv;

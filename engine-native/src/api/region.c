@@ -157,8 +157,19 @@ static void unlink_open(par_volume *v, par_region *r) {
   pthread_mutex_unlock(&v->meta_mu);
 }
 
+static int region_open(par_volume *v, const char *name, int create, par_region **out);
+
+/* Opens and closes hold region_lock shared: a checkpoint sees no region
+ * half open or half closed (api/checkpoint.c). */
 PAR_API int par_region_open(par_volume *v, const char *name, int create, par_region **out) {
   if (!v || !name || !out) return par_error(PAR_EINVAL, "par_region_open: NULL argument");
+  pthread_rwlock_rdlock(&v->region_lock);
+  int rc = region_open(v, name, create, out);
+  pthread_rwlock_unlock(&v->region_lock);
+  return rc;
+}
+
+static int region_open(par_volume *v, const char *name, int create, par_region **out) {
   *out = NULL;
   if (!*name || strlen(name) > PAR_MAX_REGION_NAME)
     return par_error(strlen(name) ? PAR_ETOOBIG : PAR_EINVAL, "region name must be 1..%u bytes", PAR_MAX_REGION_NAME);
@@ -249,8 +260,18 @@ static int count_head_tails(par_region *r) {
   return rc;
 }
 
+static int region_close(par_region *r);
+
 PAR_API int par_region_close(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_region_close: NULL region");
+  par_volume *v = r->vol;
+  pthread_rwlock_rdlock(&v->region_lock);
+  int rc = region_close(r);
+  pthread_rwlock_unlock(&v->region_lock);
+  return rc;
+}
+
+static int region_close(par_region *r) {
   par_volume *v = r->vol;
   /* Unlogged writes exist only in L0: make them durable (PAR_NO_WAL). */
   int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;

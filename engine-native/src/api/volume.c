@@ -107,6 +107,8 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   if (!rc && (rc = redolog_checkpoint(&v->log, &v->cat)) == PAR_ENOSPC) rc = PAR_OK;
   pthread_mutex_init(&v->meta_mu, NULL);
   pthread_mutex_init(&v->txn_mu, NULL);
+  pthread_mutex_init(&v->ckpt_mu, NULL);
+  pthread_rwlock_init(&v->region_lock, NULL);
   if (!rc) rc = compaction_start(v);
   if (rc) {
     int saved = rc;
@@ -118,6 +120,8 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     file_close(&v->file);
     pthread_mutex_destroy(&v->meta_mu);
     pthread_mutex_destroy(&v->txn_mu);
+    pthread_mutex_destroy(&v->ckpt_mu);
+    pthread_rwlock_destroy(&v->region_lock);
     free(v);
     return par_error(saved, "cannot open volume %s: %s", path, msg);
   }
@@ -148,6 +152,8 @@ PAR_API int par_close(par_volume *v) {
   file_close(&v->file);
   pthread_mutex_destroy(&v->meta_mu);
   pthread_mutex_destroy(&v->txn_mu);
+  pthread_mutex_destroy(&v->ckpt_mu);
+  pthread_rwlock_destroy(&v->region_lock);
   free(v);
   return rc;
 }
