@@ -45,6 +45,8 @@ public final class Layout {
   public static final int VOLUME_STATS_SIZE = 32;
   /** {@code par_range_estimate}: entries, then bytes (u64 each). */
   public static final int RANGE_ESTIMATE_SIZE = 16;
+  /** {@code par_checkpoint_stats}: segments, segments copied, bytes copied, bytes read (u64). */
+  public static final int CHECKPOINT_STATS_SIZE = 32;
 
   public static final int MAX_KEY_SIZE = 1024;
   public static final int MAX_VALUE_SIZE = 64 << 20;
@@ -62,7 +64,8 @@ public final class Layout {
         STATS_LOG_VALUE_READS,
         LEVEL_STATS_SIZE,
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
-        MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE};
+        MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE,
+        CHECKPOINT_STATS_SIZE};
   }
 
   /**
