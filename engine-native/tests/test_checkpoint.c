@@ -377,7 +377,7 @@ static void run_concurrent(const char *name, uint32_t large, uint32_t modulo, ui
   fprintf(stderr, "%s: region 0 ran %llu compactions, %llu GC runs (%llu segments freed)\n", name,
           (unsigned long long)s.compactions, (unsigned long long)s.gc_runs, (unsigned long long)s.gc_segments_freed);
   assert_true(s.compactions > 0);
-  if (large) assert_true(s.gc_runs > 0);
+  if (large) assert_true(s.gc_segments_freed > 0); /* GC (or retiring dead huge runs) freed segments */
   close_all(r);
   assert_ok(par_close(v));
   tu_rm_rf(dir);

@@ -107,7 +107,12 @@ typedef struct par_options {
   uint32_t medium_merge_level;    /* where medium values leave the transient log
                                      for the leaves: 0 = the last level (default),
                                      1 = the last but one                        */
-  uint32_t reserved2;
+  uint32_t memory_budget_mib;     /* cap, in MiB, on the memory of all L0s of
+                                     the volume's regions together; 0 (default):
+                                     none, each region holds up to 2 x l0_size.
+                                     Writers wait while it is reached, and the
+                                     largest L0 is flushed (docs/architecture.md,
+                                     "Memory"); par_volume_stats reports it   */
 } par_options;
 
 /* Fills *opts with the defaults above. */
@@ -372,6 +377,14 @@ typedef struct par_volume_stats {
   uint64_t segments_total;
   uint64_t segments_used;
   uint64_t metadata_bytes;   /* bytes of the redo log since its checkpoint    */
+  /* The memory budget (par_options.memory_budget_mib) and the engine's own
+   * count against it: bytes of every L0 of the open regions (active and
+   * frozen, nodes and entries; a flushed L0 still held by a reader is not
+   * counted), now and at most since the volume opened. Counted also when
+   * no budget is set. */
+  uint64_t memory_budget;    /* bytes; 0: none                                */
+  uint64_t memory_used;
+  uint64_t memory_peak;
 } par_volume_stats;
 
 PAR_API int par_volume_stats_get(par_volume *vol, par_volume_stats *out);

@@ -117,6 +117,10 @@ struct par_region {
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
+  /* The memory budget (api/budget.c): a worker is to freeze this region's
+   * L0; pins held by writers that asked it, which close waits for. */
+  atomic_int budget_freeze;
+  atomic_int budget_pins;
 
   /* Replication (src/repl). role is a par_repl_role, changed under write_mu
    * and view_mu. A send-index backup appends shipped records to its WAL only
@@ -134,6 +138,7 @@ struct par_volume {
   par_file file;
   segalloc alloc;
   par_options opts;
+  mem_budget budget;                 /* the bytes of every region's L0s */
 
   pthread_mutex_t meta_mu;
   redolog log;
@@ -244,6 +249,12 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg);
 
 /* Creates a region's catalog entry (meta_mu held). */
 int volume_create_region(par_volume *v, const char *name);
+
+/* budget.c: waits (holding no lock) while the volume's L0s hold its memory
+ * budget, having the largest one flushed. */
+void budget_admit(par_volume *v);
+/* A compaction worker's part: freezes r's L0 if a writer asked for it. */
+void budget_freeze(par_region *r);
 
 /* compaction/compaction.c */
 int compaction_start(par_volume *v);

@@ -2,6 +2,7 @@
  * the region's description. Recovery is in recovery.c, the write path in
  * write.c and batch.c, reads in read.c, flush/compact/stats in
  * maintenance.c. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@ void region_set_view(par_region *r, view *w) {
   view *old = r->view;
   r->view = w;
   pthread_mutex_unlock(&r->cur_mu);
+  /* An L0 that left the region's view (a flush merged it) no longer counts
+   * against the memory budget, though readers may still hold it. */
+  memtable *gone[2] = {old->active, old->frozen};
+  for (int i = 0; i < 2; i++)
+    if (gone[i] && gone[i] != w->active && gone[i] != w->frozen) memtable_discharge(gone[i]);
   view_unref(old);
 }
 
@@ -287,6 +293,7 @@ static int region_close(par_region *r) {
   vlog_destroy(&r->hot);
   vlog_destroy(&r->cold);
   unlink_open(v, r);
+  while (atomic_load(&r->budget_pins)) sched_yield(); /* a writer scheduling it (api/budget.c) */
   region_free(r);
   return rc ? rc : flushed;
 }

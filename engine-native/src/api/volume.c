@@ -75,6 +75,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   par_volume *v = calloc(1, sizeof *v);
   if (!v) return par_error(PAR_ENOMEM, "volume");
   v->opts = o;
+  membudget_init(&v->budget, (uint64_t)o.memory_budget_mib << 20);
   rc = file_open(&v->file, path, o.create_if_missing, o.use_direct_io, o.max_volume_size);
   if (rc) {
     free(v);
@@ -122,6 +123,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     pthread_mutex_destroy(&v->txn_mu);
     pthread_mutex_destroy(&v->ckpt_mu);
     pthread_rwlock_destroy(&v->region_lock);
+    membudget_destroy(&v->budget);
     free(v);
     return par_error(saved, "cannot open volume %s: %s", path, msg);
   }
@@ -154,6 +156,7 @@ PAR_API int par_close(par_volume *v) {
   pthread_mutex_destroy(&v->txn_mu);
   pthread_mutex_destroy(&v->ckpt_mu);
   pthread_rwlock_destroy(&v->region_lock);
+  membudget_destroy(&v->budget);
   free(v);
   return rc;
 }
@@ -239,5 +242,8 @@ PAR_API int par_volume_stats_get(par_volume *v, par_volume_stats *out) {
   pthread_mutex_lock(&v->meta_mu);
   out->metadata_bytes = v->log.bytes;
   pthread_mutex_unlock(&v->meta_mu);
+  out->memory_budget = v->budget.limit;
+  out->memory_used = atomic_load(&v->budget.used);
+  out->memory_peak = atomic_load(&v->budget.peak);
   return PAR_OK;
 }

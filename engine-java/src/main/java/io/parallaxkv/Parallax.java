@@ -118,6 +118,9 @@ public final class Parallax implements AutoCloseable {
       if (options.mediumMergeLevel != null) {
         b.putInt(o + Layout.OPT_MEDIUM_MERGE_LEVEL, options.mediumMergeLevel);
       }
+      if (options.memoryBudgetMiB != null) {
+        b.putInt(o + Layout.OPT_MEMORY_BUDGET_MIB, options.memoryBudgetMiB);
+      }
       b.put(Scratch.DATA + pathOff, p);
       b.put(Scratch.DATA + pathOff + p.length, (byte) 0);
       b.putLong(Scratch.OUT, 0);
@@ -402,7 +405,9 @@ public final class Parallax implements AutoCloseable {
         Native.check(api, api.volumeStats(v, out));
         ByteBuffer b = s.buffer();
         int o = Scratch.DATA;
-        return new VolumeStats(b.getLong(o), b.getLong(o + 8), b.getLong(o + 16), b.getLong(o + 24));
+        int m = o + Layout.VOLUME_STATS_MEMORY;
+        return new VolumeStats(b.getLong(o), b.getLong(o + 8), b.getLong(o + 16), b.getLong(o + 24),
+            b.getLong(m), b.getLong(m + 8), b.getLong(m + 16));
       } finally {
         s.release();
       }
