@@ -49,7 +49,7 @@ static void *writer(void *p) {
 
 static void open_regions(par_volume *v, par_region **r, int create) {
   for (int i = 0; i < NREG; i++) {
-    char name[16];
+    char name[24];
     snprintf(name, sizeof name, "region%02d", i);
     assert_ok(par_region_open(v, name, create, &r[i]));
   }

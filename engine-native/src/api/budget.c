@@ -11,7 +11,7 @@
  * writer goes on once the count is under the limit, so the count exceeds
  * the limit by at most the writes that passed the check at the same time
  * (one per writing thread). It also goes on when nothing can be flushed
- * (every L0 is empty or already being flushed by no one) and when no L0
+ * (no L0 holds entries and none is frozen) and when no L0
  * memory was given back for BUDGET_PATIENCE_MS (a region whose compaction
  * failed keeps its frozen L0: others must not wait for it forever).
  * Replay at region open and GC's relocations do not wait. */

@@ -153,6 +153,8 @@ static void region_free(par_region *r) {
   free(r);
 }
 
+/* Takes r off the open list; once no writer holds a pin on it (api/budget.c
+ * pins a region it found on the list while it schedules it), r may be freed. */
 static void unlink_open(par_volume *v, par_region *r) {
   pthread_mutex_lock(&v->meta_mu);
   for (par_region **p = &v->open; *p; p = &(*p)->next_open)
@@ -161,6 +163,7 @@ static void unlink_open(par_volume *v, par_region *r) {
       break;
     }
   pthread_mutex_unlock(&v->meta_mu);
+  while (atomic_load(&r->budget_pins)) sched_yield();
 }
 
 static int region_open(par_volume *v, const char *name, int create, par_region **out);
@@ -293,7 +296,6 @@ static int region_close(par_region *r) {
   vlog_destroy(&r->hot);
   vlog_destroy(&r->cold);
   unlink_open(v, r);
-  while (atomic_load(&r->budget_pins)) sched_yield(); /* a writer scheduling it (api/budget.c) */
   region_free(r);
   return rc ? rc : flushed;
 }
