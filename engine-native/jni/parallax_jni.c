@@ -84,6 +84,7 @@ DECL(void, replInstallClose, jlong install)
 DECL(jlong, replStats, jlong region, jlong out, jlong cap)
 DECL(jint, estimateRange, jlong r, jlong b, jlong bl, jlong e, jlong el, jlong out)
 DECL(jint, volumeStats, jlong vol, jlong out)
+DECL(jint, checkpoint, jlong vol, jlong path, jlong names, jlong n, jlong stats)
 DECL(jlong, directAddress, jobject buf)
 DECL(void, copyToArray, jlong src, jbyteArray dst, jint off, jint len)
 DECL(void, copyMemory, jlong src, jlong dst, jlong len)
@@ -277,6 +278,9 @@ JNI_FN(jint, estimateRange)(JNIEnv *env, jclass cls, jlong r, jlong b, jlong bl,
 }
 JNI_FN(jint, volumeStats)(JNIEnv *env, jclass cls, jlong vol, jlong out) {
   return par_volume_stats_get(P(vol), P(out));
+}
+JNI_FN(jint, checkpoint)(JNIEnv *env, jclass cls, jlong vol, jlong path, jlong names, jlong n, jlong stats) {
+  return par_checkpoint(P(vol), CP(path), CP(names), (size_t)n, P(stats));
 }
 JNI_FN(jlong, directAddress)(JNIEnv *env, jclass cls, jobject buf) {
   return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buf);

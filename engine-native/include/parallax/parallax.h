@@ -107,7 +107,12 @@ typedef struct par_options {
   uint32_t medium_merge_level;    /* where medium values leave the transient log
                                      for the leaves: 0 = the last level (default),
                                      1 = the last but one                        */
-  uint32_t reserved2;
+  uint32_t memory_budget_mib;     /* cap, in MiB, on the memory of all L0s of
+                                     the volume's regions together; 0 (default):
+                                     none, each region holds up to 2 x l0_size.
+                                     Writers wait while it is reached, and the
+                                     largest L0 is flushed (docs/architecture.md,
+                                     "Memory"); par_volume_stats reports it   */
 } par_options;
 
 /* Fills *opts with the defaults above. */
@@ -398,9 +403,60 @@ typedef struct par_volume_stats {
   uint64_t segments_total;
   uint64_t segments_used;
   uint64_t metadata_bytes;   /* bytes of the redo log since its checkpoint    */
+  /* The memory budget (par_options.memory_budget_mib) and the engine's own
+   * count against it: bytes of every L0 of the open regions (active and
+   * frozen, nodes and entries; a flushed L0 still held by a reader is not
+   * counted), now and at most since the volume opened. Counted also when
+   * no budget is set. */
+  uint64_t memory_budget;    /* bytes; 0: none                                */
+  uint64_t memory_used;
+  uint64_t memory_peak;
 } par_volume_stats;
 
 PAR_API int par_volume_stats_get(par_volume *vol, par_volume_stats *out);
+
+/* ---- checkpoints ------------------------------------------------------- */
+
+/* What a checkpoint did. bytes_copied is what it wrote into the target
+ * (segments that differed, the catalog, the superblocks): what an
+ * incremental checkpoint saves. */
+typedef struct par_checkpoint_stats {
+  uint64_t segments;        /* 2 MiB segments the checkpoint holds          */
+  uint64_t segments_copied; /* of those, written because the target differed */
+  uint64_t bytes_copied;    /* bytes written into the target                 */
+  uint64_t bytes_read;      /* bytes read: the source's segments and the
+                               target's, to compare them                    */
+} par_checkpoint_stats;
+
+/* Writes a consistent copy of the volume, or of the regions named in
+ * regions[0..nregions) (NULL, 0: all of them), into the file at path while
+ * writes go on. The copy opens with par_open as a volume holding those
+ * regions as a crash at the checkpoint's consistency point would have left
+ * them: every write acknowledged before the call (and those of other
+ * threads up to the point, which comes early in the call) is in it, no
+ * later one is, and a par_write_volume batch is in it wholly or not at
+ * all, across regions. The exception are PAR_NO_WAL writes no flush had
+ * covered yet, which live only in L0 (par_flush the region first to keep
+ * them). The point costs one sync of each open region's WAL; the copy
+ * then reads each segment in use once (direct reads), while segments
+ * that compactions or GC free meanwhile are kept until it ends.
+ * Incremental: into a target holding an earlier checkpoint of the volume,
+ * only segments whose content differs are written (typically the levels
+ * merged since, the logs' newest segments); the target's own segments are
+ * read to compare. The target is synced, then its catalog and superblock
+ * are written last: a crash or error while a checkpoint runs leaves the
+ * source untouched and a target that par_open refuses (PAR_ENOTVOLUME,
+ * "an incomplete checkpoint") until a checkpoint into it completes. The
+ * target's segments sit where the source's do, so the file is as long as
+ * the source's used range. One checkpoint runs at a time per volume; region
+ * opens and closes wait for its first step. stats may be NULL.
+ * PAR_EINVAL for NULL arguments, a target that is the volume itself or a
+ * file that is neither empty, nor a Parallax volume, nor an incomplete
+ * checkpoint (nothing is written to it); PAR_ENOENT for an unknown region
+ * name; PAR_EBUSY when the target is open as a volume; an I/O status when
+ * the target cannot be created or written. */
+PAR_API int par_checkpoint(par_volume *vol, const char *path, const char *const *regions, size_t nregions,
+                           par_checkpoint_stats *stats);
 
 /* The sizes and offsets of this header's structs and its limits, in a fixed
  * order (src/api/abi.c lists it), for bindings that encode the structs

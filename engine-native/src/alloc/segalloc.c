@@ -1,5 +1,6 @@
 #include "alloc/segalloc.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,6 +42,8 @@ int segalloc_init(segalloc *a, par_file *file) {
 
 void segalloc_destroy(segalloc *a) {
   free(a->bits);
+  free(a->pinned);
+  free(a->deferred);
   pthread_mutex_destroy(&a->mu);
   memset(a, 0, sizeof *a);
 }
@@ -124,14 +127,53 @@ found:
   return PAR_OK;
 }
 
+static int test_pin(const uint64_t *bits, uint32_t s) { return (bits[s / 64] >> (s % 64)) & 1; }
+
 void segalloc_free(segalloc *a, uint32_t seg) {
   pthread_mutex_lock(&a->mu);
-  if (seg && seg < a->nsegs && test_bit(a, seg)) {
+  if (a->pinned && seg < a->pin_cap && test_pin(a->pinned, seg)) {
+    a->deferred[seg / 64] |= 1ull << (seg % 64);
+  } else if (seg && seg < a->nsegs && test_bit(a, seg)) {
     clear_bit(a, seg);
     a->used--;
     if (seg < a->hint) a->hint = seg;
   }
   pthread_mutex_unlock(&a->mu);
+}
+
+int segalloc_pin(segalloc *a, const uint32_t *segs, uint32_t n) {
+  pthread_mutex_lock(&a->mu);
+  assert(!a->pinned);
+  uint32_t words = a->nsegs / 64 + 1;
+  a->pinned = calloc(words, sizeof *a->pinned);
+  a->deferred = calloc(words, sizeof *a->deferred);
+  int rc = a->pinned && a->deferred ? PAR_OK : par_error(PAR_ENOMEM, "checkpoint pin set");
+  if (!rc) {
+    a->pin_cap = words * 64;
+    for (uint32_t i = 0; i < n; i++) {
+      assert(segs[i] < a->nsegs && test_bit(a, segs[i]));
+      a->pinned[segs[i] / 64] |= 1ull << (segs[i] % 64);
+    }
+  } else {
+    free(a->pinned);
+    free(a->deferred);
+    a->pinned = a->deferred = NULL;
+  }
+  pthread_mutex_unlock(&a->mu);
+  return rc;
+}
+
+void segalloc_unpin(segalloc *a) {
+  pthread_mutex_lock(&a->mu);
+  uint64_t *deferred = a->deferred;
+  uint32_t cap = a->pin_cap;
+  free(a->pinned);
+  a->pinned = a->deferred = NULL;
+  a->pin_cap = 0;
+  pthread_mutex_unlock(&a->mu);
+  for (uint32_t s = 0; deferred && s < cap; s++)
+    if (test_pin(deferred, s)) segalloc_free(a, s);
+  free(deferred);
 }
 
 int segalloc_mark(segalloc *a, uint32_t seg) {

@@ -23,6 +23,12 @@ typedef struct segalloc {
   uint32_t used;
   uint32_t hint;    /* lowest possibly free segment                        */
   int stopped;      /* segalloc_stop was called                            */
+  /* Segments a checkpoint is copying (segalloc_pin): a free of one of them
+   * is only noted in deferred, and done by segalloc_unpin, so that it is
+   * not handed out and overwritten while the checkpoint reads it. NULL
+   * when no checkpoint runs; both describe pin_cap segments. */
+  uint64_t *pinned, *deferred;
+  uint32_t pin_cap;
 } segalloc;
 
 int segalloc_init(segalloc *a, par_file *file);
@@ -32,6 +38,11 @@ int segalloc_alloc(segalloc *a, uint32_t *seg);
 /* Allocates n consecutive segments (a value larger than one segment). */
 int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first);
 void segalloc_free(segalloc *a, uint32_t seg);
+/* Pins segs (segments in use) until segalloc_unpin: frees of them wait
+ * until then. One pinned set at a time (api/checkpoint.c serializes). */
+int segalloc_pin(segalloc *a, const uint32_t *segs, uint32_t n);
+/* Ends the pin, doing the frees it deferred. */
+void segalloc_unpin(segalloc *a);
 /* Refuses every later allocation (PAR_EFAILED) until the volume is
  * reopened: called when a catalog write failed and the redo log cannot say
  * whether it is durable, so the segments that record named (which its

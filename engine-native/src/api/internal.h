@@ -4,6 +4,7 @@
  * workers.
  *
  * Locks, in the order they may nest:
+ *   vol->ckpt_mu, vol->region_lock   a checkpoint (api/checkpoint.c)
  *   vol->txn_mu       a cross-region batch, or a snapshot of several regions
  *   region->write_mu  orders writers: LSN, WAL append, L0 insert (several
  *                     at once only under txn_mu, in region id order)
@@ -119,6 +120,10 @@ struct par_region {
    * shortly before (scan/scanner.c). */
   atomic_uint_fast64_t scan_waited_until;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
+  /* The memory budget (api/budget.c): a worker is to freeze this region's
+   * L0; pins held by writers that asked it, which close waits for. */
+  atomic_int budget_freeze;
+  atomic_int budget_pins;
 
   /* Replication (src/repl). role is a par_repl_role, changed under write_mu
    * and view_mu. A send-index backup appends shipped records to its WAL only
@@ -136,6 +141,7 @@ struct par_volume {
   par_file file;
   segalloc alloc;
   par_options opts;
+  mem_budget budget;                 /* the bytes of every region's L0s */
 
   pthread_mutex_t meta_mu;
   redolog log;
@@ -143,6 +149,13 @@ struct par_volume {
   par_region *open;                  /* open regions */
   pthread_mutex_t txn_mu;            /* one cross-region batch at a time (api/txn.c);
                                         taken before any region's write_mu */
+  /* Checkpoints (api/checkpoint.c): ckpt_mu lets one run at a time.
+   * par_region_open and par_region_close hold region_lock shared; a
+   * checkpoint holds it exclusively while it fixes its consistency point
+   * and syncs the WALs to it, so that every region on the open list then is
+   * wholly open and none is freed under it. Taken before txn_mu. */
+  pthread_mutex_t ckpt_mu;
+  pthread_rwlock_t region_lock;
 
   pthread_mutex_t sched_mu;
   pthread_cond_t sched_cv;
@@ -245,6 +258,12 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg);
 
 /* Creates a region's catalog entry (meta_mu held). */
 int volume_create_region(par_volume *v, const char *name);
+
+/* budget.c: waits (holding no lock) while the volume's L0s hold its memory
+ * budget, having the largest one flushed. */
+void budget_admit(par_volume *v);
+/* A compaction worker's part: freezes r's L0 if a writer asked for it. */
+void budget_freeze(par_region *r);
 
 /* compaction/compaction.c */
 int compaction_start(par_volume *v);

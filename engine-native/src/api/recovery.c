@@ -39,6 +39,7 @@ static int build_view(par_region *r, const region_desc *d) {
   r->view = w;
   w->active = memtable_create();
   if (!w->active) return par_error(PAR_ENOMEM, "L0");
+  memtable_set_budget(w->active, &r->vol->budget);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
       if (!tree_desc_present(&d->level[i][j])) continue;

@@ -2,6 +2,7 @@
  * the region's description. Recovery is in recovery.c, the write path in
  * write.c and batch.c, reads in read.c, flush/compact/stats in
  * maintenance.c. */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,11 @@ void region_set_view(par_region *r, view *w) {
   view *old = r->view;
   r->view = w;
   pthread_mutex_unlock(&r->cur_mu);
+  /* An L0 that left the region's view (a flush merged it) no longer counts
+   * against the memory budget, though readers may still hold it. */
+  memtable *gone[2] = {old->active, old->frozen};
+  for (int i = 0; i < 2; i++)
+    if (gone[i] && gone[i] != w->active && gone[i] != w->frozen) memtable_discharge(gone[i]);
   view_unref(old);
 }
 
@@ -147,6 +153,8 @@ static void region_free(par_region *r) {
   free(r);
 }
 
+/* Takes r off the open list; once no writer holds a pin on it (api/budget.c
+ * pins a region it found on the list while it schedules it), r may be freed. */
 static void unlink_open(par_volume *v, par_region *r) {
   pthread_mutex_lock(&v->meta_mu);
   for (par_region **p = &v->open; *p; p = &(*p)->next_open)
@@ -155,10 +163,22 @@ static void unlink_open(par_volume *v, par_region *r) {
       break;
     }
   pthread_mutex_unlock(&v->meta_mu);
+  while (atomic_load(&r->budget_pins)) sched_yield();
 }
 
+static int region_open(par_volume *v, const char *name, int create, par_region **out);
+
+/* Opens and closes hold region_lock shared: a checkpoint sees no region
+ * half open or half closed (api/checkpoint.c). */
 PAR_API int par_region_open(par_volume *v, const char *name, int create, par_region **out) {
   if (!v || !name || !out) return par_error(PAR_EINVAL, "par_region_open: NULL argument");
+  pthread_rwlock_rdlock(&v->region_lock);
+  int rc = region_open(v, name, create, out);
+  pthread_rwlock_unlock(&v->region_lock);
+  return rc;
+}
+
+static int region_open(par_volume *v, const char *name, int create, par_region **out) {
   *out = NULL;
   if (!*name || strlen(name) > PAR_MAX_REGION_NAME)
     return par_error(strlen(name) ? PAR_ETOOBIG : PAR_EINVAL, "region name must be 1..%u bytes", PAR_MAX_REGION_NAME);
@@ -249,8 +269,18 @@ static int count_head_tails(par_region *r) {
   return rc;
 }
 
+static int region_close(par_region *r);
+
 PAR_API int par_region_close(par_region *r) {
   if (!r) return par_error(PAR_EINVAL, "par_region_close: NULL region");
+  par_volume *v = r->vol;
+  pthread_rwlock_rdlock(&v->region_lock);
+  int rc = region_close(r);
+  pthread_rwlock_unlock(&v->region_lock);
+  return rc;
+}
+
+static int region_close(par_region *r) {
   par_volume *v = r->vol;
   /* Unlogged writes exist only in L0: make them durable (PAR_NO_WAL). */
   int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;

@@ -254,6 +254,7 @@ PAR_API int par_write_volume(par_volume *v, const par_batch *b, unsigned flags) 
     return par_error(PAR_EINVAL, "par_write_volume: a cross-region batch is always logged (PAR_NO_WAL)");
   size_t n = par_batch_count(b);
   if (!n) return PAR_OK;
+  budget_admit(v);
   par_region *const *regions;
   wal_op *ops = batch_resolve(b, &regions);
   if (!ops) return PAR_ENOMEM;

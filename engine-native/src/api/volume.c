@@ -75,6 +75,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   par_volume *v = calloc(1, sizeof *v);
   if (!v) return par_error(PAR_ENOMEM, "volume");
   v->opts = o;
+  membudget_init(&v->budget, (uint64_t)o.memory_budget_mib << 20);
   rc = file_open(&v->file, path, o.create_if_missing, o.use_direct_io, o.max_volume_size);
   if (rc) {
     free(v);
@@ -107,6 +108,8 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   if (!rc && (rc = redolog_checkpoint(&v->log, &v->cat)) == PAR_ENOSPC) rc = PAR_OK;
   pthread_mutex_init(&v->meta_mu, NULL);
   pthread_mutex_init(&v->txn_mu, NULL);
+  pthread_mutex_init(&v->ckpt_mu, NULL);
+  pthread_rwlock_init(&v->region_lock, NULL);
   if (!rc) rc = compaction_start(v);
   if (rc) {
     int saved = rc;
@@ -118,6 +121,9 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     file_close(&v->file);
     pthread_mutex_destroy(&v->meta_mu);
     pthread_mutex_destroy(&v->txn_mu);
+    pthread_mutex_destroy(&v->ckpt_mu);
+    pthread_rwlock_destroy(&v->region_lock);
+    membudget_destroy(&v->budget);
     free(v);
     return par_error(saved, "cannot open volume %s: %s", path, msg);
   }
@@ -148,6 +154,9 @@ PAR_API int par_close(par_volume *v) {
   file_close(&v->file);
   pthread_mutex_destroy(&v->meta_mu);
   pthread_mutex_destroy(&v->txn_mu);
+  pthread_mutex_destroy(&v->ckpt_mu);
+  pthread_rwlock_destroy(&v->region_lock);
+  membudget_destroy(&v->budget);
   free(v);
   return rc;
 }
@@ -233,5 +242,8 @@ PAR_API int par_volume_stats_get(par_volume *v, par_volume_stats *out) {
   pthread_mutex_lock(&v->meta_mu);
   out->metadata_bytes = v->log.bytes;
   pthread_mutex_unlock(&v->meta_mu);
+  out->memory_budget = v->budget.limit;
+  out->memory_used = atomic_load(&v->budget.used);
+  out->memory_peak = atomic_load(&v->budget.peak);
   return PAR_OK;
 }

@@ -13,6 +13,7 @@
 int region_freeze(par_region *r) {
   view *w = r->view;
   memtable *m = memtable_create();
+  if (m) memtable_set_budget(m, &r->vol->budget);
   view *n = m ? view_clone(w) : NULL;
   if (!n) {
     memtable_unref(m);
@@ -213,6 +214,7 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
   int rc = region_check_flags(flags);
   if (rc) return rc;
   memtable *m;
+  budget_admit(r->vol);
   /* Never wait for a compaction holding write_mu: GC needs it to finish. */
   for (;;) {
     pthread_mutex_lock(&r->write_mu);

@@ -12,6 +12,7 @@
 
 #define FANOUT 32               /* entries per leaf, children per inner node */
 #define ARENA_CHUNK (1u << 20)
+#define ARENA_FIRST (16u << 10)
 
 struct mt_node {
   uint16_t n;    /* entries in a leaf, separators in an inner node */
@@ -49,6 +50,27 @@ memtable *memtable_create(void) {
   return m;
 }
 
+void memtable_set_budget(memtable *m, mem_budget *b) {
+  assert(!m->budget && !m->entries && !m->chunks);
+  m->budget = b;
+  m->charged = sizeof(mt_node); /* the root */
+  membudget_charge(b, m->charged);
+}
+
+void memtable_discharge(memtable *m) {
+  if (m->budget && !atomic_exchange(&m->discharged, 1)) membudget_discharge(m->budget, m->charged);
+}
+
+/* Charges n bytes of memory m allocated (nodes, arena chunks) to its
+ * budget. Only inserts allocate, and they all come before a discharge (a
+ * frozen L0 takes none), so a discharge gives back all that was charged. */
+static void charge(memtable *m, size_t n) {
+  if (!m->budget) return;
+  assert(!atomic_load(&m->discharged));
+  m->charged += n;
+  membudget_charge(m->budget, n);
+}
+
 void memtable_ref(memtable *m) { atomic_fetch_add(&m->refs, 1); }
 
 static void free_nodes(mt_node *n) {
@@ -59,6 +81,7 @@ static void free_nodes(mt_node *n) {
 
 void memtable_unref(memtable *m) {
   if (!m || atomic_fetch_sub(&m->refs, 1) != 1) return;
+  memtable_discharge(m);
   free_nodes(m->root);
   free(m->rtombs);
   range_set_free(&m->rcover);
@@ -75,9 +98,14 @@ static void *arena_alloc(memtable *m, size_t len) {
   if (fault_check(FAULT_L0_ENTRY, 0, &len)) return NULL;
   mt_arena_chunk *c = m->chunks;
   if (!c || c->cap - c->used < len) {
-    size_t cap = len > ARENA_CHUNK / 4 ? len : ARENA_CHUNK;
+    /* Chunks grow from ARENA_FIRST to ARENA_CHUNK: an L0 holding little
+     * (one of many regions under a memory budget) takes little. */
+    size_t step = m->chunk_next ? m->chunk_next : ARENA_FIRST;
+    size_t cap = len > step / 4 ? len : step;
     mt_arena_chunk *nc = malloc(sizeof *nc + cap);
     if (!nc) return NULL;
+    charge(m, sizeof *nc + cap);
+    if (cap == step) m->chunk_next = step < ARENA_CHUNK ? 2 * step : ARENA_CHUNK;
     nc->used = 0;
     nc->cap = cap;
     if (c && cap == len) { /* a dedicated chunk: keep filling the current one */
@@ -155,6 +183,7 @@ static int split_child(memtable *m, mt_node *p, int i) {
   mt_node *r = node_alloc();
   if (!r) return PAR_ENOMEM;
   atomic_fetch_add(&m->bytes, sizeof *r);
+  charge(m, sizeof *r);
   r->leaf = l->leaf;
   const mt_entry *sep;
   uint64_t sep_pfx;
@@ -240,6 +269,7 @@ int memtable_link(memtable *m, const mt_entry *e) {
     mt_node *r = node_alloc();
     if (!r) goto oom;
     atomic_fetch_add(&m->bytes, sizeof *r);
+  charge(m, sizeof *r);
     r->c[0] = m->root;
     if (split_child(m, r, 0)) {
       free(r);

@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "util/range_set.h"
+#include "alloc/membudget.h"
 
 typedef struct mt_entry {
   uint64_t lsn;
@@ -51,9 +52,22 @@ typedef struct memtable {
   uint32_t nrtombs, rtombs_cap; /* nrtombs: also read atomically, without the lock */
   range_set rcover;             /* the union of their ranges: one binary search for
                                    a read that sees them all */
+  size_t chunk_next;  /* capacity of the next arena chunk (0: the first) */
+  /* The volume's memory budget this L0 charges the memory it allocates to
+   * (NULL: none), what it charged (under the inserts' lock), and whether it
+   * was discharged (memtable_discharge). */
+  mem_budget *budget;
+  uint64_t charged;
+  atomic_int discharged;
 } memtable;
 
 memtable *memtable_create(void);
+/* Charges the memory m allocates, now and as it grows, to b (once, before
+ * any insert). */
+void memtable_set_budget(memtable *m, mem_budget *b);
+/* Gives m's bytes back to its budget, once: the L0 was merged (its memory
+ * lives on only as long as readers hold it) or is being freed. */
+void memtable_discharge(memtable *m);
 void memtable_ref(memtable *m);
 void memtable_unref(memtable *m);
 

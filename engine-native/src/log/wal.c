@@ -388,6 +388,41 @@ int wal_parse(const uint8_t *b, uint32_t off, uint32_t seed, uint64_t expect, ui
   return parse(b, off, seed, expect, size, count);
 }
 
+/* The LSN after the record at r (size bytes, count ops, first LSN lsn):
+ * a WAL_GAP op covers its count, WAL_TXN none, every other op one. 0 when
+ * an op does not parse. */
+static uint64_t record_next_lsn(const uint8_t *r, uint32_t size, uint32_t count, uint64_t lsn) {
+  const uint8_t *p = r + WAL_HDR, *end = r + size;
+  for (uint32_t k = 0; k < count; k++) {
+    uint32_t kl = 0, vl = 0;
+    const uint8_t *q = p < end ? p + 1 : NULL;
+    if (q) q = get_varint32(q, end, &kl);
+    if (q) q = get_varint32(q, end, &vl);
+    if (!q || (size_t)(end - q) < (size_t)kl + vl || (p[0] == WAL_GAP && vl != 8)) return 0;
+    if (p[0] == WAL_GAP) lsn += dec64(q);
+    else if (p[0] != WAL_TXN) lsn++;
+    p = q + kl + vl;
+  }
+  return lsn;
+}
+
+void wal_cut(uint8_t *b, uint32_t region_id, const wal_seg *ws, uint64_t last) {
+  uint32_t seed = crc_seed(region_id, ws->gen), off = 0, size, count;
+  uint64_t expect = ws->first_lsn;
+  for (;;) {
+    uint32_t at = off;
+    if (!parse(b, at, seed, expect, &size, &count)) {
+      at = ALIGN_UP(off, PAR_BLOCK); /* a seal's padding */
+      if (at == off || !parse(b, at, seed, expect, &size, &count)) break;
+    }
+    uint64_t next = record_next_lsn(b + at, size, count, expect);
+    if (!next || next - 1 > last) break;
+    expect = next;
+    off = at + size;
+  }
+  memset(b + off, 0, SEG - off);
+}
+
 uint64_t wal_durable_lsn(wal *w) {
   pthread_mutex_lock(&w->mu);
   uint64_t lsn = w->durable_lsn;

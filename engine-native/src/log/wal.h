@@ -134,6 +134,11 @@ int wal_check_end(par_file *f, const region_desc *d, uint64_t last_lsn);
 uint32_t wal_seed(uint32_t region_id, uint32_t gen);
 int wal_parse(const uint8_t *b, uint32_t off, uint32_t seed, uint64_t expect, uint32_t *size,
               uint32_t *count);
+/* For a copy of the log (api/checkpoint.c): b holds segment ws of region
+ * region_id, read whole; zeroes it from the first record that covers an
+ * LSN above last (or that does not parse) to its end, so that a replay of
+ * the copy ends at last. */
+void wal_cut(uint8_t *b, uint32_t region_id, const wal_seg *ws, uint64_t last);
 /* The newest LSN known durable. */
 uint64_t wal_durable_lsn(wal *w);
 /* A log that restarts after a gap (a backup whose installed levels cover

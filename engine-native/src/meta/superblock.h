@@ -36,4 +36,14 @@ int superblock_write(par_file *f, const superblock *sb);
 /* Writes the same contents into the other copy and syncs. */
 int superblock_mirror(par_file *f, const superblock *sb);
 
+/* A checkpoint being written (api/checkpoint.c) carries a marker in both
+ * copies instead of a superblock until its own superblock replaces them:
+ * opening a checkpoint cut short fails with PAR_ENOTVOLUME, naming it. */
+int superblock_mark_incomplete(par_file *f);
+/* What the start of a file holds, for a checkpoint deciding whether it may
+ * overwrite it: nothing (an empty file), a volume (a superblock's magic in
+ * either copy, intact or not), an incomplete checkpoint, or anything else. */
+enum { SB_EMPTY, SB_VOLUME, SB_INCOMPLETE, SB_FOREIGN };
+int superblock_probe(par_file *f, int *kind);
+
 #endif

@@ -375,6 +375,7 @@ static view *install_view(par_repl_install *in, int *rc) {
   par_region *r = in->r;
   view *n = view_create(r);
   if (n) n->active = memtable_create();
+  if (n && n->active) memtable_set_budget(n->active, &r->vol->budget);
   if (!n || !n->active) {
     view_unref(n);
     *rc = par_error(PAR_ENOMEM, "view");

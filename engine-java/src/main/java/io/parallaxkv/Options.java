@@ -27,6 +27,7 @@ public final class Options {
   final Integer largeThreshold;
   final Integer gcThresholdPercent;
   final Integer mediumMergeLevel;
+  final Integer memoryBudgetMiB;
 
   /** Where values live ({@code par_placement}). */
   public enum Placement {
@@ -44,6 +45,7 @@ public final class Options {
     largeThreshold = b.largeThreshold;
     gcThresholdPercent = b.gcThresholdPercent;
     mediumMergeLevel = b.mediumMergeLevel;
+    memoryBudgetMiB = b.memoryBudgetMiB;
     l0Size = b.l0Size;
     growthFactor = b.growthFactor;
     durabilityIntervalMs = b.durabilityIntervalMs;
@@ -65,7 +67,7 @@ public final class Options {
         + useDirectIo + ", maxVolumeSize=" + maxVolumeSize + ", createIfMissing=" + createIfMissing
         + ", placement=" + placement + ", smallThreshold=" + smallThreshold + ", largeThreshold="
         + largeThreshold + ", gcThresholdPercent=" + gcThresholdPercent + ", mediumMergeLevel="
-        + mediumMergeLevel + "}";
+        + mediumMergeLevel + ", memoryBudgetMiB=" + memoryBudgetMiB + "}";
   }
 
   /** Builds {@link Options}; every setter validates its argument (InvalidArgumentException). */
@@ -82,6 +84,7 @@ public final class Options {
     private Integer largeThreshold;
     private Integer gcThresholdPercent;
     private Integer mediumMergeLevel;
+    private Integer memoryBudgetMiB;
 
     private Builder() {}
 
@@ -193,6 +196,20 @@ public final class Options {
     public Builder mediumMergeLevel(int level) {
       require(level == 0 || level == 1, "mediumMergeLevel must be 0 or 1");
       mediumMergeLevel = level;
+      return this;
+    }
+
+    /**
+     * One memory budget, in MiB, for the L0s (in-memory write buffers) of all the regions of the
+     * volume together, instead of up to 2 × {@link #l0Size} per region; 0 (default): none. While
+     * it is reached, writers wait and the largest L0 is flushed (like RocksDB's
+     * WriteBufferManager); the count exceeds it by at most one write's allocation per writing
+     * thread. {@link VolumeStats#memoryUsed()} and {@link VolumeStats#memoryPeak()} report the
+     * engine's count.
+     */
+    public Builder memoryBudgetMiB(int mib) {
+      require(mib >= 0, "memoryBudgetMiB must not be negative");
+      memoryBudgetMiB = mib;
       return this;
     }
 

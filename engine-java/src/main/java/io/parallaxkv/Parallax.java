@@ -118,6 +118,9 @@ public final class Parallax implements AutoCloseable {
       if (options.mediumMergeLevel != null) {
         b.putInt(o + Layout.OPT_MEDIUM_MERGE_LEVEL, options.mediumMergeLevel);
       }
+      if (options.memoryBudgetMiB != null) {
+        b.putInt(o + Layout.OPT_MEMORY_BUDGET_MIB, options.memoryBudgetMiB);
+      }
       b.put(Scratch.DATA + pathOff, p);
       b.put(Scratch.DATA + pathOff + p.length, (byte) 0);
       b.putLong(Scratch.OUT, 0);
@@ -323,6 +326,75 @@ public final class Parallax implements AutoCloseable {
     }
   }
 
+  /**
+   * Writes a consistent copy of the volume, or of the regions named, into the file at
+   * {@code target} while writes go on; it opens with {@link #open(Path)} as a volume holding
+   * those regions as a crash at the checkpoint's consistency point would have left them. Every
+   * write acknowledged before the call is in it, none made after it returns, and a
+   * {@linkplain #write(WriteBatch) batch across regions} is in it wholly or not at all. Writes
+   * made with {@linkplain WriteOptions#disableWal(boolean) the WAL disabled} that no flush covered yet are not in it (flush
+   * the region first to keep them).
+   *
+   * <p>Incremental: into a target holding an earlier checkpoint of this volume only the segments
+   * whose content differs are written ({@link CheckpointStats#bytesCopied()}), so the file can
+   * be shipped as a backup (rsync-style tools then move about as much). The target's catalog
+   * and superblock are written last, after a sync: if the call fails or the process dies while
+   * it runs, the source is untouched and opening the target fails with {@link
+   * NotAVolumeException} ("an incomplete checkpoint") until a checkpoint into it completes.
+   * One checkpoint runs at a time per volume; region opens and closes wait for its first step
+   * (one sync of each open region's log).
+   *
+   * @param target  the file to write: new, empty, an earlier checkpoint or a volume not in use
+   * @param regions the regions to copy; none: all of them
+   * @return what was read and written
+   * @throws InvalidArgumentException {@code target} is this volume, or a file that is neither a
+   *                                  volume nor an incomplete checkpoint (left untouched)
+   * @throws NoSuchEntryException     a region named does not exist, or the target's directory
+   * @throws BusyException            the target is open as a volume
+   * @throws ParallaxIOException      the target cannot be created or written
+   */
+  public CheckpointStats checkpoint(Path target, String... regions) {
+    Objects.requireNonNull(target, "target");
+    Objects.requireNonNull(regions, "regions");
+    byte[] p = target.toAbsolutePath().toString().getBytes(pathCharset());
+    for (byte c : p) {
+      if (c == 0) throw new InvalidArgumentException("path contains a NUL character");
+    }
+    byte[][] names = new byte[regions.length][];
+    int namesLen = 0;
+    for (int i = 0; i < regions.length; i++) {
+      names[i] = Native.name(Objects.requireNonNull(regions[i], "region name"));
+      namesLen += names[i].length;
+    }
+    int ptrsOff = Layout.CHECKPOINT_STATS_SIZE;
+    int pathOff = ptrsOff + 8 * names.length;
+    int namesOff = pathOff + p.length + 1;
+    long v = state.acquire();
+    try {
+      Scratch s = Scratch.get(Layout.STRUCT_SLACK + namesOff + namesLen);
+      try {
+        ByteBuffer b = s.buffer();
+        long base = s.address() + Scratch.DATA;
+        b.put(Scratch.DATA + pathOff, p);
+        b.put(Scratch.DATA + pathOff + p.length, (byte) 0);
+        int off = namesOff;
+        for (int i = 0; i < names.length; i++) {
+          b.putLong(Scratch.DATA + ptrsOff + 8 * i, Native.in(names[i], s, off));
+          off += names[i].length;
+        }
+        long ptrs = names.length == 0 ? 0 : base + ptrsOff;
+        Native.check(api, api.checkpoint(v, base + pathOff, ptrs, names.length, base));
+        int o = Scratch.DATA;
+        return new CheckpointStats(b.getLong(o), b.getLong(o + 8), b.getLong(o + 16),
+            b.getLong(o + 24));
+      } finally {
+        s.release();
+      }
+    } finally {
+      state.release();
+    }
+  }
+
   /** Space counters of the volume. */
   public VolumeStats stats() {
     long v = state.acquire();
@@ -333,7 +405,9 @@ public final class Parallax implements AutoCloseable {
         Native.check(api, api.volumeStats(v, out));
         ByteBuffer b = s.buffer();
         int o = Scratch.DATA;
-        return new VolumeStats(b.getLong(o), b.getLong(o + 8), b.getLong(o + 16), b.getLong(o + 24));
+        int m = o + Layout.VOLUME_STATS_MEMORY;
+        return new VolumeStats(b.getLong(o), b.getLong(o + 8), b.getLong(o + 16), b.getLong(o + 24),
+            b.getLong(m), b.getLong(m + 8), b.getLong(m + 16));
       } finally {
         s.release();
       }

@@ -7,6 +7,12 @@ package io.parallaxkv;
  * @param segmentsTotal segments the file holds
  * @param segmentsUsed  segments in use
  * @param metadataBytes bytes of the redo log since its last checkpoint
+ * @param memoryBudget  the memory budget in bytes ({@link Options.Builder#memoryBudgetMiB}), 0
+ *                      when none is set
+ * @param memoryUsed    the engine's count against it: bytes allocated by the L0s of the open
+ *                      regions (a flushed L0 still held by a reader is no longer counted);
+ *                      counted also without a budget
+ * @param memoryPeak    the most {@code memoryUsed} has been since the volume opened
  */
 public record VolumeStats(long volumeBytes, long segmentsTotal, long segmentsUsed,
-    long metadataBytes) {}
+    long metadataBytes, long memoryBudget, long memoryUsed, long memoryPeak) {}

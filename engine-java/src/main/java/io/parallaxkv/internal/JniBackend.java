@@ -281,6 +281,11 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int checkpoint(long vol, long path, long names, long n, long stats) {
+    return JniNative.checkpoint(vol, path, names, n, stats);
+  }
+
+  @Override
   public long addressAtPosition(ByteBuffer buf) {
     long base = UNSAFE != null ? UNSAFE.getLong(buf, ADDRESS_OFFSET) : JniNative.directAddress(buf);
     return base + buf.position();

@@ -101,6 +101,8 @@ final class JniNative {
 
   static native int volumeStats(long vol, long out);
 
+  static native int checkpoint(long vol, long path, long names, long n, long stats);
+
   static native long directAddress(ByteBuffer buf);
 
   static native void copyToArray(long src, byte[] dst, int off, int len);

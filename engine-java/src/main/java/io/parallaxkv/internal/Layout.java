@@ -25,6 +25,7 @@ public final class Layout {
   public static final int OPT_LARGE_THRESHOLD = 48;
   public static final int OPT_GC_THRESHOLD_PCT = 52;
   public static final int OPT_MEDIUM_MERGE_LEVEL = 56;
+  public static final int OPT_MEMORY_BUDGET_MIB = 60;
 
   public static final int STATS_SIZE = 912;
   public static final int STATS_PUTS = 0;
@@ -42,9 +43,13 @@ public final class Layout {
   public static final int STATS_ESTIMATED_KEYS = 896;
   public static final int LEVEL_STATS_SIZE = 48;
   public static final int LEVEL_HEIGHT = 40;
-  public static final int VOLUME_STATS_SIZE = 32;
+  public static final int VOLUME_STATS_SIZE = 56;
+  /** Three u64: memory budget, memory used, memory peak. */
+  public static final int VOLUME_STATS_MEMORY = 32;
   /** {@code par_range_estimate}: entries, then bytes (u64 each). */
   public static final int RANGE_ESTIMATE_SIZE = 16;
+  /** {@code par_checkpoint_stats}: segments, segments copied, bytes copied, bytes read (u64). */
+  public static final int CHECKPOINT_STATS_SIZE = 32;
 
   public static final int MAX_KEY_SIZE = 1024;
   public static final int MAX_VALUE_SIZE = 64 << 20;
@@ -62,7 +67,8 @@ public final class Layout {
         STATS_LOG_VALUE_READS,
         LEVEL_STATS_SIZE,
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
-        MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE};
+        MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE,
+        CHECKPOINT_STATS_SIZE, OPT_MEMORY_BUDGET_MIB, VOLUME_STATS_MEMORY};
   }
 
   /**

@@ -141,6 +141,9 @@ public abstract class NativeApi {
 
   public abstract int volumeStats(long vol, long out);
 
+  /** {@code par_checkpoint}; names is an array of n C-string pointers (0 and 0: every region). */
+  public abstract int checkpoint(long vol, long path, long names, long n, long stats);
+
   // ---- replication.h (each a call of the C function of that name) -------------------------
 
   /** {@code par_repl_set_role}. */

@@ -37,6 +37,7 @@ final class FfmBackend extends NativeApi {
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
       scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats,
+      checkpoint,
       estimateRange, deleteRange, batchDeleteRange, batchDeleteRangeIn,
       batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
   private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH,
@@ -126,6 +127,8 @@ final class FfmBackend extends NativeApi {
         JAVA_LONG, JAVA_LONG));
     regionStats = h("par_region_stats", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     volumeStats = h("par_volume_stats_get", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
+    checkpoint = h("par_checkpoint", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
+        JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replSetRoleH = h("par_repl_set_role", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
     replCursorOpenH = h("par_repl_cursor_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replCursorReadH = h("par_repl_cursor_read", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
@@ -639,6 +642,15 @@ final class FfmBackend extends NativeApi {
   public int volumeStats(long vol, long out) {
     try {
       return (int) volumeStats.invokeExact(vol, out);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int checkpoint(long vol, long path, long names, long n, long stats) {
+    try {
+      return (int) checkpoint.invokeExact(vol, path, names, n, stats);
     } catch (Throwable t) {
       throw rethrow(t);
     }
