@@ -15,16 +15,23 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The storage-engine swap: mongo-java-server's backend whose databases and collections live in
  * one Parallax volume ({@link MongoVolume}). Adds to the library's commands the ones whose
- * meaning depends on storage: {@code fsync}, and a refusal of {@code renameCollection}.
+ * meaning depends on storage: {@code fsync}, and a refusal of {@code renameCollection}; and
+ * authentication's ({@link Authenticator}).
  */
 final class ParallaxBackend extends AbstractMongoBackend {
   private final MongoVolume volume;
+  private final Authenticator authenticator;
   /** One object per database: the library asks again for every listDatabases. */
   private final Map<String, MongoDatabase> databases = new ConcurrentHashMap<>();
 
-  ParallaxBackend(Path dbPath) {
+  ParallaxBackend(Path dbPath, boolean auth) {
     this.volume = new MongoVolume(dbPath);
+    this.authenticator = new Authenticator(auth, new UserStore(volume.usersRegion()));
     version(AdvertisedVersion.MONGO_4_4);
+  }
+
+  Authenticator authenticator() {
+    return authenticator;
   }
 
   @Override
@@ -51,6 +58,13 @@ final class ParallaxBackend extends AbstractMongoBackend {
   @Override
   public Document handleCommand(Channel channel, String databaseName, String command,
       Document query) {
+    Document authReply = authenticator.handle(channel, databaseName, command, query);
+    if (authReply != null) return authReply;
+    if (command.equalsIgnoreCase("isMaster")) {
+      Document reply = super.handleCommand(channel, databaseName, command, query);
+      authenticator.describeMechanisms(query, reply);
+      return reply;
+    }
     if (command.equalsIgnoreCase("fsync")) {
       volume.syncAll();
       Document response = new Document("numFiles", 1);
