@@ -285,7 +285,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
   @Override
   protected QueryResult matchDocuments(Document query, Document orderBy, int numberToSkip,
       int limit, int batchSize, Document fieldSelector) {
-    QueryPlan scan = QueryPlan.collectionScan(false);
+    QueryPlan scan = QueryPlan.collectionScan(false, false);
     return run(scan, query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
   }
 
@@ -293,9 +293,17 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
       int batchSize, Document fieldSelector) {
     try (Stream<Document> candidates = plan.execute(store, new QueryPlan.Counters())) {
       Comparator<Document> order = plan.providesSort() ? null : sortOrder(orderBy);
-      return matchDocumentsFromStream(query, candidates, skip, limit, batchSize, order,
-          fieldSelector);
+      return matchDocumentsFromStream(query, tiesInIdOrder(plan, candidates, orderBy), skip,
+          limit, batchSize, order, fieldSelector);
     }
+  }
+
+  /** A plan's candidates, with documents that tie on an index-given sort in {@code _id} order. */
+  private Stream<Document> tiesInIdOrder(QueryPlan plan, Stream<Document> candidates,
+      Document orderBy) {
+    Comparator<Document> sort = deriveComparator(orderBy);
+    if (!plan.providesSort() || !plan.tiesFollowIndex() || sort == null) return candidates;
+    return TieOrder.byId(candidates, sort, BY_ID);
   }
 
   /**
@@ -320,7 +328,8 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     long started = System.nanoTime();
     long returned;
     try (Stream<Document> candidates = plan.execute(store, counters)) {
-      Stream<Document> matched = candidates.filter(d -> documentMatchesQuery(d, query));
+      Stream<Document> matched = tiesInIdOrder(plan, candidates, sort)
+          .filter(d -> documentMatchesQuery(d, query));
       Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
       if (order != null) matched = matched.sorted(order);
       if (skip > 0) matched = matched.skip(skip);
@@ -361,7 +370,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
 
   /** Every document in {@code _id} order, from one snapshot (close the stream). */
   private Stream<Document> allDocuments() {
-    return QueryPlan.collectionScan(true).execute(store, new QueryPlan.Counters());
+    return QueryPlan.collectionScan(true, false).execute(store, new QueryPlan.Counters());
   }
 
   // ---- validate ----------------------------------------------------------------------------

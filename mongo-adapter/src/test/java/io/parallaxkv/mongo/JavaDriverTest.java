@@ -342,8 +342,12 @@ class JavaDriverTest {
     for (int i = 1; i < top.size(); i++) {
       assertTrue(top.get(i - 1).getInteger("age") >= top.get(i).getInteger("age"));
     }
-    // The opposite direction is sorted in memory, and says so.
-    Document resorted = c.find(eq("city", "c4")).sort(Sorts.ascending("age")).explain();
+    // The opposite direction is a backward scan of the same index (ReverseScanTest has more).
+    Document reversed = c.find(eq("city", "c4")).sort(Sorts.ascending("age")).explain();
+    assertFalse(reversed.toJson().contains("\"SORT\""), reversed.toJson());
+    assertEquals("backward", inputStage(reversed).getString("direction"));
+    // A sort the index cannot give either way is sorted in memory, and says so.
+    Document resorted = c.find(eq("city", "c4")).sort(Sorts.ascending("name")).explain();
     assertTrue(resorted.toJson().contains("\"SORT\""), resorted.toJson());
 
     Document scan = c.find(eq("name", "person3")).explain();
