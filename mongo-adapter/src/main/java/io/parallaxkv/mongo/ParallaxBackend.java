@@ -7,6 +7,7 @@ import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -21,12 +22,14 @@ import java.util.concurrent.ConcurrentHashMap;
 final class ParallaxBackend extends AbstractMongoBackend {
   private final MongoVolume volume;
   private final Authenticator authenticator;
+  private final CursorReaper cursors;
   /** One object per database: the library asks again for every listDatabases. */
   private final Map<String, MongoDatabase> databases = new ConcurrentHashMap<>();
 
   ParallaxBackend(Path dbPath, boolean auth) {
     this.volume = new MongoVolume(dbPath);
     this.authenticator = new Authenticator(auth, new UserStore(volume.usersRegion()));
+    this.cursors = new CursorReaper(getCursorRegistry(), CursorReaper.timeoutFromProperty());
     version(AdvertisedVersion.MONGO_4_4);
   }
 
@@ -37,7 +40,7 @@ final class ParallaxBackend extends AbstractMongoBackend {
   @Override
   protected MongoDatabase openOrCreateDatabase(String databaseName) {
     return databases.computeIfAbsent(databaseName,
-        name -> new ParallaxDatabase(name, volume, getCursorRegistry()));
+        name -> new ParallaxDatabase(name, volume, getCursorRegistry(), cursors));
   }
 
   @Override
@@ -79,8 +82,24 @@ final class ParallaxBackend extends AbstractMongoBackend {
     return super.handleCommand(channel, databaseName, command, query);
   }
 
+  /** killCursors releases the snapshots of streaming cursors at once. */
+  @Override
+  protected Document handleKillCursors(Document query) {
+    if (query.get("cursors") instanceof List<?> ids) {
+      for (Object id : ids) {
+        if (id instanceof Number n) cursors.kill(n.longValue());
+      }
+    }
+    return super.handleKillCursors(query);
+  }
+
+  CursorReaper cursors() {
+    return cursors;
+  }
+
   @Override
   public void close() {
+    cursors.close();
     super.close();
     volume.close();
   }

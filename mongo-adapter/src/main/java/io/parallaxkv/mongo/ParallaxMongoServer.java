@@ -36,8 +36,9 @@ import java.util.concurrent.TimeUnit;
  * {@code insecureNoAuth} says the caller accepts that anyone who can reach the port can read and
  * write everything.
  *
- * <p>The Netty pipeline is the library's ({@code MongoServer}'s) with the authentication check
- * ({@link AuthenticatingHandler}) in front of its request handler.
+ * <p>The Netty pipeline is the library's ({@code MongoServer}'s) with two additions: OP_MSG's
+ * {@code moreToCome} for unacknowledged writes ({@link UnacknowledgedWrites}) and the
+ * authentication check ({@link AuthenticatingHandler}).
  */
 public final class ParallaxMongoServer implements AutoCloseable {
   private final ParallaxBackend backend;
@@ -99,8 +100,10 @@ public final class ParallaxMongoServer implements AutoCloseable {
           .childHandler(new ChannelInitializer<SocketChannel>() {
             @Override
             protected void initChannel(SocketChannel ch) {
+              // Outbound messages pass Replies before the encoders turn them into bytes.
               ch.pipeline().addLast(new MongoWireReplyEncoder(), new MongoWireMessageEncoder(),
-                  new MongoWireProtocolHandler(),
+                  new UnacknowledgedWrites.Frames(), new MongoWireProtocolHandler(),
+                  new UnacknowledgedWrites.Replies(),
                   new AuthenticatingHandler(backend, clients, authenticator),
                   new MongoExceptionHandler());
             }
@@ -120,6 +123,10 @@ public final class ParallaxMongoServer implements AutoCloseable {
    */
   public boolean createUser(String db, String user, String password) {
     return backend.authenticator().users().create(db, user, password, List.of("root"));
+  }
+
+  ParallaxBackend backend() {
+    return backend;
   }
 
   /** The port the server listens on. */
