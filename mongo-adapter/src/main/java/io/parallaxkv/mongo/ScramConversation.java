@@ -11,7 +11,8 @@ import java.util.function.Function;
  * over {@code saslStart} (client-first → server-first) and {@code saslContinue} (client-final →
  * server-final). Channel binding is not supported, as in MongoDB without TLS: the GS2 header must
  * be {@code n,,} or {@code y,,}. Every failure is an {@link AuthenticationFailed} with the same
- * message, whatever went wrong, so that a client learns nothing about which users exist.
+ * message, whatever went wrong, and an unknown user fails at the same step as a wrong password
+ * ({@link ScramCredential#decoy}), so that a client learns nothing about which users exist.
  */
 final class ScramConversation {
   private static final SecureRandom RANDOM = new SecureRandom();
@@ -47,7 +48,8 @@ final class ScramConversation {
 
   /**
    * Starts an exchange from the client-first message; {@code credentials} finds a user's
-   * credential (null if there is no such user). {@link #serverFirst()} is the reply.
+   * credential (null if there is no such user: the exchange then goes on with a decoy).
+   * {@link #serverFirst()} is the reply.
    */
   static ScramConversation start(byte[] clientFirst, Function<String, ScramCredential> credentials)
       throws AuthenticationFailed {
@@ -65,7 +67,8 @@ final class ScramConversation {
       throw new AuthenticationFailed();
     }
     ScramCredential credential = credentials.apply(user);
-    if (credential == null) throw new AuthenticationFailed();
+    // An unknown user gets a decoy and fails at the proof, as a wrong password does.
+    if (credential == null) credential = ScramCredential.decoy(user);
     byte[] serverNonce = new byte[24];
     RANDOM.nextBytes(serverNonce);
     String nonce = clientNonce + B64.encodeToString(serverNonce);

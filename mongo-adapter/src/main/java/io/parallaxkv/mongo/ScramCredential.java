@@ -23,18 +23,36 @@ record ScramCredential(byte[] salt, int iterations, byte[] storedKey, byte[] ser
   static final int ITERATIONS = 15_000;
   private static final int SALT_BYTES = 28;
   private static final SecureRandom RANDOM = new SecureRandom();
+  /** Key of the decoy credentials, new in every process. */
+  private static final byte[] DECOY_KEY = randomBytes(32);
 
   ScramCredential {
     assert iterations >= 4096 && storedKey.length == 32 && serverKey.length == 32;
   }
 
+  private static byte[] randomBytes(int n) {
+    byte[] b = new byte[n];
+    RANDOM.nextBytes(b);
+    return b;
+  }
+
   /** A new credential for {@code password}, with a fresh random salt. */
   static ScramCredential derive(String password) {
-    byte[] salt = new byte[SALT_BYTES];
-    RANDOM.nextBytes(salt);
+    byte[] salt = randomBytes(SALT_BYTES);
     byte[] salted = saltedPassword(password, salt, ITERATIONS);
     return new ScramCredential(salt, ITERATIONS, sha256(hmac(salted, "Client Key")),
         hmac(salted, "Server Key"));
+  }
+
+  /**
+   * A credential no password matches, for a user that does not exist, so that an exchange for
+   * an unknown user runs (and fails) exactly as one with a wrong password: its salt is the same
+   * on every attempt for that name, as a real user's is (RFC 5802 §9's mock salt).
+   */
+  static ScramCredential decoy(String name) {
+    byte[] salt = java.util.Arrays.copyOf(hmac(DECOY_KEY, "salt:" + name), SALT_BYTES);
+    return new ScramCredential(salt, ITERATIONS, hmac(DECOY_KEY, "stored:" + name),
+        hmac(DECOY_KEY, "server:" + name));
   }
 
   /**

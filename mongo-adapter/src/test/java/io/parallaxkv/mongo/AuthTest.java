@@ -91,6 +91,11 @@ class AuthTest {
           "wrong password".toCharArray()));
       assertLoginFails(port, MongoCredential.createScramSha256Credential("nobody", "admin",
           PASSWORD.toCharArray()));
+      // An unknown user's exchange looks like a real one: a stable salt, failure at the proof.
+      String first = serverFirst(anonymous, "nobody");
+      assertEquals(saltOf(first), saltOf(serverFirst(anonymous, "nobody")));
+      assertTrue(first.contains(",i=15000"), first);
+      assertTrue(serverFirst(anonymous, "root").contains(",i=15000"));
       // A user of one database is not a user of another.
       assertLoginFails(port, MongoCredential.createScramSha256Credential("reader", "admin",
           "r34d3r".toCharArray()));
@@ -139,6 +144,20 @@ class AuthTest {
       assertEquals(1, f.client.getDatabase("admin").runCommand(new Document("usersInfo", 1))
           .getList("users", Document.class).size());
     }
+  }
+
+  /** The server-first message of a saslStart for {@code user} of admin. */
+  private static String serverFirst(MongoClient client, String user) {
+    Document reply = client.getDatabase("admin").runCommand(new Document("saslStart", 1)
+        .append("mechanism", "SCRAM-SHA-256").append("payload",
+            new org.bson.types.Binary(("n,,n=" + user + ",r=clientnonce").getBytes(StandardCharsets.UTF_8))));
+    assertEquals(Boolean.FALSE, reply.getBoolean("done"));
+    return new String(reply.get("payload", org.bson.types.Binary.class).getData(),
+        StandardCharsets.UTF_8);
+  }
+
+  private static String saltOf(String serverFirst) {
+    return serverFirst.replaceAll(".*,s=([^,]*),.*", "$1");
   }
 
   private static MongoClient client(int port, MongoCredential credential) {
