@@ -37,10 +37,6 @@ final class Authenticator {
     this.users = users;
   }
 
-  boolean required() {
-    return required;
-  }
-
   UserStore users() {
     return users;
   }

@@ -53,10 +53,6 @@ final class StreamingCursor extends AbstractCursor {
     this.reaper = reaper;
   }
 
-  String namespace() {
-    return namespace;
-  }
-
   /** Documents the plan has read so far (for tests: a cursor does not read ahead of its batches). */
   synchronized long documentsRead() {
     return counters.docsExamined;
@@ -98,10 +94,6 @@ final class StreamingCursor extends AbstractCursor {
     closed = true;
     results.close();
     reaper.forget(this);
-  }
-
-  synchronized boolean isClosed() {
-    return closed;
   }
 
   private boolean hasNext() {
