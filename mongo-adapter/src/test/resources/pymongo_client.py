@@ -3,6 +3,7 @@
 Usage: python pymongo_client.py mongodb://127.0.0.1:PORT
 """
 import sys
+import time
 
 import pymongo
 from pymongo import ASCENDING, DESCENDING, InsertOne, UpdateOne, DeleteOne, ReturnDocument
@@ -61,6 +62,20 @@ assert sum(g["n"] for g in groups) == 24, groups  # 25 young, _id 3 deleted in t
 
 journaled = people.with_options(write_concern=WriteConcern(j=True))
 journaled.insert_one({"_id": "durable", "name": "d"})
+
+# w:0: sent with OP_MSG's moreToCome, no reply; the writes land, a failing one is silent.
+unacknowledged = people.with_options(write_concern=WriteConcern(w=0))
+assert not unacknowledged.insert_many([{"_id": "w0-%d" % i, "name": "w0-%d" % i}
+                                       for i in range(50)]).acknowledged
+unacknowledged.insert_one({"_id": "durable"})  # a duplicate: no error for w:0
+deadline = time.time() + 10
+while people.count_documents({"_id": {"$regex": "^w0-"}}) < 50 and time.time() < deadline:
+    time.sleep(0.05)
+assert people.count_documents({"_id": {"$regex": "^w0-"}}) == 50
+assert people.find_one({"_id": "durable"})["name"] == "d"
+
+# A large result over many getMores (the server streams it from one snapshot).
+assert sum(1 for _ in people.find().batch_size(7)) == people.count_documents({})
 
 assert sorted(db.list_collection_names()) == ["people"]
 valid = db.command("validate", "people")

@@ -19,6 +19,7 @@ import java.util.concurrent.ConcurrentHashMap;
 final class MongoVolume implements AutoCloseable {
   static final String VOLUME_FILE = "parallax.vol";
   private static final String REGION_PREFIX = "mongo/";
+  private static final String USERS_REGION = "auth/users";
   private static final long SEGMENT_BYTES = 2L << 20;
   static final int MAX_NAMESPACE_BYTES = Parallax.MAX_REGION_NAME - REGION_PREFIX.length();
 
@@ -49,6 +50,14 @@ final class MongoVolume implements AutoCloseable {
       Region region = volume.region(REGION_PREFIX + ns);
       return new CollectionStore(region, ns);
     });
+  }
+
+  /**
+   * The region of the server's users ({@link UserStore}); its name is outside the collections'
+   * prefix, so it is no database's collection.
+   */
+  Region usersRegion() {
+    return volume.region(USERS_REGION);
   }
 
   /** Closes and drops the region of {@code namespace}: its documents, indexes and catalog. */

@@ -7,6 +7,7 @@ import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -15,22 +16,31 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * The storage-engine swap: mongo-java-server's backend whose databases and collections live in
  * one Parallax volume ({@link MongoVolume}). Adds to the library's commands the ones whose
- * meaning depends on storage: {@code fsync}, and a refusal of {@code renameCollection}.
+ * meaning depends on storage: {@code fsync}, and a refusal of {@code renameCollection}; and
+ * authentication's ({@link Authenticator}).
  */
 final class ParallaxBackend extends AbstractMongoBackend {
   private final MongoVolume volume;
+  private final Authenticator authenticator;
+  private final CursorReaper cursors;
   /** One object per database: the library asks again for every listDatabases. */
   private final Map<String, MongoDatabase> databases = new ConcurrentHashMap<>();
 
-  ParallaxBackend(Path dbPath) {
+  ParallaxBackend(Path dbPath, boolean auth) {
     this.volume = new MongoVolume(dbPath);
+    this.authenticator = new Authenticator(auth, new UserStore(volume.usersRegion()));
+    this.cursors = new CursorReaper(getCursorRegistry(), CursorReaper.timeoutFromProperty());
     version(AdvertisedVersion.MONGO_4_4);
+  }
+
+  Authenticator authenticator() {
+    return authenticator;
   }
 
   @Override
   protected MongoDatabase openOrCreateDatabase(String databaseName) {
     return databases.computeIfAbsent(databaseName,
-        name -> new ParallaxDatabase(name, volume, getCursorRegistry()));
+        name -> new ParallaxDatabase(name, volume, getCursorRegistry(), cursors));
   }
 
   @Override
@@ -51,6 +61,13 @@ final class ParallaxBackend extends AbstractMongoBackend {
   @Override
   public Document handleCommand(Channel channel, String databaseName, String command,
       Document query) {
+    Document authReply = authenticator.handle(channel, databaseName, command, query);
+    if (authReply != null) return authReply;
+    if (command.equalsIgnoreCase("isMaster")) {
+      Document reply = super.handleCommand(channel, databaseName, command, query);
+      authenticator.describeMechanisms(query, reply);
+      return reply;
+    }
     if (command.equalsIgnoreCase("fsync")) {
       volume.syncAll();
       Document response = new Document("numFiles", 1);
@@ -65,8 +82,24 @@ final class ParallaxBackend extends AbstractMongoBackend {
     return super.handleCommand(channel, databaseName, command, query);
   }
 
+  /** killCursors releases the snapshots of streaming cursors at once. */
+  @Override
+  protected Document handleKillCursors(Document query) {
+    if (query.get("cursors") instanceof List<?> ids) {
+      for (Object id : ids) {
+        if (id instanceof Number n) cursors.kill(n.longValue());
+      }
+    }
+    return super.handleKillCursors(query);
+  }
+
+  CursorReaper cursors() {
+    return cursors;
+  }
+
   @Override
   public void close() {
+    cursors.close();
     super.close();
     volume.close();
   }

@@ -32,6 +32,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 
 /**
@@ -285,7 +286,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
   @Override
   protected QueryResult matchDocuments(Document query, Document orderBy, int numberToSkip,
       int limit, int batchSize, Document fieldSelector) {
-    QueryPlan scan = QueryPlan.collectionScan(false);
+    QueryPlan scan = QueryPlan.collectionScan(false, false);
     return run(scan, query, orderBy, numberToSkip, limit, batchSize, fieldSelector);
   }
 
@@ -293,9 +294,80 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
       int batchSize, Document fieldSelector) {
     try (Stream<Document> candidates = plan.execute(store, new QueryPlan.Counters())) {
       Comparator<Document> order = plan.providesSort() ? null : sortOrder(orderBy);
-      return matchDocumentsFromStream(query, candidates, skip, limit, batchSize, order,
-          fieldSelector);
+      return matchDocumentsFromStream(query, tiesInIdOrder(plan, candidates, orderBy), skip,
+          limit, batchSize, order, fieldSelector);
     }
+  }
+
+  /**
+   * The {@code find} command, with a cursor that streams ({@link StreamingCursor}): the first
+   * batch is read now and the rest on each getMore, from the snapshot taken here. Returns the
+   * command's reply.
+   */
+  synchronized Document find(Document command, CursorReaper cursors) {
+    Document filter = command.get("filter") instanceof Document f ? f : new Document();
+    Document sort = command.get("sort") instanceof Document o && !o.isEmpty() ? o : null;
+    Document projection = command.get("projection") instanceof Document p ? p : null;
+    int skip = intOption(command, "skip", 0);
+    int limit = intOption(command, "limit", 0);
+    Object batchOption = command.get("batchSize");
+    int firstBatch = batchOption == null
+        ? StreamingCursor.DEFAULT_FIRST_BATCH : intOption(command, "batchSize", 0);
+    boolean singleBatch = Utils.isTrue(command.get("singleBatch")) || limit < 0;
+    limit = Math.abs(limit);
+
+    QueryPlan plan = QueryPlanner.plan(filter, sort, storedIndexes());
+    QueryPlan.Counters counters = new QueryPlan.Counters();
+    Stream<Document> results = tiesInIdOrder(plan, plan.execute(store, counters), sort)
+        .filter(d -> documentMatchesQuery(d, filter));
+    Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
+    if (order != null) results = results.sorted(order);
+    if (skip > 0) results = results.skip(skip);
+    if (limit > 0) results = results.limit(limit);
+    UnaryOperator<List<Document>> project = projection == null || projection.isEmpty()
+        ? UnaryOperator.identity()
+        : batch -> matchDocumentsFromStream(new Document(), batch.stream(), 0, 0, 0, null,
+            projection).collectDocuments();
+    StreamingCursor cursor = new StreamingCursor(cursorRegistry.generateCursorId(), getFullName(),
+        results, project, counters, cursors);
+    List<Document> batch;
+    try {
+      batch = firstBatch == 0 ? List.of() : cursor.takeDocuments(firstBatch);
+    } catch (RuntimeException e) {
+      cursor.close();
+      throw e;
+    }
+    long cursorId = 0;
+    if (singleBatch || cursor.isEmpty()) {
+      cursor.close();
+    } else {
+      cursors.add(cursor);
+      cursorId = cursor.getId();
+    }
+    Document reply = new Document("cursor", new Document("id", cursorId)
+        .append("ns", getFullName()).append("firstBatch", batch));
+    Utils.markOkay(reply);
+    return reply;
+  }
+
+  private static int intOption(Document command, String name, int otherwise) {
+    Object value = command.get(name);
+    if (value == null) return otherwise;
+    if (!(value instanceof Number n)) {
+      throw new MongoServerError(14, "TypeMismatch", "'" + name + "' must be a number");
+    }
+    if (n.intValue() < 0 && !name.equals("limit")) {
+      throw new MongoServerError(51024, "Location51024", "'" + name + "' must be >= 0");
+    }
+    return n.intValue();
+  }
+
+  /** A plan's candidates, with documents that tie on an index-given sort in {@code _id} order. */
+  private Stream<Document> tiesInIdOrder(QueryPlan plan, Stream<Document> candidates,
+      Document orderBy) {
+    Comparator<Document> sort = deriveComparator(orderBy);
+    if (!plan.providesSort() || !plan.tiesFollowIndex() || sort == null) return candidates;
+    return TieOrder.byId(candidates, sort, BY_ID);
   }
 
   /**
@@ -320,7 +392,8 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     long started = System.nanoTime();
     long returned;
     try (Stream<Document> candidates = plan.execute(store, counters)) {
-      Stream<Document> matched = candidates.filter(d -> documentMatchesQuery(d, query));
+      Stream<Document> matched = tiesInIdOrder(plan, candidates, sort)
+          .filter(d -> documentMatchesQuery(d, query));
       Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
       if (order != null) matched = matched.sorted(order);
       if (skip > 0) matched = matched.skip(skip);
@@ -361,7 +434,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
 
   /** Every document in {@code _id} order, from one snapshot (close the stream). */
   private Stream<Document> allDocuments() {
-    return QueryPlan.collectionScan(true).execute(store, new QueryPlan.Counters());
+    return QueryPlan.collectionScan(true, false).execute(store, new QueryPlan.Counters());
   }
 
   // ---- validate ----------------------------------------------------------------------------

@@ -41,10 +41,13 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
   private static final int CANNOT_CREATE_INDEX = 67;
 
   private final MongoVolume volume;
+  private final CursorReaper cursors;
 
-  ParallaxDatabase(String databaseName, MongoVolume volume, CursorRegistry cursorRegistry) {
+  ParallaxDatabase(String databaseName, MongoVolume volume, CursorRegistry cursorRegistry,
+      CursorReaper cursors) {
     super(databaseName, cursorRegistry);
     this.volume = volume;
+    this.cursors = cursors;
     initializeNamespacesAndIndexes();
   }
 
@@ -157,6 +160,10 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       DatabaseResolver databaseResolver, Oplog oplog) {
     String name = command.toLowerCase(Locale.ROOT);
     if (name.equals("explain")) return explain(query);
+    if (name.equals("find")
+        && resolveCollection(String.valueOf(query.get(command)), false) instanceof ParallaxCollection c) {
+      return c.find(query, cursors);
+    }
     if (name.equals("aggregate")) {
       Document pushedDown = aggregateFromIndex(query, databaseResolver, oplog);
       if (pushedDown != null) return pushedDown;
@@ -231,9 +238,10 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
   private Document explain(Document query) {
     Document explained = (Document) query.get("explain");
     String verb = explained.keySet().iterator().next();
+    if (verb.equalsIgnoreCase("aggregate")) return explainAggregate(explained);
     if (!verb.equalsIgnoreCase("find")) {
       throw new MongoServerError(115, "CommandNotSupported",
-          "explain is implemented for find only, not " + verb);
+          "explain is implemented for find and aggregate only, not " + verb);
     }
     String collectionName = String.valueOf(explained.get(verb));
     MongoCollection<RecordKey> collection = resolveCollection(collectionName, false);
@@ -248,6 +256,40 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
         new Document("namespace", getFullCollectionNamespace(collectionName)).append("winningPlan", eof))
         .append("executionStats", new Document("nReturned", 0).append("totalKeysExamined", 0)
             .append("totalDocsExamined", 0).append("executionStages", eof));
+    Utils.markOkay(response);
+    return response;
+  }
+
+  /**
+   * The explain of an aggregate, in MongoDB's form for a pipeline that is not pushed down
+   * entirely: {@code stages}, the first a {@code $cursor} with the plan that produces the input
+   * (the leading {@code $match} through the query planner, else a collection scan) and what
+   * running it examined, then the remaining stages as the library runs them.
+   */
+  private Document explainAggregate(Document explained) {
+    if (!(explained.get("pipeline") instanceof List<?> pipeline)) {
+      throw new MongoServerError(14, "TypeMismatch", "'pipeline' must be an array");
+    }
+    List<Object> rest = new ArrayList<>(pipeline);
+    Document match = new Document();
+    if (!rest.isEmpty() && rest.get(0) instanceof Document first
+        && first.get("$match") instanceof Document m) {
+      match = m;
+      rest.remove(0);
+    }
+    String collectionName = String.valueOf(explained.get("aggregate"));
+    Document input;
+    if (resolveCollection(collectionName, false) instanceof ParallaxCollection c) {
+      input = c.explainFind(match, null, 0, 0);
+      input.remove("ok");
+    } else {
+      input = new Document("queryPlanner", new Document("namespace",
+          getFullCollectionNamespace(collectionName)).append("winningPlan", new Document("stage", "EOF")));
+    }
+    List<Object> stages = new ArrayList<>();
+    stages.add(new Document("$cursor", input));
+    stages.addAll(rest);
+    Document response = new Document("stages", stages);
     Utils.markOkay(response);
     return response;
   }

@@ -1,10 +1,26 @@
 package io.parallaxkv.mongo;
 
-import de.bwaldvogel.mongo.MongoServer;
+import de.bwaldvogel.mongo.MongoThreadFactory;
+import de.bwaldvogel.mongo.wire.MongoExceptionHandler;
+import de.bwaldvogel.mongo.wire.MongoWireMessageEncoder;
+import de.bwaldvogel.mongo.wire.MongoWireProtocolHandler;
+import de.bwaldvogel.mongo.wire.MongoWireReplyEncoder;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioEventLoopGroup;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
  * A MongoDB-compatible server whose storage is a Parallax volume in {@code dbPath}.
@@ -15,31 +31,47 @@ import java.nio.file.Path;
  * }
  * }</pre>
  *
- * It has no authentication yet, so it listens on the loopback interface unless told otherwise,
- * and refuses any other address unless {@code insecureNoAuth} says the caller accepts that
- * anyone who can reach the port can read and write everything.
+ * With {@code auth}, every connection must authenticate (SCRAM-SHA-256) before it runs anything
+ * but the handshake. Without it the server listens on the loopback interface only, unless
+ * {@code insecureNoAuth} says the caller accepts that anyone who can reach the port can read and
+ * write everything.
+ *
+ * <p>The Netty pipeline is the library's ({@code MongoServer}'s) with two additions: OP_MSG's
+ * {@code moreToCome} for unacknowledged writes ({@link UnacknowledgedWrites}) and the
+ * authentication check ({@link AuthenticatingHandler}).
  */
 public final class ParallaxMongoServer implements AutoCloseable {
-  private final MongoServer server;
-  private final InetSocketAddress address;
+  private final ParallaxBackend backend;
+  private final EventLoopGroup boss;
+  private final EventLoopGroup workers;
+  private final ChannelGroup clients;
+  private final Channel listener;
 
-  private ParallaxMongoServer(MongoServer server, InetSocketAddress address) {
-    this.server = server;
-    this.address = address;
+  private ParallaxMongoServer(ParallaxBackend backend, EventLoopGroup boss, EventLoopGroup workers,
+      ChannelGroup clients, Channel listener) {
+    this.backend = backend;
+    this.boss = boss;
+    this.workers = workers;
+    this.clients = clients;
+    this.listener = listener;
   }
 
-  /** Starts a server on 127.0.0.1:{@code port} ({@code 0}: a free port, see {@link #port()}). */
+  /**
+   * Starts a server without authentication on 127.0.0.1:{@code port} ({@code 0}: a free port, see
+   * {@link #port()}).
+   */
   public static ParallaxMongoServer start(Path dbPath, int port) {
-    return start(dbPath, "127.0.0.1", port, false);
+    return start(dbPath, "127.0.0.1", port, false, false);
   }
 
   /**
    * Starts a server on {@code bindIp}:{@code port}.
    *
-   * @throws IllegalArgumentException if {@code bindIp} is not a loopback address and
-   *     {@code insecureNoAuth} is false
+   * @param auth whether connections must authenticate
+   * @throws IllegalArgumentException if {@code bindIp} is not a loopback address and neither
+   *     {@code auth} nor {@code insecureNoAuth} is set
    */
-  public static ParallaxMongoServer start(Path dbPath, String bindIp, int port,
+  public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
       boolean insecureNoAuth) {
     InetAddress ip;
     try {
@@ -47,35 +79,78 @@ public final class ParallaxMongoServer implements AutoCloseable {
     } catch (UnknownHostException e) {
       throw new IllegalArgumentException("cannot resolve --bind_ip " + bindIp, e);
     }
-    if (!ip.isLoopbackAddress() && !insecureNoAuth) {
-      throw new IllegalArgumentException("refusing to listen on " + bindIp + ": this server has no "
-          + "authentication yet, so anyone who reaches it could read and write every database. "
-          + "Bind to 127.0.0.1, or pass --insecure-no-auth to accept that.");
+    if (!ip.isLoopbackAddress() && !auth && !insecureNoAuth) {
+      throw new IllegalArgumentException("refusing to listen on " + bindIp + " without "
+          + "authentication: anyone who reaches it could read and write every database. "
+          + "Pass --auth (and create a user), bind to 127.0.0.1, or pass --insecure-no-auth "
+          + "to accept that.");
     }
-    ParallaxBackend backend = new ParallaxBackend(dbPath);
-    MongoServer server = new MongoServer(backend);
+    ParallaxBackend backend = new ParallaxBackend(dbPath, auth);
+    EventLoopGroup boss = new NioEventLoopGroup(1, new MongoThreadFactory("mongo-server-boss"));
+    EventLoopGroup workers = new NioEventLoopGroup(0, new MongoThreadFactory("mongo-server-worker"));
+    ChannelGroup clients = new DefaultChannelGroup("mongodb-channels", workers.next());
+    Authenticator authenticator = backend.authenticator();
     try {
-      server.bind(new InetSocketAddress(ip, port));
+      Channel listener = new ServerBootstrap()
+          .group(boss, workers)
+          .channel(NioServerSocketChannel.class)
+          .option(ChannelOption.SO_BACKLOG, 100)
+          .localAddress(new InetSocketAddress(ip, port))
+          .childOption(ChannelOption.TCP_NODELAY, Boolean.TRUE)
+          .childHandler(new ChannelInitializer<SocketChannel>() {
+            @Override
+            protected void initChannel(SocketChannel ch) {
+              // Outbound messages pass Replies before the encoders turn them into bytes.
+              ch.pipeline().addLast(new MongoWireReplyEncoder(), new MongoWireMessageEncoder(),
+                  new UnacknowledgedWrites.Frames(), new MongoWireProtocolHandler(),
+                  new UnacknowledgedWrites.Replies(),
+                  new AuthenticatingHandler(backend, clients, authenticator),
+                  new MongoExceptionHandler());
+            }
+          })
+          .bind().syncUninterruptibly().channel();
+      return new ParallaxMongoServer(backend, boss, workers, clients, listener);
     } catch (RuntimeException e) {
+      shutdown(boss, workers);
       backend.close();
       throw e;
     }
-    return new ParallaxMongoServer(server, server.getLocalAddress());
+  }
+
+  /**
+   * Creates a user of database {@code db} if it does not exist (as the {@code createUser} command
+   * would); false if it exists.
+   */
+  public boolean createUser(String db, String user, String password) {
+    return backend.authenticator().users().create(db, user, password, List.of("root"));
+  }
+
+  ParallaxBackend backend() {
+    return backend;
   }
 
   /** The port the server listens on. */
   public int port() {
-    return address.getPort();
+    return ((InetSocketAddress) listener.localAddress()).getPort();
   }
 
   /** A connection string for the drivers. */
   public String connectionString() {
+    InetSocketAddress address = (InetSocketAddress) listener.localAddress();
     return "mongodb://" + address.getAddress().getHostAddress() + ":" + address.getPort();
   }
 
   /** Closes client connections, then the volume (which makes every write durable). */
   @Override
   public void close() {
-    server.shutdownNow();
+    listener.close().syncUninterruptibly();
+    clients.close().syncUninterruptibly();
+    shutdown(boss, workers);
+    backend.close();
+  }
+
+  private static void shutdown(EventLoopGroup boss, EventLoopGroup workers) {
+    boss.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
+    workers.shutdownGracefully(0, 5, TimeUnit.SECONDS).syncUninterruptibly();
   }
 }

@@ -4,6 +4,8 @@ import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.bson.Document;
 import io.parallaxkv.Scanner;
 import io.parallaxkv.Snapshot;
+import java.util.ArrayDeque;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Iterator;
 import java.util.List;
@@ -24,26 +26,43 @@ final class QueryPlan {
   private final StoredIndex index; // null: a collection scan
   private final List<byte[][]> intervals;
   private final boolean providesSort;
+  private final boolean backward;
+  private final boolean tiesFollowIndex;
   private final Document bounds;
   private final int score;
 
   private QueryPlan(StoredIndex index, List<byte[][]> intervals, boolean providesSort,
-      Document bounds, int score) {
+      boolean backward, boolean tiesFollowIndex, Document bounds, int score) {
+    assert providesSort || !backward : "a backward scan is chosen only for its order";
     this.index = index;
     this.intervals = intervals;
     this.providesSort = providesSort;
+    this.backward = backward;
+    this.tiesFollowIndex = tiesFollowIndex;
     this.bounds = bounds;
     this.score = score;
   }
 
-  static QueryPlan collectionScan(boolean providesSort) {
+  /** Records in {@code _id} order, or in reverse {@code _id} order if {@code backward}. */
+  static QueryPlan collectionScan(boolean providesSort, boolean backward) {
     byte[][] all = {{KeyLayout.RECORD}, {KeyLayout.RECORD + 1}};
-    return new QueryPlan(null, List.<byte[][]>of(all), providesSort, null, -1);
+    return new QueryPlan(null, List.<byte[][]>of(all), providesSort, backward, false, null, -1);
   }
 
+  /**
+   * A scan of {@code intervals} (disjoint, in key order) of {@code index}; {@code backward} scans
+   * them last to first with the engine's reverse iteration, for a sort opposite to the index;
+   * {@code tiesFollowIndex} when the sort is on leading fields only, so documents tied on it come
+   * out in the order of the index's further fields (see {@link TieOrder}).
+   */
   static QueryPlan indexScan(StoredIndex index, List<byte[][]> intervals, boolean providesSort,
-      Document bounds, int score) {
-    return new QueryPlan(index, intervals, providesSort, bounds, score);
+      boolean backward, boolean tiesFollowIndex, Document bounds, int score) {
+    return new QueryPlan(index, intervals, providesSort, backward, tiesFollowIndex, bounds, score);
+  }
+
+  /** Whether documents that tie on the sort come out in index order rather than {@code _id} order. */
+  boolean tiesFollowIndex() {
+    return tiesFollowIndex;
   }
 
   int score() {
@@ -75,11 +94,23 @@ final class QueryPlan {
         });
   }
 
-  /** Walks the intervals one scanner at a time, yielding each document once. */
+  /**
+   * Walks the intervals one scanner at a time, yielding each document once. Backward, entries
+   * of equal field values come out in ascending {@code _id} order all the same (a run of them is
+   * read backward, then handed out from its end), so that ties keep the order of a forward scan
+   * and of the in-memory sort, whatever the plan.
+   */
   private final class Candidates implements Iterator<Document> {
     private final Snapshot snapshot;
     private final Counters counters;
-    private final Set<RecordKey> seen = new HashSet<>(); // multikey and overlapping intervals
+    /**
+     * Records already returned, for a multikey index (a document has several entries); taken
+     * under the collection's lock with the snapshot, so the flag matches what the snapshot holds.
+     */
+    private final boolean multikey = index != null && index.isMultikey();
+    private final Set<RecordKey> seen = new HashSet<>();
+    /** Backward: entry keys of one run of equal field values, smallest {@code _id} first. */
+    private final ArrayDeque<byte[]> tieRun = new ArrayDeque<>();
     private int interval;
     private Scanner scanner;
     private Document next;
@@ -92,29 +123,41 @@ final class QueryPlan {
     @Override
     public boolean hasNext() {
       while (next == null) {
-        if (scanner == null) {
+        if (!tieRun.isEmpty()) {
+          next = fetchEntry(tieRun.pop());
+        } else if (scanner == null) {
           if (interval == intervals.size()) return false;
-          byte[][] range = intervals.get(interval++);
+          byte[][] range = intervals.get(backward ? intervals.size() - 1 - interval : interval);
+          interval++;
           scanner = snapshot.scanner(CollectionStore.range(range[0], range[1]));
+          if (backward) scanner.seekToLast();
         } else if (!scanner.isValid()) {
           closeScanner();
+        } else if (!(index instanceof SecondaryIndex)) {
+          if (index != null) counters.keysExamined++;
+          counters.docsExamined++;
+          next = BsonCodec.decode(scanner.value());
+          if (backward) scanner.prev();
+          else scanner.next();
+        } else if (backward) {
+          byte[] fields = KeyLayout.fieldsOfEntry(scanner.key());
+          do {
+            tieRun.push(scanner.key());
+          } while (scanner.prev() && Arrays.equals(fields, KeyLayout.fieldsOfEntry(scanner.key())));
         } else {
-          next = fetch(scanner.key(), scanner);
+          next = fetchEntry(scanner.key());
           scanner.next();
         }
       }
       return true;
     }
 
-    private Document fetch(byte[] key, Scanner s) {
-      if (!(index instanceof SecondaryIndex)) {
-        if (index != null) counters.keysExamined++;
-        counters.docsExamined++;
-        return BsonCodec.decode(s.value());
-      }
+    /** The document of an index entry, or null if it was returned already. */
+    private Document fetchEntry(byte[] key) {
       counters.keysExamined++;
       RecordKey record = KeyLayout.recordOfEntry(key);
-      if (!seen.add(record)) return null;
+      // Intervals are disjoint, so only a multikey index reaches a document twice.
+      if (multikey && !seen.add(record)) return null;
       byte[] bson = snapshot.get(record.key());
       if (bson == null) return null; // never for a consistent index; validate reports it
       counters.docsExamined++;
@@ -137,7 +180,8 @@ final class QueryPlan {
 
   /** The plan as {@code explain} shows it (MongoDB's stage names). */
   Document describe() {
-    if (index == null) return new Document("stage", "COLLSCAN").append("direction", "forward");
+    String direction = backward ? "backward" : "forward";
+    if (index == null) return new Document("stage", "COLLSCAN").append("direction", direction);
     Document key = new Document();
     for (IndexKey k : index.getKeys()) key.put(k.getKey(), k.isAscending() ? 1 : -1);
     Document scan = new Document("stage", "IXSCAN")
@@ -146,7 +190,7 @@ final class QueryPlan {
         .append("isMultiKey", index.isMultikey())
         .append("isUnique", index.isUnique())
         .append("isSparse", index.isSparse())
-        .append("direction", "forward")
+        .append("direction", direction)
         .append("indexBounds", bounds)
         .append("intervals", intervals.size());
     return new Document("stage", "FETCH").append("inputStage", scan);

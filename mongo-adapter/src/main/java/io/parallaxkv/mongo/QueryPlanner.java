@@ -22,8 +22,8 @@ final class QueryPlanner {
   static QueryPlan plan(Document filter, Document sort, List<StoredIndex> indexes) {
     Map<String, FieldBounds> bounds = FieldBounds.of(filter == null ? new Document() : filter);
     List<SortKey> sortKeys = SortKey.of(sort);
-    QueryPlan best = QueryPlan.collectionScan(providesSort(sortKeys, List.of(
-        new IndexKey("_id", true)), 0));
+    int idOrder = sortMatch(sortKeys, List.of(new IndexKey("_id", true)), 0).direction();
+    QueryPlan best = QueryPlan.collectionScan(idOrder != 0, idOrder < 0);
     int bestScore = best.providesSort() && !sortKeys.isEmpty() ? 0 : -1;
     for (StoredIndex index : indexes) {
       QueryPlan candidate = indexPlan(index, bounds, sortKeys);
@@ -104,12 +104,14 @@ final class QueryPlanner {
             : new byte[][] {ends.before(p), ends.after(p)});
       }
     }
-    boolean sorted = !multikey && providesSort(sortKeys, fields, singlePointFields);
+    SortMatch match = multikey ? SortMatch.NONE : sortMatch(sortKeys, fields, singlePointFields);
+    boolean sorted = match.direction() != 0;
     boolean usefulSort = sorted && !sortKeys.isEmpty();
     if (equalityFields == 0 && !range && !usefulSort) return null; // no better than a scan
     // Pinned key prefix first; the sort breaks ties.
     int score = 2 * (equalityFields * 2 + (range ? 1 : 0)) + (usefulSort ? 1 : 0);
-    return QueryPlan.indexScan(index, intervals, sorted, display, score);
+    return QueryPlan.indexScan(index, intervals, sorted, match.direction() < 0,
+        !match.wholeKey(), display, score);
   }
 
   private static List<byte[]> extend(List<byte[]> prefixes, List<Object> points,
@@ -128,22 +130,36 @@ final class QueryPlanner {
   }
 
   /**
-   * Whether scanning {@code fields} in key order yields {@code sortKeys}' order: the sort must be
-   * a run of index fields, in the index's directions, starting no later than the first field
-   * that is not pinned to a single value.
+   * How a scan of an index's {@code fields} yields a sort: {@code direction} 1 in key order, -1
+   * in reverse key order, 0 not at all; {@code wholeKey} when the sort runs to the index's last
+   * field, so that documents tied on the sort are tied on the whole key (and come out in
+   * {@code _id} order) — otherwise ties follow the further fields and need {@link TieOrder}.
    */
-  static boolean providesSort(List<SortKey> sortKeys, List<IndexKey> fields, int pinned) {
-    if (sortKeys.isEmpty()) return true;
+  record SortMatch(int direction, boolean wholeKey) {
+    static final SortMatch NONE = new SortMatch(0, true);
+  }
+
+  /**
+   * The sort must be a run of index fields starting no later than the first field that is not
+   * pinned to a single value, in the index's directions (forward) or in all the opposite ones
+   * (backward).
+   */
+  static SortMatch sortMatch(List<SortKey> sortKeys, List<IndexKey> fields, int pinned) {
+    if (sortKeys.isEmpty()) return new SortMatch(1, true);
     for (int start = 0; start <= pinned; start++) {
-      if (start + sortKeys.size() > fields.size()) return false;
-      boolean all = true;
-      for (int k = 0; k < sortKeys.size() && all; k++) {
+      if (start + sortKeys.size() > fields.size()) return SortMatch.NONE;
+      boolean same = true;
+      boolean opposite = true;
+      for (int k = 0; k < sortKeys.size(); k++) {
         IndexKey f = fields.get(start + k);
-        all = f.getKey().equals(sortKeys.get(k).field())
-            && f.isAscending() == sortKeys.get(k).ascending();
+        boolean named = f.getKey().equals(sortKeys.get(k).field());
+        same &= named && f.isAscending() == sortKeys.get(k).ascending();
+        opposite &= named && f.isAscending() != sortKeys.get(k).ascending();
       }
-      if (all) return true;
+      boolean wholeKey = start + sortKeys.size() == fields.size();
+      if (same) return new SortMatch(1, wholeKey);
+      if (opposite) return new SortMatch(-1, wholeKey);
     }
-    return false;
+    return SortMatch.NONE;
   }
 }

@@ -7,7 +7,10 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
-/** {@code java -jar parallax-mongo.jar --dbpath DIR [--port 27017] [--bind_ip 127.0.0.1]}. */
+/**
+ * {@code java -jar parallax-mongo.jar --dbpath DIR [--port 27017] [--bind_ip 127.0.0.1] [--auth]
+ * [--create-user USER]}.
+ */
 @Command(name = "parallax-mongo", mixinStandardHelpOptions = true,
     description = "A MongoDB wire-protocol server storing its data in a Parallax volume.")
 public final class ServerCommand implements Callable<Integer> {
@@ -21,9 +24,20 @@ public final class ServerCommand implements Callable<Integer> {
       description = "Address to listen on (default ${DEFAULT-VALUE}).")
   String bindIp;
 
+  @Option(names = "--auth",
+      description = "Require authentication (SCRAM-SHA-256) of every connection.")
+  boolean auth;
+
+  @Option(names = "--create-user", paramLabel = "USER",
+      description = "Create the admin user USER if it does not exist, with the password in the "
+          + "environment variable " + PASSWORD_VARIABLE + " (never on the command line).")
+  String createUser;
+
   @Option(names = "--insecure-no-auth",
-      description = "Allow a non-loopback --bind_ip although the server has no authentication.")
+      description = "Allow a non-loopback --bind_ip without --auth.")
   boolean insecureNoAuth;
+
+  static final String PASSWORD_VARIABLE = "PARALLAX_MONGO_PASSWORD";
 
   public static void main(String[] args) {
     System.exit(new CommandLine(new ServerCommand()).execute(args));
@@ -31,12 +45,28 @@ public final class ServerCommand implements Callable<Integer> {
 
   @Override
   public Integer call() throws InterruptedException {
+    String password = System.getenv(PASSWORD_VARIABLE);
+    if (createUser != null && password == null) {
+      System.err.println("parallax-mongo: --create-user needs the password in " + PASSWORD_VARIABLE);
+      return 2;
+    }
     ParallaxMongoServer server;
     try {
-      server = ParallaxMongoServer.start(dbPath, bindIp, port, insecureNoAuth);
+      server = ParallaxMongoServer.start(dbPath, bindIp, port, auth, insecureNoAuth);
     } catch (IllegalArgumentException e) {
       System.err.println("parallax-mongo: " + e.getMessage());
       return 2;
+    }
+    if (createUser != null) {
+      try {
+        if (server.createUser("admin", createUser, password)) {
+          System.out.println("parallax-mongo: created user " + createUser + "@admin");
+        }
+      } catch (IllegalArgumentException e) {
+        server.close();
+        System.err.println("parallax-mongo: " + e.getMessage());
+        return 2;
+      }
     }
     CountDownLatch stopped = new CountDownLatch(1);
     Runtime.getRuntime().addShutdownHook(new Thread(() -> {

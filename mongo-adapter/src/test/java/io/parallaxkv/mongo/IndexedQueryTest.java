@@ -80,7 +80,8 @@ class IndexedQueryTest {
       // not order empty arrays, nulls and missing fields consistently (results depend on input
       // order, whatever the storage).
       List<Document> sorts = List.of(new Document("a", 1), new Document("a", -1),
-          new Document("c", -1).append("a", 1), new Document("c", 1), new Document("e", 1));
+          new Document("c", -1).append("a", 1), new Document("c", 1), new Document("c", -1),
+          new Document("e", 1));
       for (Document sort : sorts) {
         for (Document filter : List.of(new Document(), new Document("c", "a"),
             new Document("a", new Document("$gt", 0)))) {

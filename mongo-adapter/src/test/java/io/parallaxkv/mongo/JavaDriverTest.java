@@ -342,9 +342,27 @@ class JavaDriverTest {
     for (int i = 1; i < top.size(); i++) {
       assertTrue(top.get(i - 1).getInteger("age") >= top.get(i).getInteger("age"));
     }
-    // The opposite direction is sorted in memory, and says so.
-    Document resorted = c.find(eq("city", "c4")).sort(Sorts.ascending("age")).explain();
+    // The opposite direction is a backward scan of the same index (ReverseScanTest has more).
+    Document reversed = c.find(eq("city", "c4")).sort(Sorts.ascending("age")).explain();
+    assertFalse(reversed.toJson().contains("\"SORT\""), reversed.toJson());
+    assertEquals("backward", inputStage(reversed).getString("direction"));
+    // A sort the index cannot give either way is sorted in memory, and says so.
+    Document resorted = c.find(eq("city", "c4")).sort(Sorts.ascending("name")).explain();
     assertTrue(resorted.toJson().contains("\"SORT\""), resorted.toJson());
+
+    // An aggregate's explain: the leading $match's plan as the $cursor stage, then the rest.
+    Document aggregate = c.aggregate(List.of(Aggregates.match(eq("city", "c2")),
+        Aggregates.group("$age", Accumulators.sum("n", 1)))).explain();
+    List<Document> stages = aggregate.getList("stages", Document.class);
+    Document cursorStage = stages.get(0).get("$cursor", Document.class);
+    assertEquals("city_1_age_-1", inputStage(cursorStage).getString("indexName"), aggregate.toJson());
+    assertEquals(143, ((Number) cursorStage.get("executionStats", Document.class)
+        .get("totalDocsExamined")).intValue(), aggregate.toJson());
+    assertTrue(stages.get(1).containsKey("$group"), aggregate.toJson());
+    Document unfiltered = c.aggregate(List.of(Aggregates.limit(3))).explain();
+    assertEquals("COLLSCAN", unfiltered.getList("stages", Document.class).get(0)
+        .get("$cursor", Document.class).get("queryPlanner", Document.class)
+        .get("winningPlan", Document.class).getString("stage"), unfiltered.toJson());
 
     Document scan = c.find(eq("name", "person3")).explain();
     assertEquals("COLLSCAN", scan.get("queryPlanner", Document.class)

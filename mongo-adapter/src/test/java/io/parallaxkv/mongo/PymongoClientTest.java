@@ -14,7 +14,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * pymongo (pinned, installed from PyPI into a venv under target/) runs
  * src/test/resources/pymongo_client.py against the server: CRUD, indexes, 11000, explain,
- * bulk writes, aggregation, a journaled write, validate, drop.
+ * bulk writes, aggregation, a journaled write, validate, drop; and pymongo_auth.py against a
+ * server with authentication.
  */
 class PymongoClientTest {
   private static final Path VENV = Path.of("target", "pymongo-venv");
@@ -30,6 +31,20 @@ class PymongoClientTest {
       Result r = run(List.of(python.toString(), script.toString(), server.connectionString()), 120);
       assertEquals(0, r.exit(), r.output());
       assertTrue(r.output().contains("pymongo " + version + " OK"), r.output());
+    }
+  }
+
+  @Test
+  void pymongoAuthenticatesWithScramSha256() throws Exception {
+    String version = System.getProperty("mongo.pymongo.version", "4.20.0");
+    Path python = venvWithPymongo(version);
+    Path script = Path.of("src", "test", "resources", "pymongo_auth.py");
+    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, "127.0.0.1", 0, true, false)) {
+      server.createUser("admin", "admin", "s3cret-pw");
+      Result r = run(List.of(python.toString(), script.toString(), "127.0.0.1",
+          Integer.toString(server.port()), "admin", "s3cret-pw"), 120);
+      assertEquals(0, r.exit(), r.output());
+      assertTrue(r.output().contains("pymongo " + version + " auth OK"), r.output());
     }
   }
 

@@ -20,7 +20,7 @@ class ServerCommandTest {
   @Test
   void refusesNonLoopbackWithoutInsecureFlag() {
     IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
-        () -> ParallaxMongoServer.start(dir, "0.0.0.0", 0, false));
+        () -> ParallaxMongoServer.start(dir, "0.0.0.0", 0, false, false));
     assertTrue(e.getMessage().contains("--insecure-no-auth"), e.getMessage());
     assertTrue(!Files.exists(dir.resolve(MongoVolume.VOLUME_FILE)), "nothing opened");
 

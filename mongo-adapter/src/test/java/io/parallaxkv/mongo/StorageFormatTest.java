@@ -14,9 +14,19 @@ import org.bson.types.ObjectId;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-/** What the server stores is the documents' BSON, in a region named after the collection. */
+/**
+ * What the server stores is the documents' BSON, in a region named after the collection; and the
+ * engine binding is the one the run asked for (the suite runs on JNI and on FFM).
+ */
 class StorageFormatTest {
   @TempDir Path dir;
+
+  @Test
+  void runsOnTheRequestedBackend() {
+    String requested = System.getProperty("parallax.backend");
+    assertNotNull(requested, "the pom names the backend of each run");
+    assertEquals(requested, Parallax.backend());
+  }
 
   @Test
   void storedValueIsTheDocumentsBson() {

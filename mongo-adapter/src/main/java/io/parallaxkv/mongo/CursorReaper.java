@@ -1,0 +1,86 @@
+package io.parallaxkv.mongo;
+
+import de.bwaldvogel.mongo.backend.CursorRegistry;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The open {@link StreamingCursor}s, and MongoDB's cursor timeout: a cursor idle longer than
+ * {@code timeoutMillis} (MongoDB's {@code cursorTimeoutMillis}, 10 minutes by default) is removed
+ * from the library's registry and closed, which releases its engine snapshot. Killed cursors are
+ * closed at once ({@link #kill}).
+ */
+final class CursorReaper implements AutoCloseable {
+  /** System property of the timeout in milliseconds. */
+  static final String TIMEOUT_PROPERTY = "parallax.mongo.cursorTimeoutMillis";
+  static final long DEFAULT_TIMEOUT_MILLIS = 600_000;
+
+  private final CursorRegistry registry;
+  private final long timeoutNanos;
+  private final Map<Long, StreamingCursor> open = new ConcurrentHashMap<>();
+  private final ScheduledExecutorService timer;
+
+  CursorReaper(CursorRegistry registry, long timeoutMillis) {
+    this.registry = registry;
+    this.timeoutNanos = TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+    this.timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "parallax-mongo-cursor-timeout");
+      t.setDaemon(true);
+      return t;
+    });
+    long period = Math.max(10, Math.min(timeoutMillis / 4, 60_000));
+    timer.scheduleWithFixedDelay(this::expire, period, period, TimeUnit.MILLISECONDS);
+  }
+
+  static long timeoutFromProperty() {
+    return Long.getLong(TIMEOUT_PROPERTY, DEFAULT_TIMEOUT_MILLIS);
+  }
+
+  /** Registers a new cursor with the library (for getMore) and here (for timeouts and kills). */
+  void add(StreamingCursor cursor) {
+    open.put(cursor.getId(), cursor);
+    registry.add(cursor);
+  }
+
+  void forget(StreamingCursor cursor) {
+    open.remove(cursor.getId());
+  }
+
+  /** Closes a cursor named by killCursors (the library then drops it from its registry). */
+  void kill(long cursorId) {
+    StreamingCursor cursor = open.get(cursorId);
+    if (cursor != null) cursor.close();
+  }
+
+  /** Open cursors (for tests). */
+  int openCount() {
+    return open.size();
+  }
+
+  StreamingCursor get(long cursorId) {
+    return open.get(cursorId);
+  }
+
+  private void expire() {
+    long now = System.nanoTime();
+    for (StreamingCursor cursor : open.values()) {
+      if (cursor.idleNanos(now) > timeoutNanos) {
+        registry.remove(cursor.getId());
+        cursor.close();
+      }
+    }
+  }
+
+  /** Closes every cursor (before the volume closes). */
+  @Override
+  public void close() {
+    timer.shutdownNow();
+    for (StreamingCursor cursor : open.values()) {
+      registry.remove(cursor.getId());
+      cursor.close();
+    }
+  }
+}

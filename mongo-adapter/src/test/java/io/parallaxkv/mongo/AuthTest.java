@@ -1,0 +1,209 @@
+package io.parallaxkv.mongo;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import com.mongodb.MongoClientSettings;
+import com.mongodb.MongoCommandException;
+import com.mongodb.MongoCredential;
+import com.mongodb.MongoSecurityException;
+import com.mongodb.ServerAddress;
+import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoClients;
+import com.mongodb.client.MongoCollection;
+import io.parallaxkv.Options;
+import io.parallaxkv.Parallax;
+import io.parallaxkv.Region;
+import io.parallaxkv.Scanner;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.bson.BsonDocument;
+import org.bson.BsonInt32;
+import org.bson.RawBsonDocument;
+import org.bson.Document;
+import org.bson.codecs.BsonDocumentCodec;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * SCRAM-SHA-256 with the Java driver: the localhost exception creates the first user; the right
+ * password works (mechanism negotiated or named), a wrong one and an unknown user fail,
+ * unauthenticated commands — over OP_MSG and legacy OP_QUERY — are refused with error 13; users
+ * survive a restart, their stored form holds no password, and a dropped user cannot log in.
+ */
+class AuthTest {
+  private static final String PASSWORD = "correct horse battery staple";
+
+  @TempDir Path dir;
+
+  @Test
+  void scramSha256WithTheJavaDriver() throws Exception {
+    int port;
+    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, "127.0.0.1", 0, true, false);
+        MongoClient anonymous = MongoFixture.client(server.connectionString())) {
+      port = server.port();
+      MongoCommandException refused = assertThrows(MongoCommandException.class,
+          () -> anonymous.getDatabase("app").getCollection("c").find().first());
+      assertEquals(13, refused.getErrorCode());
+      assertEquals(13, assertThrows(MongoCommandException.class,
+          () -> anonymous.getDatabase("admin").runCommand(new Document("listDatabases", 1)))
+          .getErrorCode());
+      assertRefusedOverOpQuery(port, "app.$cmd", new BsonDocument("serverStatus", new BsonInt32(1)));
+      assertRefusedOverOpQuery(port, "app.c", new BsonDocument());
+
+      // The localhost exception: the first user, then no more without authenticating.
+      anonymous.getDatabase("admin").runCommand(new Document("createUser", "root")
+          .append("pwd", PASSWORD).append("roles", List.of("root")));
+      assertEquals(13, assertThrows(MongoCommandException.class,
+          () -> anonymous.getDatabase("admin").runCommand(new Document("createUser", "eve")
+              .append("pwd", "x").append("roles", List.of()))).getErrorCode());
+      // The handshake commands stay open.
+      assertEquals(1.0, ((Number) anonymous.getDatabase("admin")
+          .runCommand(new Document("ping", 1)).get("ok")).doubleValue());
+
+      try (MongoClient root = client(port, MongoCredential.createCredential("root", "admin",
+          PASSWORD.toCharArray()))) {
+        MongoCollection<Document> c = root.getDatabase("app").getCollection("c");
+        c.insertOne(new Document("_id", 1).append("v", "a"));
+        assertEquals("a", c.find().first().getString("v"));
+        root.getDatabase("app").runCommand(new Document("createUser", "reader")
+            .append("pwd", "r34d3r").append("roles", List.of("read")));
+        Document info = root.getDatabase("app").runCommand(new Document("usersInfo", "reader"));
+        Document user = info.getList("users", Document.class).get(0);
+        assertEquals("app.reader", user.getString("_id"));
+        assertEquals(List.of("SCRAM-SHA-256"), user.getList("mechanisms", String.class));
+        assertFalse(user.containsKey("credentials"), "usersInfo never shows credentials");
+        assertEquals(51003, assertThrows(MongoCommandException.class,
+            () -> root.getDatabase("app").runCommand(new Document("createUser", "reader")
+                .append("pwd", "again").append("roles", List.of()))).getErrorCode());
+      }
+
+      assertLoginFails(port, MongoCredential.createScramSha256Credential("root", "admin",
+          "wrong password".toCharArray()));
+      assertLoginFails(port, MongoCredential.createScramSha256Credential("nobody", "admin",
+          PASSWORD.toCharArray()));
+      // An unknown user's exchange looks like a real one: a stable salt, failure at the proof.
+      String first = serverFirst(anonymous, "nobody");
+      assertEquals(saltOf(first), saltOf(serverFirst(anonymous, "nobody")));
+      assertTrue(first.contains(",i=15000"), first);
+      assertTrue(serverFirst(anonymous, "root").contains(",i=15000"));
+      // A user of one database is not a user of another.
+      assertLoginFails(port, MongoCredential.createScramSha256Credential("reader", "admin",
+          "r34d3r".toCharArray()));
+    }
+
+    // The stored users hold salted keys, not the passwords.
+    try (Parallax volume = Parallax.open(dir.resolve(MongoVolume.VOLUME_FILE), Options.DEFAULTS)) {
+      Region users = volume.region("auth/users");
+      int count = 0;
+      try (Scanner s = users.scanner()) {
+        for (; s.isValid(); s.next(), count++) {
+          String value = new String(s.value(), StandardCharsets.ISO_8859_1);
+          assertFalse(value.contains(PASSWORD) || value.contains("r34d3r"), "plaintext stored");
+          assertTrue(value.contains("storedKey") && value.contains("serverKey"), value);
+        }
+      }
+      assertEquals(2, count);
+    }
+
+    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, "127.0.0.1", 0, true, false)) {
+      port = server.port();
+      try (MongoClient reader = client(port, MongoCredential.createScramSha256Credential(
+              "reader", "app", "r34d3r".toCharArray()))) {
+        assertEquals("a", reader.getDatabase("app").getCollection("c").find().first()
+            .getString("v"), "users and data survive a restart");
+      }
+      try (MongoClient root = client(port, MongoCredential.createScramSha256Credential("root",
+          "admin", PASSWORD.toCharArray()))) {
+        root.getDatabase("app").runCommand(new Document("dropUser", "reader"));
+        assertEquals(11, assertThrows(MongoCommandException.class,
+            () -> root.getDatabase("app").runCommand(new Document("dropUser", "reader")))
+            .getErrorCode());
+      }
+      assertLoginFails(port, MongoCredential.createScramSha256Credential("reader", "app",
+          "r34d3r".toCharArray()));
+    }
+  }
+
+  @Test
+  void withoutAuthTheUserCommandsStillWorkButNothingIsChecked() {
+    try (MongoFixture f = new MongoFixture(dir)) {
+      f.client.getDatabase("admin").runCommand(new Document("createUser", "u")
+          .append("pwd", "p").append("roles", List.of()));
+      f.client.getDatabase("app").getCollection("c").insertOne(new Document("_id", 1));
+      assertEquals(1, f.client.getDatabase("app").getCollection("c").countDocuments());
+      assertEquals(1, f.client.getDatabase("admin").runCommand(new Document("usersInfo", 1))
+          .getList("users", Document.class).size());
+    }
+  }
+
+  /** The server-first message of a saslStart for {@code user} of admin. */
+  private static String serverFirst(MongoClient client, String user) {
+    Document reply = client.getDatabase("admin").runCommand(new Document("saslStart", 1)
+        .append("mechanism", "SCRAM-SHA-256").append("payload",
+            new org.bson.types.Binary(("n,,n=" + user + ",r=clientnonce").getBytes(StandardCharsets.UTF_8))));
+    assertEquals(Boolean.FALSE, reply.getBoolean("done"));
+    return new String(reply.get("payload", org.bson.types.Binary.class).getData(),
+        StandardCharsets.UTF_8);
+  }
+
+  private static String saltOf(String serverFirst) {
+    return serverFirst.replaceAll(".*,s=([^,]*),.*", "$1");
+  }
+
+  private static MongoClient client(int port, MongoCredential credential) {
+    return MongoClients.create(MongoClientSettings.builder()
+        .applyToClusterSettings(b -> b.hosts(List.of(new ServerAddress("127.0.0.1", port)))
+            .serverSelectionTimeout(10, TimeUnit.SECONDS))
+        .credential(credential)
+        .build());
+  }
+
+  private static void assertLoginFails(int port, MongoCredential credential) {
+    try (MongoClient client = client(port, credential)) {
+      MongoSecurityException e = assertThrows(MongoSecurityException.class,
+          () -> client.getDatabase("app").getCollection("c").find().first());
+      assertTrue(String.valueOf(e.getCause()).contains("Authentication failed"), e.toString());
+    }
+  }
+
+  /** A legacy OP_QUERY on {@code namespace} gets an OP_REPLY whose document is error 13. */
+  private static void assertRefusedOverOpQuery(int port, String namespace, BsonDocument query)
+      throws Exception {
+    ByteArrayOutputStream body = new ByteArrayOutputStream();
+    body.writeBytes(new byte[4]); // flags
+    body.writeBytes(namespace.getBytes(StandardCharsets.UTF_8));
+    body.write(0);
+    body.writeBytes(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(0).putInt(-1)
+        .array());
+    ByteBuffer raw = new RawBsonDocument(query, new BsonDocumentCodec()).getByteBuffer().asNIO();
+    byte[] bson = new byte[raw.remaining()];
+    raw.get(bson);
+    body.writeBytes(bson);
+    byte[] payload = body.toByteArray();
+    ByteBuffer message = ByteBuffer.allocate(16 + payload.length).order(ByteOrder.LITTLE_ENDIAN);
+    message.putInt(16 + payload.length).putInt(7).putInt(0).putInt(2004).put(payload);
+    try (Socket s = new Socket("127.0.0.1", port)) {
+      s.setSoTimeout(10_000);
+      s.getOutputStream().write(message.array());
+      InputStream in = s.getInputStream();
+      ByteBuffer head = ByteBuffer.wrap(in.readNBytes(16)).order(ByteOrder.LITTLE_ENDIAN);
+      int length = head.getInt();
+      assertEquals(7, head.getInt(8), "a reply to our request");
+      assertEquals(1, head.getInt(12), "OP_REPLY");
+      byte[] rest = in.readNBytes(length - 16);
+      byte[] document = java.util.Arrays.copyOfRange(rest, 20, rest.length); // after the reply fields
+      BsonDocument reply = new RawBsonDocument(document);
+      assertEquals(13, reply.getInt32("code").getValue(), namespace + ": " + reply);
+    }
+  }
+}
