@@ -1077,6 +1077,21 @@ static void test_scan_readahead(void **state) {
     for (size_t i = 0; i < a.n; i++) total += a.len[i];
     assert_true(total <= record_bytes + records * 4096 + leaves * LEAF_SIZE);
     assert_true(a.n < records); /* the medium records gathered */
+
+    /* Steps that move the cursor past many entries at once (a merge
+     * skipping shadowed versions or deleted ranges): what was passed is not
+     * asked for, and one step asks for at most a window, a record and a leaf. */
+    a.n = 0;
+    ra = (scan_readahead){.ask = record_ask, .ctx = &a, .window = SCAN_RA_FIRST};
+    assert_ok(reverse ? tree_cursor_seek_rev(&c, NULL, 0, 0) : tree_cursor_seek(&c, NULL, 0, 0));
+    for (size_t i = 0; tree_cursor_valid(&c); i++) {
+      if (i % 37 == 0) {
+        size_t before = a.n;
+        scan_readahead_step(&ra, &c, reverse);
+        assert_true(a.n - before <= SCAN_RA_PENDING);
+      }
+      assert_ok(reverse ? tree_cursor_prev(&c) : tree_cursor_next(&c));
+    }
     free(a.off);
     free(a.len);
   }

@@ -81,6 +81,10 @@ void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse) 
     ra->asked = reverse ? p->idx + 1 : p->idx; /* the current entry too: its read is next */
     ra->sibling_asked = 0;
   }
+  /* A merge step can move a cursor past many entries (shadowed versions,
+   * tombstones, ranges deleted): what it passed is not wanted any more. */
+  if (!reverse && ra->asked < p->idx) ra->asked = p->idx;
+  if (reverse && ra->asked > p->idx + 1) ra->asked = p->idx + 1;
   /* Each slot is asked for once, a window ahead of the cursor, again once
    * fewer than half the window remain asked for (so that adjacent records
    * gather). The window starts small and doubles with each refill: a
