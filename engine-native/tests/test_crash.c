@@ -368,10 +368,14 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
     assert_ok(par_volume_stats_get(vol, &vs));
     fprintf(stderr,
             "cycle %2d: killed after %3llu ms; recovered %llu + %llu new writes (synced up to "
-            "s=%llu/%llu); levels %u; %llu segments in use%s\n",
+            "s=%llu/%llu); levels %u; %llu segments in use (WAL %llu, large log %llu with %llu KiB "
+            "garbage, medium %llu)%s\n",
             cycle, (unsigned long long)delay, (unsigned long long)cs.recovered[0],
             (unsigned long long)cs.recovered[1], (unsigned long long)cs.acked[0],
-            (unsigned long long)cs.acked[1], st.levels, (unsigned long long)vs.segments_used, cut);
+            (unsigned long long)cs.acked[1], st.levels, (unsigned long long)vs.segments_used,
+            (unsigned long long)st.wal_segments, (unsigned long long)st.large_log_segments,
+            (unsigned long long)st.large_log_garbage_bytes >> 10, (unsigned long long)st.medium_log_segments,
+            cut);
     /* The live data is at most KEYS pairs per thread of < 21 KB: about 80 MiB
      * (40 segments) however long the run. Levels, logs being collected and a
      * compaction's spare copy may take a few times that; a leak grows without
