@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "io/mapguard.h"
 #include "log/vlog.h"
 #include "scan/merge.h"
 #include "util/status.h"
@@ -66,10 +67,34 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   return PAR_OK;
 }
 
-/* Reads the whole key of the entry the scanner is on, if its leaf holds
- * only a prefix: callers get whole keys. */
-static int settle(par_scanner *s) {
-  if (!s->error && s->m.cur >= 0) s->error = entry_resolve_key(merge_entry(&s->m));
+/* A move of the merge and the reading of the whole key of the entry it
+ * lands on (its leaf may hold only a prefix: callers get whole keys),
+ * guarded (io/mapguard.h): both read through the map. A fault leaves the
+ * merge half moved, so its error ends the scan like a damaged node's. */
+enum move { MOVE_SEEK, MOVE_SEEK_REV, MOVE_NEXT, MOVE_PREV };
+typedef struct move_call {
+  par_scanner *s;
+  enum move how;
+  const void *key;
+  size_t key_len;
+  int exclusive;
+} move_call;
+
+static int move_guarded(void *arg) {
+  move_call *c = arg;
+  merge_iter *m = &c->s->m;
+  int rc = c->how == MOVE_SEEK       ? merge_seek(m, c->key, c->key_len, c->exclusive)
+           : c->how == MOVE_SEEK_REV ? merge_seek_rev(m, c->key, c->key_len, c->exclusive)
+           : c->how == MOVE_NEXT     ? merge_next(m)
+                                     : merge_prev(m);
+  if (!rc && m->cur >= 0) rc = entry_resolve_key(merge_entry(m));
+  return rc;
+}
+
+static int move(par_scanner *s, enum move how, const void *key, size_t key_len, int exclusive) {
+  drop_value(s);
+  move_call c = {s, how, key, key_len, exclusive};
+  s->error = mapguard_run(move_guarded, &c);
   if (s->error) s->m.cur = -1;
   return s->error;
 }
@@ -84,13 +109,9 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
     if (key_len > PAR_MAX_KEY_SIZE)
       return par_error(PAR_ETOOBIG, "seek key of %zu bytes exceeds the limit of %u", key_len, PAR_MAX_KEY_SIZE);
   }
-  drop_value(s);
   if (whole) key = NULL;
-  if (mode <= PAR_SEEK_GT)
-    s->error = merge_seek(&s->m, key, key_len, mode == PAR_SEEK_GT);
-  else
-    s->error = merge_seek_rev(&s->m, key, key_len, mode == PAR_SEEK_LT);
-  return settle(s);
+  if (mode <= PAR_SEEK_GT) return move(s, MOVE_SEEK, key, key_len, mode == PAR_SEEK_GT);
+  return move(s, MOVE_SEEK_REV, key, key_len, mode == PAR_SEEK_LT);
 }
 
 PAR_API int par_scanner_valid(const par_scanner *s) { return s && s->m.cur >= 0; }
@@ -125,6 +146,13 @@ static void prefetch_before(const tree_entry *e, const uint8_t *record_end) {
   for (uint32_t i = 0; p.size > 4096 && i < 4096; i += 64) __builtin_prefetch(start - p.size + i);
 }
 
+/* Reads the current entry's log value (checksummed through the map),
+ * guarded (io/mapguard.h); a copy it makes is in s->owned. */
+static int value_guarded(void *arg) {
+  par_scanner *s = arg;
+  return region_read_value(s->region, merge_entry(&s->m), &s->value, &s->value_len, &s->owned);
+}
+
 PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_len) {
   if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_scanner_value: NULL argument");
   if (s->m.cur < 0) return par_error(PAR_EINVAL, "scanner is not on an entry");
@@ -135,7 +163,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
     return PAR_OK;
   }
   if (!s->value) {
-    int rc = region_read_value(s->region, e, &s->value, &s->value_len, &s->owned);
+    int rc = mapguard_run(value_guarded, s);
     if (rc) {
       s->value = NULL;
       return rc;
@@ -150,17 +178,13 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
 PAR_API int par_scanner_next(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_next: NULL scanner");
   if (s->m.cur < 0) return s->error;
-  drop_value(s);
-  s->error = merge_next(&s->m);
-  return settle(s);
+  return move(s, MOVE_NEXT, NULL, 0, 0);
 }
 
 PAR_API int par_scanner_prev(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_prev: NULL scanner");
   if (s->m.cur < 0) return s->error;
-  drop_value(s);
-  s->error = merge_prev(&s->m);
-  return settle(s);
+  return move(s, MOVE_PREV, NULL, 0, 0);
 }
 
 PAR_API void par_scanner_close(par_scanner *s) {
