@@ -28,7 +28,7 @@ void region_set_view(par_region *r, view *w) {
   view_unref(old);
 }
 
-int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
+static int persist(par_region *r, desc_edit_fn fn, void *arg, int leave_reserve) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->meta_mu);
   region_desc *cur = catalog_find_id(&v->cat, r->id);
@@ -37,6 +37,13 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   int rc = region_desc_copy(&d, cur);
   if (!rc) rc = fn(&d, arg, &freed);
   if (!rc) region_desc_prune_parts(&d); /* parts the levels now cover */
+  if (!rc && leave_reserve) {
+    size_t len = redolog_region_payload(&d, freed.n);
+    if (len > region_desc_encode(cur, NULL) + 8 && len + REDO_DESC_RESERVE > redolog_payload_limit)
+      rc = par_error(PAR_ELIMIT, "region %s: its description would take %zu bytes of the %u a redo record "
+                     "holds, %u of which are kept for GC and the WAL", r->name, len,
+                     redolog_payload_limit, REDO_DESC_RESERVE);
+  }
   if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n);
   if (!rc) {
     region_desc_free(cur);
@@ -51,6 +58,8 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   seg_list_free(&freed);
   return rc;
 }
+
+int region_persist(par_region *r, desc_edit_fn fn, void *arg) { return persist(r, fn, arg, 0); }
 
 /* ---- WAL segments ---- */
 
@@ -91,13 +100,12 @@ static int edit_add_vlog(region_desc *d, void *arg, seg_list *freed) {
   return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0, a->n, a->n == 1});
 }
 
-static int new_vlog_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg,
-                            uint32_t *inc) {
-  par_region *r = ctx;
+static int add_vlog_segments(par_region *r, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc,
+                             int leave_reserve) {
   int rc = segalloc_alloc_run(&r->vol->alloc, n, seg);
   if (rc) return rc;
   vlog_add a = {*seg, 0, n, left};
-  rc = region_persist(r, edit_add_vlog, &a);
+  rc = persist(r, edit_add_vlog, &a, leave_reserve);
   if (rc)
     for (uint32_t i = 0; i < n; i++) segalloc_free(&r->vol->alloc, *seg + i);
   *inc = a.inc;
@@ -113,7 +121,13 @@ static int new_hot_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *se
   if (segalloc_room(&r->vol->alloc) < (uint64_t)n + SEGALLOC_RESERVE)
     return par_error(PAR_ENOSPC, "the volume is full: its last %u segments are kept for compaction and GC",
                      SEGALLOC_RESERVE);
-  return new_vlog_segment(ctx, n, left, seg, inc);
+  return add_vlog_segments(r, n, left, seg, inc, 1);
+}
+
+/* The cold head takes GC's relocations: it may use the space and the
+ * description room the hot head leaves. */
+static int new_cold_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc) {
+  return add_vlog_segments(ctx, n, left, seg, inc, 0);
 }
 
 /* The WAL's pointer records reach the disk after the values they point to,
@@ -207,7 +221,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
     r->next_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
     rc = vlog_init(&r->hot, &v->file, r->id, new_hot_segment, r);
-    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_vlog_segment, r);
+    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_cold_segment, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crashed_heads(r)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,

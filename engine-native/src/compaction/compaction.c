@@ -153,7 +153,7 @@ static int publish(par_region *r, view *w, uint64_t covered, const garbage_list 
 static int pick_gc(par_region *r, task *t) {
   uint64_t freed = atomic_load(&r->stats.gc_freed);
   if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
-  if (r->failed == PAR_ENOSPC && atomic_load(&r->stats.gc_freed) != freed) {
+  if (failed_for_room(r->failed) && atomic_load(&r->stats.gc_freed) != freed) {
     r->failed = 0;
     r->gc_stalled = 0;
     pthread_cond_broadcast(&r->view_cv);
@@ -171,7 +171,7 @@ static int pick_gc(par_region *r, task *t) {
 static int pick(par_region *r, task *t) {
   par_volume *v = r->vol;
   memset(t, 0, sizeof *t);
-  if (r->closing || (r->failed && r->failed != PAR_ENOSPC) || r->repl_role == PAR_REPL_BACKUP_SEND_INDEX)
+  if (r->closing || (r->failed && !failed_for_room(r->failed)) || r->repl_role == PAR_REPL_BACKUP_SEND_INDEX)
     return PAR_OK;
   /* A GC relocation takes an LSN: the primary's to give, so backups never collect. */
   if (r->repl_role == PAR_REPL_PRIMARY && (r->failed || segalloc_room(&v->alloc) < SEGALLOC_RESERVE) &&
@@ -511,7 +511,7 @@ int compaction_pending(par_region *r) {
   const view *w = r->view;
   if (r->repl_role == PAR_REPL_BACKUP_SEND_INDEX) return 0;
   gc_task t;
-  if (r->failed == PAR_ENOSPC)
+  if (failed_for_room(r->failed))
     return r->repl_role == PAR_REPL_PRIMARY && !r->gc_stalled && (gc_pick(r, &t, 1) || gc_reclaimable(r));
   if (r->failed) return 0;
   if (w->frozen) return 1;
