@@ -84,6 +84,38 @@ static int new_wal_segment(void *ctx, uint64_t first_lsn, uint32_t *seg) {
   return rc;
 }
 
+/* After a crash the log may end before its last listed segments: a power
+ * cut can lose every record of a segment that was allocated (and recorded
+ * in the catalog) while the one before it was still being synced. Replay
+ * stops at the gap (wal_replay), so those segments are dead, and the
+ * session's new generation must not be listed after them: every later
+ * replay would stop at the same gap before reaching it, and lose its
+ * records, synced ones included. next_lsn is the first LSN replay did not
+ * find; segments starting past it are dropped. */
+typedef struct wal_trim {
+  uint64_t next_lsn;
+  seg_list dropped;
+} wal_trim;
+
+static int edit_drop_dead_wal(region_desc *d, void *arg, seg_list *freed) {
+  wal_trim *t = arg;
+  uint32_t n = d->nwal;
+  while (n > 0 && d->wal[n - 1].first_lsn > t->next_lsn) n--;
+  for (uint32_t i = n; i < d->nwal; i++)
+    if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&t->dropped, d->wal[i].seg)) return PAR_ENOMEM;
+  d->nwal = n;
+  return PAR_OK;
+}
+
+static int drop_dead_wal(par_region *r, const region_desc *d, uint64_t last) {
+  if (!d->nwal || d->wal[d->nwal - 1].first_lsn <= last + 1) return PAR_OK;
+  wal_trim t = {last + 1, {0}};
+  int rc = region_persist(r, edit_drop_dead_wal, &t);
+  for (uint32_t i = 0; !rc && i < t.dropped.n; i++) segalloc_free(&r->vol->alloc, t.dropped.v[i]);
+  seg_list_free(&t.dropped);
+  return rc;
+}
+
 /* ---- large-log segments ---- */
 
 typedef struct vlog_add {
@@ -215,6 +247,7 @@ PAR_API int par_region_open(par_volume *v, const char *name, int create, par_reg
 
   uint64_t last;
   rc = region_recover(r, &d, &last);
+  if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
   region_desc_free(&d);
   if (!rc) {
