@@ -198,14 +198,13 @@ static void test_wal_dead_tail(void **state) {
   assert_ok(par_open(f->path, &f->opts, &f->vol));
   pthread_mutex_lock(&f->vol->meta_mu);
   region_desc *cur = catalog_find(&f->vol->cat, "main");
-  region_desc *d = calloc(1, sizeof *d);
-  assert_non_null(d);
-  assert_ok(region_desc_copy(d, cur));
+  region_desc d;
+  assert_ok(region_desc_copy(&d, cur));
   uint32_t seg;
   assert_ok(segalloc_alloc(&f->vol->alloc, &seg));
-  assert_ok(region_desc_add_wal(d, (wal_seg){seg, d->wal_gen, st.last_lsn + 500}));
-  assert_ok(redolog_put_region(&f->vol->log, d, NULL, 0));
-  assert_ok(catalog_set(&f->vol->cat, d));
+  assert_ok(region_desc_add_wal(&d, (wal_seg){seg, d.wal_gen, st.last_lsn + 500}));
+  assert_ok(redolog_put_region(&f->vol->log, &d, NULL, 0));
+  assert_ok(catalog_set(&f->vol->cat, &d)); /* takes d's contents */
   pthread_mutex_unlock(&f->vol->meta_mu);
   assert_ok(par_region_open(f->vol, "main", 0, &f->reg));
   for (int i = 0; i < 50; i++) {
