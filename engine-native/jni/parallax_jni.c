@@ -16,6 +16,7 @@
 
 #include "parallax/parallax.h"
 #include "parallax/replication.h"
+#include "io/mapguard.h"
 
 #define JNI_FN(ret, name) JNIEXPORT ret JNICALL Java_io_parallaxkv_internal_JniNative_##name
 #define P(a) ((void *)(uintptr_t)(a))
@@ -86,8 +87,8 @@ DECL(jint, estimateRange, jlong r, jlong b, jlong bl, jlong e, jlong el, jlong o
 DECL(jint, volumeStats, jlong vol, jlong out)
 DECL(jint, checkpoint, jlong vol, jlong path, jlong names, jlong n, jlong stats)
 DECL(jlong, directAddress, jobject buf)
-DECL(void, copyToArray, jlong src, jbyteArray dst, jint off, jint len)
-DECL(void, copyMemory, jlong src, jlong dst, jlong len)
+DECL(jint, copyToArray, jlong src, jbyteArray dst, jint off, jint len)
+DECL(jint, copyMemory, jlong src, jlong dst, jlong len)
 
 /* The struct layout the library was built with (par_abi_layout), which the
  * Java side checks at load. */
@@ -285,11 +286,19 @@ JNI_FN(jint, checkpoint)(JNIEnv *env, jclass cls, jlong vol, jlong path, jlong n
 JNI_FN(jlong, directAddress)(JNIEnv *env, jclass cls, jobject buf) {
   return (jlong)(uintptr_t)(*env)->GetDirectBufferAddress(env, buf);
 }
-JNI_FN(void, copyToArray)(JNIEnv *env, jclass cls, jlong src, jbyteArray dst, jint off, jint len) {
-  (*env)->SetByteArrayRegion(env, dst, off, len, CP(src));
+/* The copies read engine memory, the volume's map included, so they are
+ * guarded (io/mapguard.h): a page the kernel cannot supply (the file was
+ * truncated, the device failed) gives PAR_EIO, where the JVM's own copy
+ * (SetByteArrayRegion) would take the fault inside the VM and die. */
+JNI_FN(jint, copyToArray)(JNIEnv *env, jclass cls, jlong src, jbyteArray dst, jint off, jint len) {
+  jbyte *a = (*env)->GetPrimitiveArrayCritical(env, dst, NULL);
+  if (!a) return PAR_ENOMEM;
+  int rc = mapguard_copy(a + off, CP(src), (size_t)len);
+  (*env)->ReleasePrimitiveArrayCritical(env, dst, a, 0);
+  return rc;
 }
-JNI_FN(void, copyMemory)(JNIEnv *env, jclass cls, jlong src, jlong dst, jlong len) {
-  memmove(P(dst), CP(src), (size_t)len);
+JNI_FN(jint, copyMemory)(JNIEnv *env, jclass cls, jlong src, jlong dst, jlong len) {
+  return mapguard_copy(P(dst), CP(src), (size_t)len);
 }
 
 /* ---- replication.h ---- */

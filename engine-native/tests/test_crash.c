@@ -310,10 +310,14 @@ static void verify_recovered(par_region *r, uint64_t seed, int cycle, uint64_t *
   free(buf);
 }
 
-static void sleep_ms(uint64_t ms) {
-  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+typedef struct child_args {
+  const char *path, *ack_path, *journal;
+  const uint64_t *start;
+} child_args;
+
+static void run_child(void *arg, int ready_fd) {
+  child_args *a = arg;
+  child_main(a->path, a->ack_path, a->journal, a->start, ready_fd);
 }
 
 /* Kill -9 cycles, or power-cut cycles when powerloss is set. */
@@ -332,45 +336,16 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
   for (int t = 0; t < NT; t++) next[t] = 1;
 
   for (int cycle = 0; cycle < cycles; cycle++) {
-    int ready[2];
-    assert_int_equal(pipe(ready), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-      close(ready[0]);
-      child_main(path, ack_path, journal, next, ready[1]);
-    }
-    close(ready[1]);
-    char c;
-    ssize_t n = read(ready[0], &c, 1);
-    close(ready[0]);
-    int status = 0;
-    if (n != 1) {
-      waitpid(pid, &status, 0);
-      fail_msg("seed %llu cycle %d: child failed before it was ready (status 0x%x)",
-               (unsigned long long)seed, cycle, status);
-    }
     uint64_t delay = 10 + tu_rand_range(&rng, 491);
-    sleep_ms(delay);
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      fail_msg("seed %llu cycle %d: child died by itself (status 0x%x)",
-               (unsigned long long)seed, cycle, status);
-    assert_int_equal(kill(pid, SIGKILL), 0);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-
+    child_args ca = {path, ack_path, journal, next};
+    powerloss_stats ps;
+    tu_kill_cycle(seed, cycle, run_child, &ca, delay, path, journal, tu_mix64(rng++), &ps);
     char cut[160] = "";
-    if (powerloss) {
-      powerloss_stats ps;
-      int e = powerloss_crash(path, journal, tu_mix64(rng++), &ps);
-      if (e) fail_msg("seed %llu cycle %d: power cut: %s", (unsigned long long)seed, cycle, strerror(e));
+    if (powerloss)
       snprintf(cut, sizeof cut, "; power cut over %llu unsynced writes: %llu sectors, %llu back "
                "to durable, %llu newest", (unsigned long long)ps.unsynced_writes,
                (unsigned long long)ps.sectors, (unsigned long long)ps.sectors_durable,
                (unsigned long long)ps.sectors_newest);
-    }
     uint64_t max_ack[NT];
     read_acks(ack_path, max_ack);
     par_options o = tu_options(256u << 10, 4);
@@ -387,10 +362,14 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
     assert_ok(par_volume_stats_get(vol, &vs));
     fprintf(stderr,
             "cycle %2d: killed after %3llu ms; recovered %llu + %llu new writes (synced up to "
-            "s=%llu/%llu); levels %u; %llu segments in use%s\n",
+            "s=%llu/%llu); levels %u; %llu segments in use (WAL %llu, large log %llu with %llu KiB "
+            "garbage, medium %llu)%s\n",
             cycle, (unsigned long long)delay, (unsigned long long)cs.recovered[0],
             (unsigned long long)cs.recovered[1], (unsigned long long)cs.acked[0],
-            (unsigned long long)cs.acked[1], st.levels, (unsigned long long)vs.segments_used, cut);
+            (unsigned long long)cs.acked[1], st.levels, (unsigned long long)vs.segments_used,
+            (unsigned long long)st.wal_segments, (unsigned long long)st.large_log_segments,
+            (unsigned long long)st.large_log_garbage_bytes >> 10, (unsigned long long)st.medium_log_segments,
+            cut);
     /* The live data is at most KEYS pairs per thread of < 21 KB: about 80 MiB
      * (40 segments) however long the run. Levels, logs being collected and a
      * compaction's spare copy may take a few times that; a leak grows without

@@ -303,6 +303,97 @@ static void test_gc_full_volume(void **state) {
   free(path);
 }
 
+/* ---- gc_description_limit --------------------------------------------------- */
+
+/* A region's description is one redo record (issue 12 item 5): with the
+ * record limit lowered, after 5 rounds of overwrites of large values, to the
+ * description's size then plus REDO_DESC_RESERVE and room for about two
+ * large-log segments, the next rounds reach it (at the real 2 MiB that takes
+ * some 100 K segments). A commit over the limit fails with PAR_ELIMIT; a
+ * merge's used to stop the region's compactions and its GC for good,
+ * although GC freeing segments is what shrinks the description. Now new hot
+ * large-log segments leave the reserve to merges, GC and the WAL, GC goes on
+ * after a refused merge and clears the failure once it freed segments, and
+ * refused writes succeed when retried. */
+static uint32_t saved_payload_limit;
+
+static int save_limit(void **state) {
+  (void)state;
+  saved_payload_limit = redolog_payload_limit;
+  return 0;
+}
+
+static int restore_limit(void **state) {
+  (void)state;
+  redolog_payload_limit = saved_payload_limit;
+  return 0;
+}
+
+static void test_gc_description_limit(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_limit");
+  char *path = tu_path(dir, "gc.px");
+  par_options o = gc_options();
+  o.gc_threshold_pct = 90; /* dead segments wait for GC: the limit is reached */
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  enum { KEYS = 600, ROUNDS = 40, RETRIES = 2000 };
+  uint8_t *val = malloc(8192), *buf = malloc(8192);
+  uint64_t *acked = calloc(KEYS, sizeof *acked);
+  char key[32];
+  uint64_t written = 0, refused = 0;
+  for (uint64_t ver = 1; ver <= ROUNDS; ver++)
+    for (uint32_t k = 0; k < KEYS; k++) {
+      if (ver == 6 && k == 0) {
+        /* The description as it is now, plus room for about two large-log
+         * segments: the next few commits that add segments are refused. */
+        pthread_mutex_lock(&v->meta_mu);
+        redolog_payload_limit = (uint32_t)region_desc_encode(catalog_find_id(&v->cat, r->id), NULL) + REDO_DESC_RESERVE + 48;
+        pthread_mutex_unlock(&v->meta_mu);
+      }
+      size_t vl = make_value(k, ver, val);
+      int rc, tries = 0;
+      while ((rc = par_put(r, key, key_of(k, key), val, vl, 0)) == PAR_ELIMIT && tries++ < RETRIES) {
+        refused++;
+        struct timespec ts = {0, 2 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+      }
+      if (rc)
+        fail_msg("version %llu of key %u: %s after %d tries (%s); %.1f MiB written so far",
+                 (unsigned long long)ver, k, par_strerror(rc), tries, par_last_error(), written / 1048576.0);
+      acked[k] = ver;
+      written += vl;
+    }
+  int frc;
+  for (int tries = 0; (frc = par_flush(r)) == PAR_ELIMIT && tries < RETRIES; tries++) {
+    struct timespec ts = {0, 2 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+  }
+  assert_ok(frc);
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  fprintf(stderr, "gc_description_limit: record limit %u bytes; %.1f MiB written; %llu writes refused "
+          "with PAR_ELIMIT and then accepted; GC freed %llu segments; %llu large-log segments now\n",
+          redolog_payload_limit, written / 1048576.0, (unsigned long long)refused,
+          (unsigned long long)st.gc_segments_freed, (unsigned long long)st.large_log_segments);
+  assert_true(refused > 0); /* the limit was reached */
+  for (uint32_t k = 0; k < KEYS; k++) {
+    size_t len;
+    assert_ok(par_get(r, NULL, key, key_of(k, key), buf, 8192, &len));
+    assert_int_equal(value_version(k, buf, len), acked[k]);
+  }
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  free(acked);
+  free(val);
+  free(buf);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
 /* ---- gc_huge ----------------------------------------------------------------- */
 
 static void test_gc_huge(void **state) {
@@ -744,6 +835,7 @@ int main(void) {
       cmocka_unit_test(test_gc_space),
       cmocka_unit_test(test_gc_damaged_record),
       cmocka_unit_test(test_gc_full_volume),
+      cmocka_unit_test_setup_teardown(test_gc_description_limit, save_limit, restore_limit),
       cmocka_unit_test(test_gc_huge),
       cmocka_unit_test(test_gc_races),
       cmocka_unit_test(test_flushed_large_survives_kill),

@@ -676,7 +676,7 @@ typedef struct walk {
 } walk;
 
 static void walk_node(walk *w, uint64_t off, int height, const uint8_t **first, uint16_t *first_len) {
-  const uint8_t *node = w->f->map + off;
+  const uint8_t *node = file_map(w->f) + off;
   node_hdr h;
   assert_ok(node_header(node, off, &h));
   assert_int_equal(h.height, height);

@@ -177,10 +177,14 @@ static void read_acks(const char *ack_path, uint64_t *max_sync, uint64_t *max_fl
   fclose(fp);
 }
 
-static void sleep_ms(uint64_t ms) {
-  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
-  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
-  }
+typedef struct child_args {
+  const char *path, *ack_path, *journal;
+  int cycle;
+} child_args;
+
+static void run_child(void *arg, int ready_fd) {
+  child_args *a = arg;
+  child_main(a->path, a->ack_path, a->journal, a->cycle, ready_fd);
 }
 
 /* Checks cycle's keys; returns how many there are. */
@@ -243,38 +247,13 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
   char *path = tu_path(dir, "vol");
   char *ack_path = tu_path(dir, "acks");
   char *journal = powerloss ? tu_path(dir, "journal") : NULL;
-  uint64_t kept[64] = {0};
-  assert_true(cycles <= 64);
+  uint64_t *kept = calloc((size_t)cycles + 1, sizeof *kept);
+  assert_non_null(kept);
   for (int cycle = 0; cycle < cycles; cycle++) {
-    int ready[2];
-    assert_int_equal(pipe(ready), 0);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-      close(ready[0]);
-      child_main(path, ack_path, journal, cycle, ready[1]);
-    }
-    close(ready[1]);
-    char c;
-    ssize_t n = read(ready[0], &c, 1);
-    close(ready[0]);
-    int status = 0;
-    if (n != 1) {
-      waitpid(pid, &status, 0);
-      fail_msg("seed %llu cycle %d: child failed (status 0x%x)", (unsigned long long)seed, cycle, status);
-    }
     uint64_t delay = 50 + tu_rand_range(&rng, 600);
-    sleep_ms(delay);
-    if (waitpid(pid, &status, WNOHANG) == pid)
-      fail_msg("seed %llu cycle %d: child died by itself (status 0x%x)", (unsigned long long)seed,
-               cycle, status);
-    assert_int_equal(kill(pid, SIGKILL), 0);
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    if (powerloss) {
-      powerloss_stats ps;
-      int e = powerloss_crash(path, journal, tu_mix64(rng++), &ps);
-      if (e) fail_msg("seed %llu cycle %d: power cut: %s", (unsigned long long)seed, cycle, strerror(e));
-    }
+    child_args ca = {path, ack_path, journal, cycle};
+    powerloss_stats ps;
+    tu_kill_cycle(seed, cycle, run_child, &ca, delay, path, journal, tu_mix64(rng++), &ps);
     uint64_t max_sync, max_flush, lost;
     read_acks(ack_path, &max_sync, &max_flush);
     par_options o = tu_options(256u << 10, 4);
@@ -299,6 +278,7 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
     assert_ok(par_close(v));
   }
   tu_rm_rf(dir);
+  free(kept);
   free(dir);
   free(path);
   free(ack_path);

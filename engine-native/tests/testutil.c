@@ -8,11 +8,15 @@
 #include <errno.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "io/powerloss.h"
 
 /* ---- failures ------------------------------------------------------------ */
 
@@ -433,4 +437,45 @@ par_options tu_options(uint64_t l0_size, uint32_t growth_factor) {
   if (l0_size) o.l0_size = l0_size;
   if (growth_factor) o.growth_factor = growth_factor;
   return o;
+}
+
+void tu_sleep_ms(uint64_t ms) {
+  struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+void tu_kill_cycle(uint64_t seed, int cycle, tu_child_fn child, void *arg, uint64_t delay_ms,
+                   const char *path, const char *journal, uint64_t cut_seed, powerloss_stats *cut) {
+  int ready[2];
+  assert_int_equal(pipe(ready), 0);
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(ready[0]);
+    child(arg, ready[1]);
+    _exit(5); /* a child never returns */
+  }
+  close(ready[1]);
+  char c;
+  ssize_t n = read(ready[0], &c, 1);
+  close(ready[0]);
+  int status = 0;
+  if (n != 1) {
+    waitpid(pid, &status, 0);
+    fail_msg("seed %llu cycle %d: child failed before it was ready (status 0x%x)", (unsigned long long)seed,
+             cycle, status);
+  }
+  tu_sleep_ms(delay_ms);
+  if (waitpid(pid, &status, WNOHANG) == pid)
+    fail_msg("seed %llu cycle %d: child died by itself (status 0x%x)", (unsigned long long)seed, cycle, status);
+  assert_int_equal(kill(pid, SIGKILL), 0);
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  if (journal) {
+    int e = powerloss_crash(path, journal, cut_seed, cut);
+    if (e) fail_msg("seed %llu cycle %d: power cut: %s", (unsigned long long)seed, cycle, strerror(e));
+  }
 }

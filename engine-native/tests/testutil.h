@@ -72,6 +72,23 @@ char *tu_path(const char *dir, const char *file);
 /* Unsigned integer from the environment, or dflt when unset/invalid. */
 uint64_t tu_env_u64(const char *name, uint64_t dflt);
 
+void tu_sleep_ms(uint64_t ms);
+
+/* ---- kill and power-cut loops ------------------------------------------- */
+
+/* The driver of one cycle of the crash loops (test_crash, test_nowal,
+ * test_txn); each test keeps its own workload and checks. Forks a child that
+ * runs child(arg, ready_fd): it writes one byte to ready_fd once it is
+ * writing and never returns. The parent lets it run delay_ms more, kills it
+ * with SIGKILL and, when journal is not NULL, cuts the power over path
+ * (io/powerloss.h) with cut_seed, describing the cut in *cut (may be NULL
+ * when journal is). Fails the test, naming seed and cycle, when the child
+ * fails before it is ready or dies by itself. */
+typedef void (*tu_child_fn)(void *arg, int ready_fd);
+struct powerloss_stats;
+void tu_kill_cycle(uint64_t seed, int cycle, tu_child_fn child, void *arg, uint64_t delay_ms,
+                   const char *path, const char *journal, uint64_t cut_seed, struct powerloss_stats *cut);
+
 /* ---- random numbers ----------------------------------------------------- */
 
 /* A seed from $PAR_SEED, or from the clock; printed to stderr with the test

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "io/mapguard.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -15,6 +16,23 @@ static int check_bound(const void *key, size_t key_len, const char *name) {
     return par_error(PAR_ETOOBIG, "par_estimate_range: %s of %zu bytes exceeds the key limit of %u", name,
                      key_len, PAR_MAX_KEY_SIZE);
   return PAR_OK;
+}
+
+typedef struct share_call {
+  par_region *r;
+  dtree *t;
+  const void *begin;
+  size_t begin_len;
+  const void *end;
+  size_t end_len;
+  double share;
+} share_call;
+
+/* tree_range_share reads nodes through the map: guarded (io/mapguard.h). */
+static int share_guarded(void *arg) {
+  share_call *c = arg;
+  return tree_range_share(&c->r->keys, &c->t->d, &c->t->checks, c->begin, c->begin_len, c->end, c->end_len,
+                          &c->share);
 }
 
 PAR_API int par_estimate_range(par_region *r, const void *begin, size_t begin_len, const void *end,
@@ -42,11 +60,10 @@ PAR_API int par_estimate_range(par_region *r, const void *begin, size_t begin_le
   for (int i = 1; i <= PAR_MAX_LEVELS && !rc; i++)
     for (int j = 0; j < LEVEL_TREES && !rc; j++) {
       dtree *t = w->tree[i][j];
-      double share;
-      if (!t || (rc = tree_range_share(&r->keys, &t->d, &t->checks, begin, begin_len, end, end_len, &share)))
-        continue;
-      entries += share * (double)t->d.entries;
-      bytes += share * (double)t->d.bytes;
+      share_call c = {r, t, begin, begin_len, end, end_len, 0};
+      if (!t || (rc = mapguard_run(share_guarded, &c))) continue;
+      entries += c.share * (double)t->d.entries;
+      bytes += c.share * (double)t->d.bytes;
     }
   view_unref(w);
   if (rc) return rc;

@@ -256,6 +256,7 @@ void region_set_view(par_region *r, view *w);
 typedef int (*desc_edit_fn)(region_desc *d, void *arg, seg_list *freed);
 int region_persist(par_region *r, desc_edit_fn fn, void *arg);
 
+
 /* Creates a region's catalog entry (meta_mu held). */
 int volume_create_region(par_volume *v, const char *name);
 
@@ -264,6 +265,11 @@ int volume_create_region(par_volume *v, const char *name);
 void budget_admit(par_volume *v);
 /* A compaction worker's part: freezes r's L0 if a writer asked for it. */
 void budget_freeze(par_region *r);
+/* A compaction failure that GC can cure by freeing large-log segments: no
+ * space for the merge's output, or a region description over the redo
+ * record's limit (each large-log segment is listed in it). Compactions
+ * stop, GC goes on and clears the failure once it freed segments. */
+static inline int failed_for_room(int failed) { return failed == PAR_ENOSPC || failed == PAR_ELIMIT; }
 
 /* compaction/compaction.c */
 int compaction_start(par_volume *v);

@@ -10,7 +10,7 @@ PAR_API int par_flush(par_region *r) {
   for (;;) {
     /* Wait for an earlier frozen L0 without holding write_mu (GC needs it). */
     pthread_mutex_lock(&r->view_mu);
-    if (r->failed == PAR_ENOSPC) r->failed = 0; /* space may have been freed since: retry */
+    if (failed_for_room(r->failed)) r->failed = 0; /* GC may have made room since: retry */
     int frozen = r->view->frozen != NULL;
     pthread_mutex_unlock(&r->view_mu);
     if (frozen) compaction_schedule(r);

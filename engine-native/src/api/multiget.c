@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "io/mapguard.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -92,6 +93,53 @@ static size_t lookup_tree(par_region *r, dtree *t, mg_key *k, size_t m, tree_ent
   return left;
 }
 
+typedef struct mg_call {
+  par_snapshot *s;
+  size_t n;
+  const void *const *keys;
+  const size_t *key_lens;
+  const void **values;
+  size_t *value_lens;
+  int *statuses;
+  uint8_t *mem; /* the scratch block described in par_multi_get */
+} mg_call;
+
+/* The lookups and value reads, guarded (io/mapguard.h). */
+static int multi_lookup(void *arg) {
+  mg_call *c = arg;
+  size_t n = c->n;
+  par_snapshot *s = c->s;
+  mg_key *k = (mg_key *)c->mem;
+  tree_entry *ents = (tree_entry *)(k + n), *te = ents + n;
+  const void **kp = (const void **)(te + n);
+  size_t *kl = (size_t *)(kp + n);
+  const mt_entry **found = (const mt_entry **)(kl + n);
+  int *rc = (int *)(found + n);
+  int *statuses = c->statuses;
+  par_region *r = s->region;
+  size_t m = sort_keys(n, c->keys, c->key_lens, statuses, k);
+  const view *w = s->v;
+  memtable *mts[2] = {w->active, w->frozen};
+  for (int i = 0; i < 2 && m; i++)
+    if (mts[i]) m = lookup_memtable(mts[i], s->lsn, k, m, ents, statuses, kp, kl, found);
+  for (int i = 1; i <= PAR_MAX_LEVELS && m; i++)
+    for (int j = 0; j < LEVEL_TREES && m; j++)
+      if (w->tree[i][j]) m = lookup_tree(r, w->tree[i][j], k, m, ents, statuses, kp, kl, te, rc);
+  for (size_t i = 0; i < n; i++) {
+    c->values[i] = NULL;
+    c->value_lens[i] = 0;
+    if (statuses[i] != PAR_OK) continue;
+    const uint8_t *v;
+    uint32_t vl;
+    statuses[i] = snapshot_value(s, &ents[i], &v, &vl);
+    if (statuses[i] == PAR_OK) {
+      c->values[i] = v;
+      c->value_lens[i] = vl;
+    }
+  }
+  return PAR_OK;
+}
+
 PAR_API int par_multi_get(par_snapshot *s, size_t n, const void *const *keys, const size_t *key_lens,
                           const void **values, size_t *value_lens, int *statuses) {
   if (!s || (n && (!keys || !key_lens || !values || !value_lens || !statuses)))
@@ -102,36 +150,17 @@ PAR_API int par_multi_get(par_snapshot *s, size_t n, const void *const *keys, co
    * statuses). */
   size_t per = sizeof(mg_key) + 2 * sizeof(tree_entry) + sizeof(void *) + sizeof(size_t) +
                sizeof(const mt_entry *) + sizeof(int);
-  uint8_t *mem = malloc(n * per);
-  if (!mem) return par_error(PAR_ENOMEM, "par_multi_get: %zu keys", n);
-  mg_key *k = (mg_key *)mem;
-  tree_entry *ents = (tree_entry *)(k + n), *te = ents + n;
-  const void **kp = (const void **)(te + n);
-  size_t *kl = (size_t *)(kp + n);
-  const mt_entry **found = (const mt_entry **)(kl + n);
-  int *rc = (int *)(found + n);
-  par_region *r = s->region;
-  size_t m = sort_keys(n, keys, key_lens, statuses, k);
-  const view *w = s->v;
-  memtable *mts[2] = {w->active, w->frozen};
-  for (int i = 0; i < 2 && m; i++)
-    if (mts[i]) m = lookup_memtable(mts[i], s->lsn, k, m, ents, statuses, kp, kl, found);
-  for (int i = 1; i <= PAR_MAX_LEVELS && m; i++)
-    for (int j = 0; j < LEVEL_TREES && m; j++)
-      if (w->tree[i][j]) m = lookup_tree(r, w->tree[i][j], k, m, ents, statuses, kp, kl, te, rc);
-  for (size_t i = 0; i < n; i++) {
-    values[i] = NULL;
-    value_lens[i] = 0;
-    if (statuses[i] != PAR_OK) continue;
-    const uint8_t *v;
-    uint32_t vl;
-    statuses[i] = snapshot_value(s, &ents[i], &v, &vl);
-    if (statuses[i] == PAR_OK) {
-      values[i] = v;
-      value_lens[i] = vl;
+  mg_call c = {.s = s, .n = n, .keys = keys, .key_lens = key_lens, .values = values,
+               .value_lens = value_lens, .statuses = statuses, .mem = malloc(n * per)};
+  if (!c.mem) return par_error(PAR_ENOMEM, "par_multi_get: %zu keys", n);
+  int rc = mapguard_run(multi_lookup, &c);
+  if (rc) /* a faulted read: no key's result is known */
+    for (size_t i = 0; i < n; i++) {
+      values[i] = NULL;
+      value_lens[i] = 0;
+      statuses[i] = rc;
     }
-  }
-  atomic_fetch_add(&r->stats.gets, n);
-  free(mem);
-  return PAR_OK;
+  atomic_fetch_add(&s->region->stats.gets, n);
+  free(c.mem);
+  return rc;
 }

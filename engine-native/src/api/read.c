@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "io/mapguard.h"
 #include "util/status.h"
 
 int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
@@ -81,6 +82,22 @@ int snapshot_value(par_snapshot *s, const tree_entry *e, const uint8_t **value, 
   return rc;
 }
 
+typedef struct view_lookup {
+  par_snapshot *s;
+  const void *key;
+  size_t key_len;
+  const uint8_t *value;
+  uint32_t value_len;
+} view_lookup;
+
+/* Guarded (io/mapguard.h): a value copy it makes is the snapshot's. */
+static int snapshot_lookup(void *arg) {
+  view_lookup *l = arg;
+  tree_entry e;
+  int rc = region_lookup(l->s->region, l->s->v, l->s->lsn, l->key, l->key_len, &e);
+  return rc ? rc : snapshot_value(l->s, &e, &l->value, &l->value_len);
+}
+
 /* The snapshot's view keeps everything a value can live in: its memtables,
  * its trees' segments (and their medium sets), and the large-log segments
  * GC would free only after the view is gone. */
@@ -89,17 +106,12 @@ PAR_API int par_snapshot_get_view(par_snapshot *s, const void *key, size_t key_l
   if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_snapshot_get_view: NULL argument");
   int rc = region_check_key(key, key_len);
   if (rc) return rc;
-  par_region *r = s->region;
-  tree_entry e;
-  rc = region_lookup(r, s->v, s->lsn, key, key_len, &e);
-  atomic_fetch_add(&r->stats.gets, 1);
+  view_lookup l = {.s = s, .key = key, .key_len = key_len};
+  rc = mapguard_run(snapshot_lookup, &l);
+  atomic_fetch_add(&s->region->stats.gets, 1);
   if (rc) return rc;
-  const uint8_t *v;
-  uint32_t vl;
-  rc = snapshot_value(s, &e, &v, &vl);
-  if (rc) return rc;
-  *value = v;
-  *value_len = vl;
+  *value = l.value;
+  *value_len = l.value_len;
   return PAR_OK;
 }
 
@@ -131,27 +143,45 @@ int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, s
   return PAR_NOT_FOUND;
 }
 
+typedef struct get_call {
+  par_region *r;
+  const view *w;
+  uint64_t lsn;
+  const void *key;
+  size_t key_len;
+  void *buf;
+  size_t cap;
+  size_t *value_len;
+  uint8_t *owned; /* a value copied out of a tail buffer: the caller frees it */
+} get_call;
+
+/* The lookup and the copy into the caller's buffer, guarded
+ * (io/mapguard.h): the value is read through the map. */
+static int get_guarded(void *arg) {
+  get_call *g = arg;
+  tree_entry e;
+  int rc = region_lookup(g->r, g->w, g->lsn, g->key, g->key_len, &e);
+  if (rc || !g->value_len) return rc;
+  const uint8_t *v = e.value;
+  uint32_t vl = e.value_len;
+  if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_value(g->r, &e, &v, &vl, &g->owned);
+  if (rc) return rc;
+  *g->value_len = vl;
+  if (g->buf) memcpy(g->buf, v, vl < g->cap ? vl : g->cap);
+  return PAR_OK;
+}
+
 static int read_common(par_region *r, const par_snapshot *snap, const void *key, size_t key_len,
                        void *buf, size_t cap, size_t *value_len) {
   int rc = region_check_key(key, key_len);
   if (rc) return rc;
   if (snap && snap->region != r) return par_error(PAR_EINVAL, "snapshot belongs to another region");
-  uint64_t lsn;
-  view *w = snap ? snap->v : region_acquire_view(r, &lsn);
-  if (snap) lsn = snap->lsn;
-  tree_entry e;
-  rc = region_lookup(r, w, lsn, key, key_len, &e);
-  if (rc == PAR_OK && value_len) {
-    const uint8_t *v = e.value;
-    uint32_t vl = e.value_len;
-    uint8_t *owned = NULL;
-    if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_value(r, &e, &v, &vl, &owned);
-    if (rc == PAR_OK) {
-      *value_len = vl;
-      if (buf) memcpy(buf, v, vl < cap ? vl : cap);
-    }
-    free(owned);
-  }
+  get_call g = {.r = r, .key = key, .key_len = key_len, .buf = buf, .cap = cap, .value_len = value_len};
+  view *w = snap ? snap->v : region_acquire_view(r, &g.lsn);
+  if (snap) g.lsn = snap->lsn;
+  g.w = w;
+  rc = mapguard_run(get_guarded, &g);
+  free(g.owned);
   if (!snap) view_unref(w);
   atomic_fetch_add(&r->stats.gets, 1);
   return rc;

@@ -34,7 +34,7 @@ void region_set_view(par_region *r, view *w) {
   view_unref(old);
 }
 
-int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
+static int persist(par_region *r, desc_edit_fn fn, void *arg, int leave_reserve) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->meta_mu);
   region_desc *cur = catalog_find_id(&v->cat, r->id);
@@ -43,6 +43,13 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   int rc = region_desc_copy(&d, cur);
   if (!rc) rc = fn(&d, arg, &freed);
   if (!rc) region_desc_prune_parts(&d); /* parts the levels now cover */
+  if (!rc && leave_reserve) {
+    size_t len = redolog_region_payload(&d, freed.n);
+    if (len > region_desc_encode(cur, NULL) + 8 && len + REDO_DESC_RESERVE > redolog_payload_limit)
+      rc = par_error(PAR_ELIMIT, "region %s: its description would take %zu bytes of the %u a redo record "
+                     "holds, %u of which are kept for GC and the WAL", r->name, len,
+                     redolog_payload_limit, REDO_DESC_RESERVE);
+  }
   if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n);
   if (!rc) {
     region_desc_free(cur);
@@ -57,6 +64,8 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
   seg_list_free(&freed);
   return rc;
 }
+
+int region_persist(par_region *r, desc_edit_fn fn, void *arg) { return persist(r, fn, arg, 0); }
 
 /* ---- WAL segments ---- */
 
@@ -81,6 +90,38 @@ static int new_wal_segment(void *ctx, uint64_t first_lsn, uint32_t *seg) {
   return rc;
 }
 
+/* After a crash the log may end before its last listed segments: a power
+ * cut can lose every record of a segment that was allocated (and recorded
+ * in the catalog) while the one before it was still being synced. Replay
+ * stops at the gap (wal_replay), so those segments are dead, and the
+ * session's new generation must not be listed after them: every later
+ * replay would stop at the same gap before reaching it, and lose its
+ * records, synced ones included. next_lsn is the first LSN replay did not
+ * find; segments starting past it are dropped. */
+typedef struct wal_trim {
+  uint64_t next_lsn;
+  seg_list dropped;
+} wal_trim;
+
+static int edit_drop_dead_wal(region_desc *d, void *arg, seg_list *freed) {
+  wal_trim *t = arg;
+  uint32_t n = d->nwal;
+  while (n > 0 && d->wal[n - 1].first_lsn > t->next_lsn) n--;
+  for (uint32_t i = n; i < d->nwal; i++)
+    if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&t->dropped, d->wal[i].seg)) return PAR_ENOMEM;
+  d->nwal = n;
+  return PAR_OK;
+}
+
+static int drop_dead_wal(par_region *r, const region_desc *d, uint64_t last) {
+  if (!d->nwal || d->wal[d->nwal - 1].first_lsn <= last + 1) return PAR_OK;
+  wal_trim t = {last + 1, {0}};
+  int rc = region_persist(r, edit_drop_dead_wal, &t);
+  for (uint32_t i = 0; !rc && i < t.dropped.n; i++) segalloc_free(&r->vol->alloc, t.dropped.v[i]);
+  seg_list_free(&t.dropped);
+  return rc;
+}
+
 /* ---- large-log segments ---- */
 
 typedef struct vlog_add {
@@ -97,13 +138,12 @@ static int edit_add_vlog(region_desc *d, void *arg, seg_list *freed) {
   return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0, a->n, a->n == 1});
 }
 
-static int new_vlog_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg,
-                            uint32_t *inc) {
-  par_region *r = ctx;
+static int add_vlog_segments(par_region *r, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc,
+                             int leave_reserve) {
   int rc = segalloc_alloc_run(&r->vol->alloc, n, seg);
   if (rc) return rc;
   vlog_add a = {*seg, 0, n, left};
-  rc = region_persist(r, edit_add_vlog, &a);
+  rc = persist(r, edit_add_vlog, &a, leave_reserve);
   if (rc)
     for (uint32_t i = 0; i < n; i++) segalloc_free(&r->vol->alloc, *seg + i);
   *inc = a.inc;
@@ -119,7 +159,13 @@ static int new_hot_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *se
   if (segalloc_room(&r->vol->alloc) < (uint64_t)n + SEGALLOC_RESERVE)
     return par_error(PAR_ENOSPC, "the volume is full: its last %u segments are kept for compaction and GC",
                      SEGALLOC_RESERVE);
-  return new_vlog_segment(ctx, n, left, seg, inc);
+  return add_vlog_segments(r, n, left, seg, inc, 1);
+}
+
+/* The cold head takes GC's relocations: it may use the space and the
+ * description room the hot head leaves. */
+static int new_cold_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc) {
+  return add_vlog_segments(ctx, n, left, seg, inc, 0);
 }
 
 /* The WAL's pointer records reach the disk after the values they point to,
@@ -221,13 +267,14 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
 
   uint64_t last;
   rc = region_recover(r, &d, &last);
+  if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
   region_desc_free(&d);
   if (!rc) {
     r->next_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
     rc = vlog_init(&r->hot, &v->file, r->id, new_hot_segment, r);
-    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_vlog_segment, r);
+    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_cold_segment, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crashed_heads(r)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,

@@ -58,8 +58,8 @@ int region_wait_room(par_region *r) {
   pthread_mutex_lock(&r->view_mu);
   atomic_fetch_add(&r->stats.stalls, 1);
   while (r->view->frozen && atomic_load(&r->view->active->bytes) >= r->vol->opts.l0_size) {
-    if (r->failed == PAR_ENOSPC && !retried) {
-      /* Space may have been freed since (a region dropped): try once more. */
+    if (failed_for_room(r->failed) && !retried) {
+      /* Room may have been made since (a region dropped, GC): try once more. */
       retried = 1;
       r->failed = 0;
       pthread_mutex_unlock(&r->view_mu);
@@ -239,10 +239,11 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
   }
   if (m) rc = region_log_and_insert(r, m, lsn, ops, n, flags & PAR_NO_WAL, NULL, NULL);
   int froze = 0;
-  if (rc == PAR_ENOSPC) {
+  if (failed_for_room(rc)) {
     /* Which values died is known only once a merge has compared versions:
-     * a full volume flushes L0 so that merges and GC can give space back
-     * (the caller's retry then finds it). */
+     * a full volume (or a region description at its size limit) flushes L0
+     * so that merges and GC can give space back (the caller's retry then
+     * finds it). */
     pthread_mutex_lock(&r->view_mu);
     if (!r->view->frozen && r->view->active->entries) froze = region_freeze(r) == PAR_OK;
     pthread_mutex_unlock(&r->view_mu);

@@ -16,6 +16,7 @@
 
 #include "api/internal.h"
 #include "index/builder.h"
+#include "io/mapguard.h"
 #include "parallax/replication.h"
 #include "scan/merge.h"
 #include "scan/rangedel.h"
@@ -153,7 +154,7 @@ static int publish(par_region *r, view *w, uint64_t covered, const garbage_list 
 static int pick_gc(par_region *r, task *t) {
   uint64_t freed = atomic_load(&r->stats.gc_freed);
   if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
-  if (r->failed == PAR_ENOSPC && atomic_load(&r->stats.gc_freed) != freed) {
+  if (failed_for_room(r->failed) && atomic_load(&r->stats.gc_freed) != freed) {
     r->failed = 0;
     r->gc_stalled = 0;
     pthread_cond_broadcast(&r->view_cv);
@@ -171,7 +172,7 @@ static int pick_gc(par_region *r, task *t) {
 static int pick(par_region *r, task *t) {
   par_volume *v = r->vol;
   memset(t, 0, sizeof *t);
-  if (r->closing || (r->failed && r->failed != PAR_ENOSPC) || r->repl_role == PAR_REPL_BACKUP_SEND_INDEX)
+  if (r->closing || (r->failed && !failed_for_room(r->failed)) || r->repl_role == PAR_REPL_BACKUP_SEND_INDEX)
     return PAR_OK;
   /* A GC relocation takes an LSN: the primary's to give, so backups never collect. */
   if (r->repl_role == PAR_REPL_PRIMARY && (r->failed || segalloc_room(&v->alloc) < SEGALLOC_RESERVE) &&
@@ -225,6 +226,60 @@ static void task_release(task *t) {
   garbage_free(&t->garbage);
 }
 
+/* The merge proper: every entry of the sources, in order, into the
+ * builder. Guarded (io/mapguard.h): medium keys and values are read
+ * through the map. A value copied out of a tail buffer is in owned until
+ * the builder took it. */
+typedef struct merge_run {
+  par_region *r;
+  task *t;
+  tree_builder *b;
+  merge_iter m;
+  vlog_readahead ra;
+  uint8_t *owned;
+  uint64_t class_bytes[3];
+} merge_run;
+
+static int merge_entries(void *arg) {
+  merge_run *mr = arg;
+  par_region *r = mr->r;
+  task *t = mr->t;
+  merge_iter *m = &mr->m;
+  const par_options *o = &r->vol->opts;
+  int rc = merge_settle(m);
+  while (!rc && m->cur >= 0) {
+    tree_entry *e = merge_entry(m);
+    size_t pair = (size_t)entry_key_len(e) + e->value_len;
+    if (t->drop_tombstones && e->cat == CAT_TOMBSTONE) {
+      /* gone for good */
+    } else if (t->frozen && m->cur == 0 && e->cat == CAT_INLINE && !t->inline_medium &&
+               pair >= o->small_threshold && pair < o->large_threshold) {
+      /* A medium pair leaves L0: its value goes to the transient log, sorted. */
+      rc = builder_add_medium(mr->b, r->id, e->key, e->key_len, e->value, e->value_len);
+      mr->class_bytes[1] += leaf_entry_size(entry_stored_len(CAT_MEDIUM, e->key_len), e->key_len, VPTR_SIZE);
+    } else if (e->cat == CAT_MEDIUM && t->inline_medium) {
+      /* The merge level: the value and the whole key move into the leaf. */
+      const uint8_t *val;
+      uint32_t vl;
+      if (e->value_len == VPTR_SIZE) vlog_readahead_note(&mr->ra, &r->vol->file, vptr_decode(e->value));
+      rc = entry_resolve_key(e);
+      if (!rc) rc = region_read_large(r, e, &val, &vl, &mr->owned);
+      if (!rc) rc = builder_add(mr->b, CAT_INLINE, e->key, e->key_len, val, vl);
+      if (!rc) mr->class_bytes[1] += leaf_entry_size(e->key_len, e->key_len, vl);
+      free(mr->owned);
+      mr->owned = NULL;
+    } else {
+      uint16_t kl = entry_key_len(e), stored = entry_stored_len(e->cat, kl);
+      int cls = e->cat == CAT_LARGE ? 2 : e->cat == CAT_MEDIUM ? 1 : e->cat == CAT_TOMBSTONE ? 0
+                : pair < o->small_threshold ? 0 : pair < o->large_threshold ? 1 : 2;
+      mr->class_bytes[cls] += leaf_entry_size(stored, kl, e->value_len);
+      rc = builder_add_entry(mr->b, e);
+    }
+    if (!rc) rc = merge_next(m);
+  }
+  return rc;
+}
+
 /* Merges the task's sources into a new tree. */
 static int merge(par_region *r, task *t, dtree **out) {
   par_volume *v = r->vol;
@@ -251,41 +306,10 @@ static int merge(par_region *r, task *t, dtree **out) {
   int building = 0;
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
-  merge_iter m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd};
-  vlog_readahead ra = {0};
-  const par_options *o = &v->opts;
-  if (!rc) rc = merge_settle(&m);
-  uint64_t class_bytes[3] = {0};
-  while (!rc && m.cur >= 0) {
-    tree_entry *e = merge_entry(&m);
-    size_t pair = (size_t)entry_key_len(e) + e->value_len;
-    if (t->drop_tombstones && e->cat == CAT_TOMBSTONE) {
-      /* gone for good */
-    } else if (t->frozen && m.cur == 0 && e->cat == CAT_INLINE && !t->inline_medium &&
-               pair >= o->small_threshold && pair < o->large_threshold) {
-      /* A medium pair leaves L0: its value goes to the transient log, sorted. */
-      rc = builder_add_medium(&b, r->id, e->key, e->key_len, e->value, e->value_len);
-      class_bytes[1] += leaf_entry_size(entry_stored_len(CAT_MEDIUM, e->key_len), e->key_len, VPTR_SIZE);
-    } else if (e->cat == CAT_MEDIUM && t->inline_medium) {
-      /* The merge level: the value and the whole key move into the leaf. */
-      const uint8_t *val;
-      uint32_t vl;
-      uint8_t *owned = NULL;
-      if (e->value_len == VPTR_SIZE) vlog_readahead_note(&ra, &v->file, vptr_decode(e->value));
-      rc = entry_resolve_key(e);
-      if (!rc) rc = region_read_large(r, e, &val, &vl, &owned);
-      if (!rc) rc = builder_add(&b, CAT_INLINE, e->key, e->key_len, val, vl);
-      if (!rc) class_bytes[1] += leaf_entry_size(e->key_len, e->key_len, vl);
-      free(owned);
-    } else {
-      uint16_t kl = entry_key_len(e), stored = entry_stored_len(e->cat, kl);
-      int cls = e->cat == CAT_LARGE ? 2 : e->cat == CAT_MEDIUM ? 1 : e->cat == CAT_TOMBSTONE ? 0
-                : pair < o->small_threshold ? 0 : pair < o->large_threshold ? 1 : 2;
-      class_bytes[cls] += leaf_entry_size(stored, kl, e->value_len);
-      rc = builder_add_entry(&b, e);
-    }
-    if (!rc) rc = merge_next(&m);
-  }
+  merge_run mr = {.r = r, .t = t, .b = &b,
+                  .m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd}};
+  if (!rc) rc = mapguard_run(merge_entries, &mr);
+  free(mr.owned);
   for (int i = 0; i < n; i++) {
     if (!src[i]) continue;
     /* Source 0 is the upper level (a memtable reads nothing), source 1 the destination. */
@@ -311,7 +335,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   }
   d.rtombs = rtombs; /* a tree of range tombstones alone has root 0 */
   atomic_fetch_add(&r->stats.level[t->dst].written, d.bytes);
-  for (int i = 0; i < 3; i++) atomic_fetch_add(&r->stats.level[t->dst].class_bytes[i], class_bytes[i]);
+  for (int i = 0; i < 3; i++) atomic_fetch_add(&r->stats.level[t->dst].class_bytes[i], mr.class_bytes[i]);
   *out = NULL;
   if (!tree_desc_present(&d)) return PAR_OK;
   /* The tree's medium sets: the one this flush wrote, and, above the merge
@@ -503,7 +527,7 @@ int compaction_pending(par_region *r) {
   const view *w = r->view;
   if (r->repl_role == PAR_REPL_BACKUP_SEND_INDEX) return 0;
   gc_task t;
-  if (r->failed == PAR_ENOSPC)
+  if (failed_for_room(r->failed))
     return r->repl_role == PAR_REPL_PRIMARY && !r->gc_stalled && (gc_pick(r, &t, 1) || gc_reclaimable(r));
   if (r->failed) return 0;
   if (w->frozen) return 1;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "io/mapguard.h"
 #include "util/status.h"
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
@@ -188,15 +189,34 @@ int gc_reclaim(par_region *r) {
 
 static int retire(par_region *r, const gc_task *t, int counted);
 
+typedef struct live_check {
+  par_region *r;
+  const view *w;
+  uint64_t lsn;
+  const vlog_record *rec;
+  vptr p;
+  int live;
+} live_check;
+
+/* Whether the record's key still points at p: a lookup through the map,
+ * guarded (io/mapguard.h). */
+static int check_live(void *arg) {
+  live_check *c = arg;
+  tree_entry e;
+  int rc = region_lookup(c->r, c->w, c->lsn, c->rec->key, c->rec->key_len, &e);
+  c->live = rc == PAR_OK && e.cat == CAT_LARGE && e.value_len == VPTR_SIZE &&
+            vptr_equal(vptr_decode(e.value), c->p);
+  return rc;
+}
+
 /* Re-appends the record at p if its key still points there (write_mu). */
 static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn_out) {
   pthread_mutex_lock(&r->write_mu);
-  uint64_t snap;
-  view *w = region_acquire_view(r, &snap);
-  tree_entry e;
-  int rc = region_lookup(r, w, snap, rec->key, rec->key_len, &e);
-  int live = rc == PAR_OK && e.cat == CAT_LARGE && e.value_len == VPTR_SIZE &&
-             vptr_equal(vptr_decode(e.value), p);
+  live_check c = {.r = r, .rec = rec, .p = p};
+  view *w = region_acquire_view(r, &c.lsn);
+  c.w = w;
+  int rc = mapguard_run(check_live, &c);
+  int live = !rc && c.live;
   view_unref(w);
   rc = rc == PAR_NOT_FOUND ? PAR_OK : rc;
   if (!rc && live && r->write_failed) rc = par_error(PAR_EFAILED, "the region refuses writes until a reopen");

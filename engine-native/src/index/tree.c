@@ -141,7 +141,7 @@ static int load_node(const par_file *f, node_checks *checks, uint64_t off, int h
   uint64_t size = __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
   if (off + NODE_HDR > size)
     return par_error(PAR_ECORRUPT, "B+-tree node offset %llu is outside the volume", (unsigned long long)off);
-  const uint8_t *n = f->map + off;
+  const uint8_t *n = file_map(f) + off;
   int rc = node_header(n, off, h);
   if (rc) return rc;
   if (h->height != height || off + (uint64_t)h->pages * PAR_BLOCK > size)
@@ -266,8 +266,8 @@ int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, cons
 /* Asks for the lines a binary search of the leaf at off will read first:
  * the header and slot array, then the entries of its first three probes. */
 static void prefetch_leaf(const par_file *f, uint64_t off, int stage) {
-  const uint8_t *n = f->map + off;
   if (off + LEAF_SIZE > __atomic_load_n(&f->size, __ATOMIC_ACQUIRE)) return;
+  const uint8_t *n = file_map(f) + off; /* after the size: the map covers it */
   if (stage == 0) {
     for (uint32_t i = 0; i < 1024; i += 64) __builtin_prefetch(n + i);
     return;

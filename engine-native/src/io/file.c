@@ -1,5 +1,6 @@
 #include "io/file.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -12,12 +13,44 @@
 #include <unistd.h>
 
 #include "io/fault.h"
+#include "io/mapguard.h"
 #include "io/powerloss.h"
 #include "util/status.h"
 
-/* Virtual range reserved for the map: the largest volume this version
- * supports (its segment lists must fit a redo-log record). */
+/* The largest volume this version supports (its segment lists must fit a
+ * redo-log record). */
 #define PAR_MAX_VOLUME_BYTES (512ull << 30)
+
+/* Maps [0, len) of the file as the new current map, registered with the
+ * SIGBUS guard. Reads through the map are point lookups (a node, a value).
+ * With the default advice a fault on a cold page reads the device's whole
+ * readahead window around it (read_ahead_kb, 8 MiB on some disks), which
+ * a memory limit evicts before use: gets then read megabytes each. With
+ * MADV_RANDOM a fault reads only the page it needs. Sequential readers do
+ * their own reads (direct I/O) or ask for readahead (file_prefetch). */
+static int map_file(par_file *f, uint64_t len) {
+  void *m = mmap(NULL, len, PROT_READ, MAP_SHARED | MAP_NORESERVE, f->fd, 0);
+  if (m == MAP_FAILED) return par_error_errno(PAR_EIO, errno, "cannot map %llu bytes of the volume", (unsigned long long)len);
+  int rc = madvise(m, len, MADV_RANDOM) ? par_error_errno(PAR_EIO, errno, "madvise of the volume map") : PAR_OK;
+  if (!rc) rc = mapguard_register(m, len);
+  if (rc) {
+    munmap(m, len);
+    return rc;
+  }
+  if (f->map) {
+    assert(f->nold < sizeof f->old / sizeof f->old[0]); /* each map at least doubles */
+    f->old[f->nold].base = f->map;
+    f->old[f->nold++].len = f->mapped;
+  }
+  f->mapped = len;
+  __atomic_store_n(&f->map, (const uint8_t *)m, __ATOMIC_RELEASE);
+  return PAR_OK;
+}
+
+static void unmap(const uint8_t *base, uint64_t len) {
+  mapguard_unregister(base);
+  munmap((void *)base, len);
+}
 
 int file_open(par_file *f, const char *path, int create, int direct, uint64_t limit) {
   memset(f, 0, sizeof *f);
@@ -49,18 +82,12 @@ int file_open(par_file *f, const char *path, int create, int direct, uint64_t li
     int dfd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
     if (dfd >= 0) f->dfd = dfd; /* else: the file system has no direct I/O (tmpfs) */
   }
-  void *m = mmap(NULL, f->limit, PROT_READ, MAP_SHARED | MAP_NORESERVE, f->fd, 0);
-  if (m == MAP_FAILED) goto fail_errno;
-  f->map = m;
-  /* Reads through the map are point lookups (a node, a value). With the
-   * default advice a fault on a cold page reads the device's whole
-   * readahead window around it (read_ahead_kb, 8 MiB on some disks), which
-   * a memory limit evicts before use: gets then read megabytes each. With
-   * MADV_RANDOM a fault reads only the page it needs. The advice is on the
-   * mapping of the whole reserved range, which is never remapped, so it
-   * also covers what the file grows into. Sequential readers do their own
-   * reads (direct I/O) or ask for readahead (file_prefetch). */
-  if (madvise(m, f->limit, MADV_RANDOM) != 0) goto fail_errno;
+  uint64_t len = f->size > PAR_MAP_MIN ? f->size : PAR_MAP_MIN;
+  int rc = map_file(f, len < f->limit ? len : f->limit);
+  if (rc) {
+    file_close(f);
+    return rc;
+  }
   return PAR_OK;
 fail_errno:;
   int e = errno;
@@ -69,7 +96,9 @@ fail_errno:;
 }
 
 void file_close(par_file *f) {
-  if (f->map) munmap((void *)f->map, f->limit);
+  if (f->map) unmap(f->map, f->mapped);
+  for (uint32_t i = 0; i < f->nold; i++) unmap(f->old[i].base, f->old[i].len);
+  f->nold = 0;
   if (f->dfd >= 0 && f->dfd != f->fd) close(f->dfd);
   if (f->fd >= 0) close(f->fd); /* releases the flock */
   f->map = NULL;
@@ -167,6 +196,16 @@ int file_grow(par_file *f, uint64_t new_size) {
     (void)!ftruncate(f->fd, (off_t)f->size);
     return par_error_errno(par_status_from_errno(e), e, "cannot grow volume to %llu bytes",
                            (unsigned long long)new_size);
+  }
+  if (new_size > f->mapped) {
+    /* The map grows before the size is published: a reader that loads the
+     * size then the map finds the new offsets mapped. */
+    uint64_t len = new_size > 2 * f->mapped ? new_size : 2 * f->mapped;
+    int rc = map_file(f, len < f->limit ? len : f->limit);
+    if (rc) {
+      (void)!ftruncate(f->fd, (off_t)f->size);
+      return rc;
+    }
   }
   __atomic_store_n(&f->size, new_size, __ATOMIC_RELEASE); /* readers check node offsets against it */
   return PAR_OK;

@@ -1,6 +1,15 @@
 /* The volume file: positional I/O, direct I/O when the file system allows
- * it, growth by fallocate, and one read-only memory map of the whole volume
- * range through which device levels are read. */
+ * it, growth by fallocate, and a read-only memory map of the volume through
+ * which device levels are read.
+ *
+ * The map covers what the file holds, not the largest volume it may
+ * become: at 512 GiB of address space per volume a process could open only
+ * about 250. It starts at the file's length (at least PAR_MAP_MIN) and, when
+ * the file grows past it, a new map of the whole file, at least twice as
+ * large, replaces it. Readers hold pointers into the map they loaded, so
+ * the maps it replaced stay until the file is closed (all of them together
+ * are less than the current one, the pages are shared). Reads through any
+ * map may fault (io/mapguard.h): they run inside a guard. */
 #ifndef PAR_IO_FILE_H
 #define PAR_IO_FILE_H
 
@@ -15,8 +24,23 @@ typedef struct par_file {
   int is_blockdev; /* a block device cannot grow                         */
   uint64_t size;   /* current length in bytes                            */
   uint64_t limit;  /* largest length the volume may reach                */
-  const uint8_t *map; /* PROT_READ map of [0, limit)                      */
+  const uint8_t *map; /* PROT_READ map of [0, mapped): read with file_map  */
+  uint64_t mapped;    /* length of map; only file_grow enlarges it         */
+  uint32_t nold;      /* maps replaced by larger ones, unmapped at close    */
+  struct {
+    const uint8_t *base;
+    uint64_t len;
+  } old[48];
 } par_file;
+
+#define PAR_MAP_MIN (64ull << 20)
+
+/* The current map: it covers every offset below a file size the caller
+ * loaded (acquire) before, or learned from anything published after the
+ * growth (a segment number from the allocator or the catalog). */
+static inline const uint8_t *file_map(const par_file *f) {
+  return __atomic_load_n(&f->map, __ATOMIC_ACQUIRE);
+}
 
 /* Opens (creating when create != 0) and locks path. limit 0 = no limit
  * beyond the engine's own maximum. */
@@ -28,7 +52,8 @@ int file_read(par_file *f, void *buf, size_t len, uint64_t off);
 /* Uses the direct descriptor when buf, len and off are block aligned. */
 int file_write(par_file *f, const void *buf, size_t len, uint64_t off);
 int file_sync(par_file *f);
-/* Grows the file to at least new_size (reserving the blocks). */
+/* Grows the file to at least new_size (reserving the blocks), and the map
+ * with it. Callers serialise growth (the segment allocator's lock). */
 int file_grow(par_file *f, uint64_t new_size);
 
 /* Asks the kernel to read [off, off + len) into the page cache without

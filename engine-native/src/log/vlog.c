@@ -193,12 +193,18 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
 int vlog_parse(const uint8_t *rec, size_t avail, uint32_t seed, vlog_record *out) {
   if (avail < VLOG_HDR) return PAR_ECORRUPT;
   uint32_t len = dec32(rec + 4);
-  if (len > avail - VLOG_HDR || crc32c(seed, rec + 4, VLOG_HDR - 4 + len) != dec32(rec)) return PAR_ECORRUPT;
+  if (len > avail - VLOG_HDR) return PAR_ECORRUPT;
+  /* The lengths must add up before the checksum is worth computing:
+   * vlog_resync tries every offset of a segment, and most of them hold a
+   * plausible len (garbage, an earlier incarnation's records), whose
+   * checksum over up to 2 MiB made a GC pass over a segment's unwritten
+   * tail take a large part of a second. */
   const uint8_t *end = rec + VLOG_HDR + len;
   uint32_t kl = 0, vl = 0;
   const uint8_t *p = get_varint32(rec + VLOG_HDR, end, &kl);
   if (p) p = get_varint32(p, end, &vl);
   if (!p || (size_t)(end - p) != (size_t)kl + vl || kl > 0xffff) return PAR_ECORRUPT;
+  if (crc32c(seed, rec + 4, VLOG_HDR - 4 + len) != dec32(rec)) return PAR_ECORRUPT;
   out->lsn = dec64(rec + 8);
   out->key = p;
   out->key_len = (uint16_t)kl;
@@ -271,7 +277,7 @@ int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record 
   uint64_t off = seg_offset(p.seg) + p.off;
   if (p.off >= SEG || off + p.size > size || p.size < VLOG_HDR)
     return par_error(PAR_ECORRUPT, "large-log pointer %u:%u is outside the volume", p.seg, p.off);
-  if (vlog_parse(f->map + off, p.size, vlog_seed(region_id, p.inc), out) != PAR_OK)
+  if (vlog_parse(file_map(f) + off, p.size, vlog_seed(region_id, p.inc), out) != PAR_OK)
     return par_error(PAR_ECORRUPT, "large-log record at %u:%u fails its checksum", p.seg, p.off);
   return PAR_OK;
 }

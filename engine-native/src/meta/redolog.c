@@ -14,6 +14,8 @@
 /* A record starts block-aligned and must leave a block for a LINK record. */
 #define MAX_PAYLOAD (SEG - 2 * PAR_BLOCK - HDR)
 
+uint32_t redolog_payload_limit = MAX_PAYLOAD;
+
 enum { REC_REGION = 1, REC_DROP = 2, REC_NEXT_ID = 3, REC_LINK = 4, REC_TXN = 5 };
 
 /* Record: magic u32 | type u32 | len u32 | crc u32 | seq u64 | stream u64 |
@@ -108,8 +110,9 @@ static int write_record_at(redolog *log, uint32_t type, const uint8_t *payload, 
 
 /* Appends without syncing; links a new segment when the record does not fit. */
 static int append(redolog *log, uint32_t type, const uint8_t *payload, uint32_t len) {
-  if (len > MAX_PAYLOAD)
-    return par_error(PAR_ELIMIT, "catalog record of %u bytes exceeds the redo log limit", len);
+  if (len > redolog_payload_limit)
+    return par_error(PAR_ELIMIT, "catalog record of %u bytes exceeds the redo log limit of %u", len,
+                     redolog_payload_limit);
   uint32_t total = ALIGN_UP(HDR + len, PAR_BLOCK);
   uint32_t cur = log->segs.v[log->segs.n - 1];
   if (log->off + total + PAR_BLOCK > SEG) {
@@ -159,10 +162,14 @@ static int append_sync(redolog *log, uint32_t type, const uint8_t *payload, uint
   return rc && log->writes != issued ? fail(log, rc) : rc;
 }
 
+size_t redolog_region_payload(const region_desc *d, uint32_t nfreed) {
+  return 4 + region_desc_encode(d, NULL) + 4 + (size_t)nfreed * 4;
+}
+
 static uint8_t *encode_region(const region_desc *d, const uint32_t *freed, uint32_t nfreed,
                               uint32_t *len) {
   size_t dl = region_desc_encode(d, NULL);
-  size_t n = 4 + dl + 4 + (size_t)nfreed * 4;
+  size_t n = redolog_region_payload(d, nfreed);
   uint8_t *p = malloc(n);
   if (!p) return NULL;
   enc32(p, (uint32_t)dl);

@@ -10,12 +10,30 @@
 #ifndef PAR_META_REDOLOG_H
 #define PAR_META_REDOLOG_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "alloc/segalloc.h"
 #include "io/file.h"
 #include "meta/catalog.h"
 #include "meta/superblock.h"
+
+/* The largest record payload appended: 2 MiB less two blocks and a header
+ * (a record fits one segment), which bounds a region's description to some
+ * 100 K large-log segments. Tests lower it to reach the limit; loading
+ * accepts any record that fits a segment. */
+extern uint32_t redolog_payload_limit;
+
+/* Bytes of redolog_payload_limit that new large-log segments for user
+ * writes leave to the changes through which a description shrinks: merges
+ * (which find the dead values and drop old trees), GC (a relocation may need
+ * a new cold-log segment before it can drop the segment it empties) and the
+ * WAL (whose segments go once L0 is flushed). About 200 large-log
+ * segments' entries. */
+#define REDO_DESC_RESERVE 4096u
+
+/* Payload bytes of a region record for d with nfreed freed segments. */
+size_t redolog_region_payload(const region_desc *d, uint32_t nfreed);
 
 /* Commits checkpoint the redo log once it holds this many bytes. */
 #define REDO_CHECKPOINT_BYTES (4u * PAR_SEGMENT_SIZE)

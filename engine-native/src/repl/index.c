@@ -47,7 +47,7 @@ static uint32_t tree_id(const par_file *f, const tree_desc *t) {
   enc64(b + 20, t->bytes);
   uint32_t c = crc32c(0, b, sizeof b);
   c = crc32c(c, (const uint8_t *)t->segs.v, t->segs.n * sizeof *t->segs.v);
-  c = crc32c(c, f->map + t->root, 4); /* the root node's own checksum */
+  c = crc32c(c, file_map(f) + t->root, 4); /* the root node's own checksum */
   return c ? c : 1;
 }
 
@@ -130,7 +130,7 @@ PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf)
       const dtree *t = x->v->tree[i][j];
       for (uint32_t k = 0; t && k < t->d.segs.n; k++)
         if (t->d.segs.v[k] == seg) {
-          memcpy(buf, x->r->vol->file.map + seg_offset(seg), SEG);
+          memcpy(buf, file_map(&x->r->vol->file) + seg_offset(seg), SEG);
           return PAR_OK;
         }
     }

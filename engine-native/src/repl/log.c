@@ -165,7 +165,7 @@ PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size
       if ((rc = locate(c, &l))) break;
       idx = find_seg(&l, &c->at);
     }
-    const uint8_t *base = r->vol->file.map + seg_offset(c->at.seg);
+    const uint8_t *base = file_map(&r->vol->file) + seg_offset(c->at.seg);
     uint32_t seed = wal_seed(r->id, c->at.gen), size, count;
     if (!wal_parse(base, c->off, seed, c->expect, &size, &count)) {
       uint32_t aligned = ALIGN_UP(c->off, PAR_BLOCK); /* skip a seal's padding */

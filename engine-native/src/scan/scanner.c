@@ -5,6 +5,7 @@
 #include <time.h>
 
 #include "api/internal.h"
+#include "io/mapguard.h"
 #include "log/vlog.h"
 #include "scan/merge.h"
 #include "scan/rangedel.h"
@@ -38,6 +39,15 @@ static uint64_t now_ns(void) {
   return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* Every level's cursor asks for what its next steps read; guarded
+ * (io/mapguard.h): the cursors read their leaves through the map. */
+static int ask_ahead(void *arg) {
+  par_scanner *s = arg;
+  for (int i = 0; i < s->m.n; i++)
+    if (s->src[i]->valid && s->src[i]->readahead) s->src[i]->readahead(s->src[i], s->m.reverse);
+  return PAR_OK;
+}
+
 /* Ends a step (a move or a value read) begun at t0. A slow step means the
  * scan reads data that is not in memory: from then on, after each step,
  * every level's cursor asks for what its next steps read. */
@@ -47,9 +57,8 @@ static void step_done(par_scanner *s, uint64_t t0) {
     s->readahead = 1;
     atomic_store_explicit(&s->region->scan_waited_until, now + READAHEAD_MEMORY_NS, memory_order_relaxed);
   }
-  if (!s->readahead || s->m.cur < 0) return;
-  for (int i = 0; i < s->m.n; i++)
-    if (s->src[i]->valid && s->src[i]->readahead) s->src[i]->readahead(s->src[i], s->m.reverse);
+  /* A fault while asking is the next step's to report. */
+  if (s->readahead && s->m.cur >= 0) (void)mapguard_run(ask_ahead, s);
 }
 
 /* Forgets the current entry's value before the scanner moves. */
@@ -104,14 +113,10 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   return PAR_OK;
 }
 
-/* Reads the whole key of the entry the scanner is on, if its leaf holds
- * only a prefix: callers get whole keys. */
-static int settle(par_scanner *s) {
-  if (!s->error && s->m.cur >= 0) s->error = entry_resolve_key(merge_entry(&s->m));
-  if (s->error) s->m.cur = -1;
-  return s->error;
-}
-
+/* A move of the merge and the reading of the whole key of the entry it
+ * lands on (its leaf may hold only a prefix: callers get whole keys),
+ * guarded (io/mapguard.h): both read through the map. A fault leaves the
+ * merge half moved, so its error ends the scan like a damaged node's. */
 /* Before a seek of a scanner whose reads wait: asks for the leaf at key of
  * every level at once, so that the levels' reads overlap instead of
  * following each other down the merge's sources. */
@@ -125,6 +130,37 @@ static void ask_leaves(par_scanner *s, const void *key, size_t key_len) {
     }
 }
 
+enum move { MOVE_SEEK, MOVE_SEEK_REV, MOVE_NEXT, MOVE_PREV };
+typedef struct move_call {
+  par_scanner *s;
+  enum move how;
+  const void *key;
+  size_t key_len;
+  int exclusive;
+} move_call;
+
+static int move_guarded(void *arg) {
+  move_call *c = arg;
+  merge_iter *m = &c->s->m;
+  if (c->s->readahead && c->key) ask_leaves(c->s, c->key, c->key_len);
+  int rc = c->how == MOVE_SEEK       ? merge_seek(m, c->key, c->key_len, c->exclusive)
+           : c->how == MOVE_SEEK_REV ? merge_seek_rev(m, c->key, c->key_len, c->exclusive)
+           : c->how == MOVE_NEXT     ? merge_next(m)
+                                     : merge_prev(m);
+  if (!rc && m->cur >= 0) rc = entry_resolve_key(merge_entry(m));
+  return rc;
+}
+
+static int move(par_scanner *s, enum move how, const void *key, size_t key_len, int exclusive) {
+  drop_value(s);
+  move_call c = {s, how, key, key_len, exclusive};
+  uint64_t t0 = now_ns();
+  s->error = mapguard_run(move_guarded, &c);
+  if (s->error) s->m.cur = -1;
+  step_done(s, t0);
+  return s->error;
+}
+
 PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, par_seek_mode mode) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_seek: NULL scanner");
   if ((int)mode < PAR_SEEK_FIRST || (int)mode > PAR_SEEK_LT)
@@ -135,17 +171,9 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
     if (key_len > PAR_MAX_KEY_SIZE)
       return par_error(PAR_ETOOBIG, "seek key of %zu bytes exceeds the limit of %u", key_len, PAR_MAX_KEY_SIZE);
   }
-  drop_value(s);
   if (whole) key = NULL;
-  uint64_t t0 = now_ns();
-  if (s->readahead && key) ask_leaves(s, key, key_len);
-  if (mode <= PAR_SEEK_GT)
-    s->error = merge_seek(&s->m, key, key_len, mode == PAR_SEEK_GT);
-  else
-    s->error = merge_seek_rev(&s->m, key, key_len, mode == PAR_SEEK_LT);
-  int rc = settle(s);
-  step_done(s, t0);
-  return rc;
+  if (mode <= PAR_SEEK_GT) return move(s, MOVE_SEEK, key, key_len, mode == PAR_SEEK_GT);
+  return move(s, MOVE_SEEK_REV, key, key_len, mode == PAR_SEEK_LT);
 }
 
 PAR_API int par_scanner_valid(const par_scanner *s) { return s && s->m.cur >= 0; }
@@ -180,6 +208,13 @@ static void prefetch_before(const tree_entry *e, const uint8_t *record_end) {
   for (uint32_t i = 0; p.size > 4096 && i < 4096; i += 64) __builtin_prefetch(start - p.size + i);
 }
 
+/* Reads the current entry's log value (checksummed through the map),
+ * guarded (io/mapguard.h); a copy it makes is in s->owned. */
+static int value_guarded(void *arg) {
+  par_scanner *s = arg;
+  return region_read_value(s->region, merge_entry(&s->m), &s->value, &s->value_len, &s->owned);
+}
+
 PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_len) {
   if (!s || !value || !value_len) return par_error(PAR_EINVAL, "par_scanner_value: NULL argument");
   if (s->m.cur < 0) return par_error(PAR_EINVAL, "scanner is not on an entry");
@@ -191,7 +226,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
   }
   if (!s->value) {
     uint64_t t0 = now_ns();
-    int rc = region_read_value(s->region, e, &s->value, &s->value_len, &s->owned);
+    int rc = mapguard_run(value_guarded, s);
     if (rc) {
       s->value = NULL;
       return rc;
@@ -207,23 +242,13 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
 PAR_API int par_scanner_next(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_next: NULL scanner");
   if (s->m.cur < 0) return s->error;
-  drop_value(s);
-  uint64_t t0 = now_ns();
-  s->error = merge_next(&s->m);
-  int rc = settle(s);
-  step_done(s, t0);
-  return rc;
+  return move(s, MOVE_NEXT, NULL, 0, 0);
 }
 
 PAR_API int par_scanner_prev(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_prev: NULL scanner");
   if (s->m.cur < 0) return s->error;
-  drop_value(s);
-  uint64_t t0 = now_ns();
-  s->error = merge_prev(&s->m);
-  int rc = settle(s);
-  step_done(s, t0);
-  return rc;
+  return move(s, MOVE_PREV, NULL, 0, 0);
 }
 
 PAR_API void par_scanner_close(par_scanner *s) {

@@ -1,5 +1,6 @@
 package io.parallaxkv.internal;
 
+import io.parallaxkv.ParallaxIOException;
 import java.lang.reflect.Field;
 import java.nio.Buffer;
 import java.nio.ByteBuffer;
@@ -293,12 +294,16 @@ final class JniBackend extends NativeApi {
 
   @Override
   public void copyToArray(long src, byte[] dst, int off, int len) {
-    JniNative.copyToArray(src, dst, off, len);
+    copied(JniNative.copyToArray(src, dst, off, len));
   }
 
   @Override
   public void copyMemory(long src, long dst, long len) {
-    JniNative.copyMemory(src, dst, len);
+    copied(JniNative.copyMemory(src, dst, len));
+  }
+
+  private void copied(int rc) {
+    if (rc != 0) throw new ParallaxIOException(rc, lastError() + " (" + strerror(rc) + ")");
   }
 
   @Override

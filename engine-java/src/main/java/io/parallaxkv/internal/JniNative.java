@@ -105,9 +105,11 @@ final class JniNative {
 
   static native long directAddress(ByteBuffer buf);
 
-  static native void copyToArray(long src, byte[] dst, int off, int len);
+  /** 0, or PAR_EIO when a page of the volume's map could not be read (SIGBUS, guarded). */
+  static native int copyToArray(long src, byte[] dst, int off, int len);
 
-  static native void copyMemory(long src, long dst, long len);
+  /** As {@link #copyToArray}. */
+  static native int copyMemory(long src, long dst, long len);
 
   // replication.h
   static native int replSetRole(long region, int role);

@@ -5,6 +5,8 @@ import static java.lang.foreign.ValueLayout.JAVA_BYTE;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
 import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
+import io.parallaxkv.ParallaxException;
+import io.parallaxkv.ParallaxIOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -663,12 +665,29 @@ final class FfmBackend extends NativeApi {
 
   @Override
   public void copyToArray(long src, byte[] dst, int off, int len) {
-    MemorySegment.copy(ALL, JAVA_BYTE, src, dst, off, len);
+    try {
+      MemorySegment.copy(ALL, JAVA_BYTE, src, dst, off, len);
+    } catch (InternalError e) {
+      throw mapFault(e);
+    }
   }
 
   @Override
   public void copyMemory(long src, long dst, long len) {
-    MemorySegment.copy(ALL, src, ALL, dst, len);
+    try {
+      MemorySegment.copy(ALL, src, ALL, dst, len);
+    } catch (InternalError e) {
+      throw mapFault(e);
+    }
+  }
+
+  /**
+   * A copy out of engine memory faulted: the JVM turns a SIGBUS in an unsafe access (a page of
+   * the volume's map that the file or the device no longer supplies) into an InternalError; the
+   * engine's guard chains such faults to the JVM's handler when it is not inside a guard itself.
+   */
+  private static ParallaxIOException mapFault(InternalError e) {
+    return new ParallaxIOException(ParallaxException.EIO, "a read of engine memory failed: " + e.getMessage());
   }
 
   @Override
