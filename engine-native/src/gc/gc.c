@@ -194,7 +194,7 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
   uint64_t snap;
   view *w = region_acquire_view(r, &snap);
   tree_entry e;
-  int rc = region_lookup(r, w, snap, rec->key, rec->key_len, &e);
+  int rc = region_lookup(r, w, snap, rec->key, rec->key_len, NULL, &e);
   int live = rc == PAR_OK && e.cat == CAT_LARGE && e.value_len == VPTR_SIZE &&
              vptr_equal(vptr_decode(e.value), p);
   view_unref(w);

@@ -2,7 +2,6 @@
  * scan sees exactly the state at its creation while writers go on. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/internal.h"
 #include "log/vlog.h"
@@ -29,24 +28,12 @@ struct par_scanner {
   int readahead; /* ask for what the next steps read (scan/readahead.h) */
 };
 
-/* How long a region's scans keep asking after one of them waited. */
-#define READAHEAD_MEMORY_NS (5ull * 1000000000u)
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Ends a step (a move or a value read) begun at t0. A slow step means the
  * scan reads data that is not in memory: from then on, after each step,
  * every level's cursor asks for what its next steps read. */
 static void step_done(par_scanner *s, uint64_t t0) {
-  uint64_t now = now_ns();
-  if (now - t0 > scan_readahead_wait_ns) {
-    s->readahead = 1;
-    atomic_store_explicit(&s->region->scan_waited_until, now + READAHEAD_MEMORY_NS, memory_order_relaxed);
-  }
+  region_note_read(s->region, t0);
+  if (!s->readahead) s->readahead = region_reads_wait(s->region);
   if (!s->readahead || s->m.cur < 0) return;
   for (int i = 0; i < s->m.n; i++)
     if (s->src[i]->valid && s->src[i]->readahead) s->src[i]->readahead(s->src[i], s->m.reverse);
@@ -98,7 +85,7 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   s->m.n = n;
   s->m.cur = -1;
   s->m.skip_tombstones = 1;
-  s->readahead = now_ns() < atomic_load_explicit(&r->scan_waited_until, memory_order_relaxed);
+  s->readahead = region_reads_wait(r);
   atomic_fetch_add(&r->stats.scans, 1);
   *out = s;
   return PAR_OK;
@@ -137,7 +124,7 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
   }
   drop_value(s);
   if (whole) key = NULL;
-  uint64_t t0 = now_ns();
+  uint64_t t0 = read_clock_ns();
   if (s->readahead && key) ask_leaves(s, key, key_len);
   if (mode <= PAR_SEEK_GT)
     s->error = merge_seek(&s->m, key, key_len, mode == PAR_SEEK_GT);
@@ -190,7 +177,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
     return PAR_OK;
   }
   if (!s->value) {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = read_clock_ns();
     int rc = region_read_value(s->region, e, &s->value, &s->value_len, &s->owned);
     if (rc) {
       s->value = NULL;
@@ -208,7 +195,7 @@ PAR_API int par_scanner_next(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_next: NULL scanner");
   if (s->m.cur < 0) return s->error;
   drop_value(s);
-  uint64_t t0 = now_ns();
+  uint64_t t0 = read_clock_ns();
   s->error = merge_next(&s->m);
   int rc = settle(s);
   step_done(s, t0);
@@ -219,7 +206,7 @@ PAR_API int par_scanner_prev(par_scanner *s) {
   if (!s) return par_error(PAR_EINVAL, "par_scanner_prev: NULL scanner");
   if (s->m.cur < 0) return s->error;
   drop_value(s);
-  uint64_t t0 = now_ns();
+  uint64_t t0 = read_clock_ns();
   s->error = merge_prev(&s->m);
   int rc = settle(s);
   step_done(s, t0);
