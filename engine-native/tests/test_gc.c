@@ -170,7 +170,7 @@ static vptr value_pointer(par_region *r, const char *key, size_t key_len) {
   uint64_t lsn;
   view *w = region_acquire_view(r, &lsn);
   tree_entry e;
-  assert_ok(region_lookup(r, w, lsn, key, key_len, &e));
+  assert_ok(region_lookup(r, w, lsn, key, key_len, NULL, &e));
   view_unref(w);
   assert_int_equal(e.cat, CAT_LARGE);
   return vptr_decode(e.value);

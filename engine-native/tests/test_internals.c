@@ -745,16 +745,23 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
 
   /* Point lookups: every key, and keys between, before and after them. */
   tree_entry e;
+  static uint8_t leaf_buf[LEAF_SIZE];
   for (size_t i = 0; i < p->n; i++) {
     const pair *x = &p->v[i];
     memset(&e, 0, sizeof e);
-    assert_ok(tree_get(&ks, t, NULL, x->key, x->klen, &e));
+    assert_ok(tree_get(&ks, t, NULL, x->key, x->klen, NULL, &e));
+    assert_entry(&e, x);
+    /* The same through a leaf read with pread (a jumbo leaf: the map). */
+    memset(&e, 0, sizeof e);
+    assert_ok(tree_get(&ks, t, NULL, x->key, x->klen, leaf_buf, &e));
     assert_entry(&e, x);
   }
   uint8_t probe[PAR_MAX_KEY_SIZE + 2];
-  assert_par(tree_get(&ks, t, NULL, probe, 0, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, NULL, probe, 0, NULL, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, NULL, probe, 0, leaf_buf, &e), PAR_NOT_FOUND);
   memset(probe, 0xff, sizeof probe);
-  assert_par(tree_get(&ks, t, NULL, probe, sizeof probe, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, NULL, probe, sizeof probe, NULL, &e), PAR_NOT_FOUND);
+  assert_par(tree_get(&ks, t, NULL, probe, sizeof probe, leaf_buf, &e), PAR_NOT_FOUND);
 
   tree_cursor c;
   tree_cursor_init(&c, &ks, t, NULL);
@@ -765,7 +772,7 @@ static void verify_tree(scratch *s, const tree_desc *t, const pairs *p, size_t s
     probe[x->klen] = 0;
     size_t plen = (size_t)x->klen + 1;
     int is_next = i + 1 < p->n && tu_key_cmp(probe, plen, p->v[i + 1].key, p->v[i + 1].klen) == 0;
-    if (!is_next) assert_par(tree_get(&ks, t, NULL, probe, plen, &e), PAR_NOT_FOUND);
+    if (!is_next) assert_par(tree_get(&ks, t, NULL, probe, plen, leaf_buf, &e), PAR_NOT_FOUND);
     for (int excl = 0; excl < 2; excl++) {
       assert_ok(tree_cursor_seek(&c, x->key, x->klen, excl));
       size_t want = i + (size_t)excl;
@@ -907,7 +914,7 @@ static void test_tree_many(void **state) {
   tree_entry e;
   for (uint32_t i = 1; i < 400000; i += 1002) { /* odd numbers only */
     int klen = snprintf(key, sizeof key, "key%010u", i);
-    assert_par(tree_get(&(key_source){&s.file, 0}, &t, NULL, key, (size_t)klen, &e), PAR_NOT_FOUND);
+    assert_par(tree_get(&(key_source){&s.file, 0}, &t, NULL, key, (size_t)klen, NULL, &e), PAR_NOT_FOUND);
   }
   tree_desc_free(&t);
   pairs_free(&p);

@@ -20,7 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "testutil.h"
-#include "scan/readahead.h"
+#include "api/internal.h"
 
 typedef struct model {
   uint64_t seed;
@@ -134,10 +134,15 @@ static void model_verify_all(model *m, const char *when) {
     MFAIL(m, "%s: an empty range is estimated at %llu entries", when, (unsigned long long)part.entries);
 }
 
+/* Half the reads read as they do for data larger than memory (gets read
+ * leaves with pread, scanners ask for readahead), half as for cached data. */
+static void read_as_if_waiting(model *m) { read_wait_ns = tu_rand_range(&m->rng, 2) ? 0 : UINT64_MAX; }
+
 static void model_check_get(model *m, const par_snapshot *snap, const tu_map *ref,
                             const uint8_t *key, size_t kl) {
   const tu_entry *e = tu_map_get(ref, key, kl);
   size_t len = (size_t)-1;
+  read_as_if_waiting(m);
   /* Sometimes with a short buffer: the full length must come back. */
   size_t cap = tu_rand_range(&m->rng, 8) == 0 ? tu_rand_range(&m->rng, 64) : BUF_CAP;
   int rc = par_get(m->reg, snap, key, kl, m->buf, cap, &len);
@@ -183,6 +188,7 @@ static void model_check_scan(model *m, const par_snapshot *snap, const tu_map *r
   int steps = (int)tu_rand_range(&m->rng, 12);
   char walk[64] = ""; /* the moves so far, for the failure message */
   par_scanner *s = NULL;
+  read_as_if_waiting(m);
   MOK(m, par_scanner_open(m->reg, snap, &s));
   MOK(m, par_scanner_seek(s, key, kl, sm));
   for (int i = 0; i <= steps; i++) {
@@ -492,9 +498,6 @@ static par_placement hybrid = PAR_PLACEMENT_HYBRID, in_place = PAR_PLACEMENT_IN_
                      in_log = PAR_PLACEMENT_IN_LOG;
 
 int main(void) {
-  /* Every scanner asks for readahead (it only adds requests to the kernel),
-   * so the model walks its cursors' readahead over every kind of tree. */
-  scan_readahead_wait_ns = 0;
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_model, &hybrid),
       cmocka_unit_test_prestate(test_model, &in_place),

@@ -116,9 +116,9 @@ struct par_region {
     atomic_uint_fast64_t log_value_reads[2]; /* by user reads: [0] medium, [1] large */
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
-  /* Until when new scanners ask for readahead: a scan waited on the device
-   * shortly before (scan/scanner.c). */
-  atomic_uint_fast64_t scan_waited_until;
+  /* Until when reads read as for data that is not in memory: one of them
+   * waited on the device shortly before (region_note_read). */
+  atomic_uint_fast64_t reads_waited_until;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
   /* The memory budget (api/budget.c): a worker is to freeze this region's
    * L0; pins held by writers that asked it, which close waits for. */
@@ -238,7 +238,21 @@ int region_recover(par_region *r, const region_desc *d, uint64_t *last);
 
 /* Looks key up in w at lsn: PAR_OK with *e (any category but a
  * tombstone), or PAR_NOT_FOUND. */
-int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e);
+/* The newest version of key in w at lsn. With leaf_buf (LEAF_SIZE bytes),
+ * device leaves are read into it with pread, not through the map, and *e
+ * may point into it (tree_get). */
+int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len,
+                  uint8_t *leaf_buf, tree_entry *e);
+/* Reads that wait on the device (docs/architecture.md, Read path): a read
+ * that began at t0 (read_clock_ns) and took longer than read_wait_ns marks
+ * the region for READS_WAITED_NS; region_reads_wait says whether it is
+ * marked. Tests set read_wait_ns to 0 (every read waits) or UINT64_MAX
+ * (none does). */
+#define READS_WAITED_NS (5ull * 1000000000u)
+extern uint64_t read_wait_ns;
+uint64_t read_clock_ns(void);
+void region_note_read(par_region *r, uint64_t t0);
+int region_reads_wait(par_region *r);
 /* The L0 to insert into (write_mu held), freezing a full one; NULL with
  * PAR_EBUSY when the previous frozen L0 is still being compacted: the
  * caller then drops write_mu and waits in region_wait_room. */

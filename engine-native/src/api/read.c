@@ -5,6 +5,7 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/internal.h"
 #include "io/mapguard.h"
@@ -94,7 +95,7 @@ typedef struct view_lookup {
 static int snapshot_lookup(void *arg) {
   view_lookup *l = arg;
   tree_entry e;
-  int rc = region_lookup(l->s->region, l->s->v, l->s->lsn, l->key, l->key_len, &e);
+  int rc = region_lookup(l->s->region, l->s->v, l->s->lsn, l->key, l->key_len, NULL, &e);
   return rc ? rc : snapshot_value(l->s, &e, &l->value, &l->value_len);
 }
 
@@ -115,10 +116,30 @@ PAR_API int par_snapshot_get_view(par_snapshot *s, const void *key, size_t key_l
   return PAR_OK;
 }
 
+uint64_t read_wait_ns = 50000;
+
+uint64_t read_clock_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void region_note_read(par_region *r, uint64_t t0) {
+  uint64_t now = read_clock_ns();
+  if (now - t0 > read_wait_ns)
+    atomic_store_explicit(&r->reads_waited_until, now + READS_WAITED_NS, memory_order_relaxed);
+}
+
+int region_reads_wait(par_region *r) {
+  if (read_wait_ns == 0 || read_wait_ns == UINT64_MAX) return read_wait_ns == 0;
+  return read_clock_ns() < atomic_load_explicit(&r->reads_waited_until, memory_order_relaxed);
+}
+
 /* Sources newest first; the first that has the key decides. A range
  * tombstone of an L0 hides older versions in that L0 and everything below
  * it; a tree's hides the trees below it (its own entries are newer). */
-int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, tree_entry *e) {
+int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len,
+                  uint8_t *leaf_buf, tree_entry *e) {
   memtable *mts[2] = {w->active, w->frozen};
   for (int i = 0; i < 2; i++) {
     if (!mts[i]) continue;
@@ -134,7 +155,7 @@ int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, s
     for (int j = 0; j < LEVEL_TREES; j++) {
       dtree *t = w->tree[i][j];
       if (!t) continue;
-      int rc = tree_get(&r->keys, &t->d, &t->checks, key, key_len, e);
+      int rc = tree_get(&r->keys, &t->d, &t->checks, key, key_len, leaf_buf, e);
       if (rc == PAR_NOT_FOUND && range_set_covers(&t->d.rtombs, key, key_len)) return PAR_NOT_FOUND;
       if (rc == PAR_NOT_FOUND) continue;
       if (rc) return rc;
@@ -153,6 +174,7 @@ typedef struct get_call {
   size_t cap;
   size_t *value_len;
   uint8_t *owned; /* a value copied out of a tail buffer: the caller frees it */
+  uint8_t *leaf_buf; /* LEAF_SIZE bytes to read leaves into, or NULL: the map */
 } get_call;
 
 /* The lookup and the copy into the caller's buffer, guarded
@@ -160,7 +182,7 @@ typedef struct get_call {
 static int get_guarded(void *arg) {
   get_call *g = arg;
   tree_entry e;
-  int rc = region_lookup(g->r, g->w, g->lsn, g->key, g->key_len, &e);
+  int rc = region_lookup(g->r, g->w, g->lsn, g->key, g->key_len, g->leaf_buf, &e);
   if (rc || !g->value_len) return rc;
   const uint8_t *v = e.value;
   uint32_t vl = e.value_len;
@@ -180,7 +202,17 @@ static int read_common(par_region *r, const par_snapshot *snap, const void *key,
   view *w = snap ? snap->v : region_acquire_view(r, &g.lsn);
   if (snap) g.lsn = snap->lsn;
   g.w = w;
+  /* Data larger than memory: leaves read with pread into this buffer keep
+   * their pages' recency in the page cache, which pages of the MADV_RANDOM
+   * map do not get, and leave them unmapped, so reclaiming them is cheap
+   * (docs/architecture.md, Read path). With the data in memory the map is
+   * cheaper: a system call and an 8 KiB copy per level cost more than the
+   * search they serve. */
+  uint8_t leaf_buf[LEAF_SIZE];
+  g.leaf_buf = region_reads_wait(r) ? leaf_buf : NULL;
+  uint64_t t0 = read_clock_ns();
   rc = mapguard_run(get_guarded, &g);
+  region_note_read(r, t0);
   free(g.owned);
   if (!snap) view_unref(w);
   atomic_fetch_add(&r->stats.gets, 1);

@@ -203,7 +203,7 @@ typedef struct live_check {
 static int check_live(void *arg) {
   live_check *c = arg;
   tree_entry e;
-  int rc = region_lookup(c->r, c->w, c->lsn, c->rec->key, c->rec->key_len, &e);
+  int rc = region_lookup(c->r, c->w, c->lsn, c->rec->key, c->rec->key_len, NULL, &e);
   c->live = rc == PAR_OK && e.cat == CAT_LARGE && e.value_len == VPTR_SIZE &&
             vptr_equal(vptr_decode(e.value), c->p);
   return rc;

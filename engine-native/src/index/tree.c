@@ -233,16 +233,14 @@ int tree_range_share(const key_source *ks, const tree_desc *t, node_checks *chec
 }
 
 /* Looks key up in the leaf at off: PAR_OK with *e, or PAR_NOT_FOUND. */
-static int search_leaf(const key_source *ks, node_checks *checks, uint64_t off, const void *key,
+/* Finds key in the leaf n. */
+static int search_node(const key_source *ks, const uint8_t *n, const node_hdr *h, const void *key,
                        size_t key_len, tree_entry *e) {
-  const uint8_t *n = NULL;
-  node_hdr h;
   uint32_t idx;
-  int rc = load_node(ks->file, checks, off, 0, &n, &h);
-  if (!rc) rc = leaf_lower_bound(n, &h, ks, key, key_len, 0, &idx);
+  int rc = leaf_lower_bound(n, h, ks, key, key_len, 0, &idx);
   if (rc) return rc;
-  if (idx == h.nslots) return PAR_NOT_FOUND;
-  rc = leaf_entry(n, &h, idx, e);
+  if (idx == h->nslots) return PAR_NOT_FOUND;
+  rc = leaf_entry(n, h, idx, e);
   e->ks = ks;
   int c;
   if (!rc) rc = entry_cmp_key(e, key, key_len, &c);
@@ -254,13 +252,41 @@ static int search_leaf(const key_source *ks, node_checks *checks, uint64_t off, 
   return PAR_OK;
 }
 
+static int search_leaf(const key_source *ks, node_checks *checks, uint64_t off, const void *key,
+                       size_t key_len, tree_entry *e) {
+  const uint8_t *n = NULL;
+  node_hdr h;
+  int rc = load_node(ks->file, checks, off, 0, &n, &h);
+  return rc ? rc : search_node(ks, n, &h, key, key_len, e);
+}
+
+/* The leaf at off read into buf (LEAF_SIZE bytes) through the page cache and
+ * checked as load_node checks a mapped one; 1 for a leaf larger than buf
+ * (a jumbo pair's), which the caller reads through the map. */
+static int read_leaf(const par_file *f, node_checks *checks, uint64_t off, uint8_t *buf, node_hdr *h) {
+  uint64_t size = __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
+  if (off + NODE_HDR > size)
+    return par_error(PAR_ECORRUPT, "B+-tree node offset %llu is outside the volume", (unsigned long long)off);
+  int rc = file_read_cached(f, buf, size - off < LEAF_SIZE ? size - off : LEAF_SIZE, off);
+  if (!rc) rc = node_header(buf, off, h);
+  if (rc) return rc;
+  if (h->height != 0 || off + (uint64_t)h->pages * PAR_BLOCK > size)
+    return par_error(PAR_ECORRUPT, "B+-tree node at %llu has the wrong height or size", (unsigned long long)off);
+  if ((uint64_t)h->pages * PAR_BLOCK > LEAF_SIZE) return 1;
+  return checks ? check_node(checks, buf, off, h) : PAR_OK;
+}
+
 int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
-             size_t key_len, tree_entry *e) {
+             size_t key_len, uint8_t *leaf_buf, tree_entry *e) {
   if (!t->root) return PAR_NOT_FOUND;
   if (!t->height) return par_error(PAR_ECORRUPT, "B+-tree of height 0 with a root");
   uint64_t leaf;
   int rc = find_leaf(ks, t, checks, key, key_len, &leaf);
-  return rc ? rc : search_leaf(ks, checks, leaf, key, key_len, e);
+  if (rc) return rc;
+  node_hdr h;
+  if (leaf_buf && (rc = read_leaf(ks->file, checks, leaf, leaf_buf, &h)) <= 0)
+    return rc ? rc : search_node(ks, leaf_buf, &h, key, key_len, e);
+  return search_leaf(ks, checks, leaf, key, key_len, e);
 }
 
 /* Asks for the lines a binary search of the leaf at off will read first:

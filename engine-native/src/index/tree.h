@@ -71,9 +71,12 @@ void dtree_unref(dtree *t);
 void dtree_retire(dtree *t);
 
 /* PAR_OK with *e set (its key whole), PAR_NOT_FOUND, or PAR_ECORRUPT.
- * checks, if not NULL, records the nodes whose checksum was verified. */
+ * checks, if not NULL, records the nodes whose checksum was verified.
+ * With leaf_buf (LEAF_SIZE bytes), the leaf is read into it with pread
+ * rather than through the map, and *e points into it (docs/architecture.md,
+ * Read path: why a get under memory pressure does that). */
 int tree_get(const key_source *ks, const tree_desc *t, node_checks *checks, const void *key,
-             size_t key_len, tree_entry *e);
+             size_t key_len, uint8_t *leaf_buf, tree_entry *e);
 
 /* tree_get of n keys, sorted, with rc[i] the status of keys[i]: their
  * lookups are interleaved, a group at a time, so that the cache misses of

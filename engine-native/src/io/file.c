@@ -82,6 +82,11 @@ int file_open(par_file *f, const char *path, int create, int direct, uint64_t li
     int dfd = open(path, O_RDWR | O_CLOEXEC | O_DIRECT);
     if (dfd >= 0) f->dfd = dfd; /* else: the file system has no direct I/O (tmpfs) */
   }
+  /* Reads through the descriptor's page cache (file_read_cached: leaves of
+   * gets) are point reads, like the map's: without this advice each cold
+   * one would also read the kernel's initial readahead window (4x the
+   * request). Sequential readers read with direct I/O or ask (file_prefetch). */
+  (void)posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM);
   uint64_t len = f->size > PAR_MAP_MIN ? f->size : PAR_MAP_MIN;
   int rc = map_file(f, len < f->limit ? len : f->limit);
   if (rc) {
@@ -146,8 +151,7 @@ static int aligned(const void *p, size_t len, uint64_t off) {
   return ((uintptr_t)p % PAR_BLOCK) == 0 && len % PAR_BLOCK == 0 && off % PAR_BLOCK == 0;
 }
 
-int file_read(par_file *f, void *buf, size_t len, uint64_t off) {
-  int fd = (f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd;
+static int read_fd(int fd, void *buf, size_t len, uint64_t off) {
   uint8_t *p = buf;
   while (len > 0) {
     ssize_t n = do_pread(fd, p, len, off);
@@ -159,6 +163,14 @@ int file_read(par_file *f, void *buf, size_t len, uint64_t off) {
     off += (uint64_t)n;
   }
   return PAR_OK;
+}
+
+int file_read(par_file *f, void *buf, size_t len, uint64_t off) {
+  return read_fd((f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd, buf, len, off);
+}
+
+int file_read_cached(const par_file *f, void *buf, size_t len, uint64_t off) {
+  return read_fd(f->fd, buf, len, off);
 }
 
 int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {

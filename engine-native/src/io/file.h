@@ -49,6 +49,8 @@ void file_close(par_file *f);
 
 /* Whole-buffer pread/pwrite; a short transfer is retried, then reported. */
 int file_read(par_file *f, void *buf, size_t len, uint64_t off);
+/* A read through the page cache (never direct I/O), whatever the alignment. */
+int file_read_cached(const par_file *f, void *buf, size_t len, uint64_t off);
 /* Uses the direct descriptor when buf, len and off are block aligned. */
 int file_write(par_file *f, const void *buf, size_t len, uint64_t off);
 int file_sync(par_file *f);

@@ -6,8 +6,6 @@
 #include "index/node.h"
 #include "log/vlog.h"
 
-uint64_t scan_readahead_wait_ns = 50000;
-
 static void ask_file(void *f, uint64_t off, uint64_t len) { file_prefetch(f, off, len); }
 
 void scan_readahead_init(scan_readahead *ra, const par_file *f) {

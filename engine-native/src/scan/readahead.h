@@ -13,8 +13,8 @@
  *
  * Asking costs a system call per record (adjacent records share one), which
  * a scan of cached data does not need. A scanner asks only once one of its
- * steps had to wait (took longer than scan_readahead_wait_ns), or when one
- * of its region's scans had to wait within the last few seconds. The bytes
+ * steps had to wait, or one of its region's reads did within the last few
+ * seconds (region_reads_wait). The bytes
  * asked for are those the scan is about to read, so in memory-limited runs
  * the device bytes per scanned entry do not grow (test_readpath checks). */
 #ifndef PAR_SCAN_READAHEAD_H
@@ -29,10 +29,6 @@
 #define SCAN_RA_ENTRIES 8u /* and at most */
 /* A record larger than this is asked for up to this much: its read streams. */
 #define SCAN_RA_MAX_RECORD (256u << 10)
-
-/* A step slower than this turns a scanner's readahead on (ns). A variable
- * so that tests can set 0 to make every scanner ask. */
-extern uint64_t scan_readahead_wait_ns;
 
 typedef void (*scan_ra_ask_fn)(void *ctx, uint64_t off, uint64_t len);
 

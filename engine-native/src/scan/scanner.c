@@ -2,7 +2,6 @@
  * scan sees exactly the state at its creation while writers go on. */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "api/internal.h"
 #include "io/mapguard.h"
@@ -30,15 +29,6 @@ struct par_scanner {
   int readahead; /* ask for what the next steps read (scan/readahead.h) */
 };
 
-/* How long a region's scans keep asking after one of them waited. */
-#define READAHEAD_MEMORY_NS (5ull * 1000000000u)
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Every level's cursor asks for what its next steps read; guarded
  * (io/mapguard.h): the cursors read their leaves through the map. */
 static int ask_ahead(void *arg) {
@@ -52,11 +42,8 @@ static int ask_ahead(void *arg) {
  * scan reads data that is not in memory: from then on, after each step,
  * every level's cursor asks for what its next steps read. */
 static void step_done(par_scanner *s, uint64_t t0) {
-  uint64_t now = now_ns();
-  if (now - t0 > scan_readahead_wait_ns) {
-    s->readahead = 1;
-    atomic_store_explicit(&s->region->scan_waited_until, now + READAHEAD_MEMORY_NS, memory_order_relaxed);
-  }
+  region_note_read(s->region, t0);
+  if (!s->readahead) s->readahead = region_reads_wait(s->region);
   /* A fault while asking is the next step's to report. */
   if (s->readahead && s->m.cur >= 0) (void)mapguard_run(ask_ahead, s);
 }
@@ -107,7 +94,7 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
   s->m.n = n;
   s->m.cur = -1;
   s->m.skip_tombstones = 1;
-  s->readahead = now_ns() < atomic_load_explicit(&r->scan_waited_until, memory_order_relaxed);
+  s->readahead = region_reads_wait(r);
   atomic_fetch_add(&r->stats.scans, 1);
   *out = s;
   return PAR_OK;
@@ -154,7 +141,7 @@ static int move_guarded(void *arg) {
 static int move(par_scanner *s, enum move how, const void *key, size_t key_len, int exclusive) {
   drop_value(s);
   move_call c = {s, how, key, key_len, exclusive};
-  uint64_t t0 = now_ns();
+  uint64_t t0 = read_clock_ns();
   s->error = mapguard_run(move_guarded, &c);
   if (s->error) s->m.cur = -1;
   step_done(s, t0);
@@ -225,7 +212,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
     return PAR_OK;
   }
   if (!s->value) {
-    uint64_t t0 = now_ns();
+    uint64_t t0 = read_clock_ns();
     int rc = mapguard_run(value_guarded, s);
     if (rc) {
       s->value = NULL;
