@@ -35,7 +35,7 @@ static int relieve(par_volume *v) {
     const view *w = r->view;
     uint64_t bytes = w && w->active ? atomic_load(&w->active->bytes) : 0;
     /* entries changes under the region's write_mu, not held here: a
-     * relaxed read is enough to choose (budget_freeze checks again). */
+     * relaxed read is enough to choose (region_freeze_wanted checks again). */
     int frozen = w && w->frozen;
     int freezable = w && w->active && !frozen && __atomic_load_n(&w->active->entries, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->cur_mu);
@@ -50,7 +50,7 @@ static int relieve(par_volume *v) {
   if (largest) atomic_fetch_add(&largest->budget_pins, 1);
   pthread_mutex_unlock(&v->meta_mu);
   if (!largest) return flushing;
-  atomic_store(&largest->budget_freeze, 1);
+  atomic_store(&largest->freeze_wanted, 1);
   compaction_schedule(largest);
   atomic_fetch_sub(&largest->budget_pins, 1);
   return 1;
@@ -77,10 +77,3 @@ void budget_admit(par_volume *v) {
   }
 }
 
-void budget_freeze(par_region *r) {
-  pthread_mutex_lock(&r->write_mu);
-  pthread_mutex_lock(&r->view_mu);
-  if (!r->closing && !r->view->frozen && r->view->active->entries) (void)region_freeze(r);
-  pthread_mutex_unlock(&r->view_mu);
-  pthread_mutex_unlock(&r->write_mu);
-}

@@ -120,9 +120,10 @@ struct par_region {
    * waited on the device shortly before (region_note_read). */
   atomic_uint_fast64_t reads_waited_until;
   par_region *next_open;             /* vol->open list, under vol->meta_mu */
-  /* The memory budget (api/budget.c): a worker is to freeze this region's
-   * L0; pins held by writers that asked it, which close waits for. */
-  atomic_int budget_freeze;
+  /* A worker is to freeze this region's L0 (asked by the memory budget,
+   * api/budget.c, or by an open that replayed many short sessions,
+   * api/region.c); pins held by writers that asked it, which close waits for. */
+  atomic_int freeze_wanted;
   atomic_int budget_pins;
 
   /* Replication (src/repl). role is a par_repl_role, changed under write_mu
@@ -277,8 +278,9 @@ int volume_create_region(par_volume *v, const char *name);
 /* budget.c: waits (holding no lock) while the volume's L0s hold its memory
  * budget, having the largest one flushed. */
 void budget_admit(par_volume *v);
-/* A compaction worker's part: freezes r's L0 if a writer asked for it. */
-void budget_freeze(par_region *r);
+/* A compaction worker's part: freezes r's L0 (if it holds entries and no
+ * frozen L0 waits) once freeze_wanted was set. */
+void region_freeze_wanted(par_region *r);
 /* A compaction failure that GC can cure by freeing large-log segments: no
  * space for the merge's output, or a region description over the redo
  * record's limit (each large-log segment is listed in it). Compactions

@@ -214,6 +214,21 @@ static void unlink_open(par_volume *v, par_region *r) {
 
 static int region_open(par_volume *v, const char *name, int create, par_region **out);
 
+/* Each session starts a new WAL generation in a new segment, and WAL
+ * segments go only when a flush of L0 covers them: a process that keeps
+ * crashing (or closing) soon after it opens holds a segment per session
+ * while its L0 never fills. When the log replayed at open holds more
+ * segments than a full L0 needs plus REPLAY_SLACK_SEGMENTS session starts,
+ * the replayed L0 is frozen here and flushed by a worker (the open does not
+ * wait), so the WAL's space stays bounded however short the sessions. */
+#define REPLAY_SLACK_SEGMENTS 4u
+
+static void freeze_short_sessions(par_region *r, uint32_t replayed_segments) {
+  uint64_t full_l0 = (r->vol->opts.l0_size + PAR_SEGMENT_SIZE - 1) / PAR_SEGMENT_SIZE;
+  if (replayed_segments <= full_l0 + REPLAY_SLACK_SEGMENTS) return;
+  atomic_store(&r->freeze_wanted, 1); /* the worker scheduled at the end of the open freezes */
+}
+
 /* Opens and closes hold region_lock shared: a checkpoint sees no region
  * half open or half closed (api/checkpoint.c). */
 PAR_API int par_region_open(par_volume *v, const char *name, int create, par_region **out) {
@@ -269,6 +284,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   rc = region_recover(r, &d, &last);
   if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
+  uint32_t replayed_segments = d.nwal;
   region_desc_free(&d);
   if (!rc) {
     r->next_lsn = last + 1;
@@ -280,6 +296,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
                             new_wal_segment, flush_large_logs, r);
     if (!rc) atomic_store(&r->logging, 1);
+    if (!rc) freeze_short_sessions(r, replayed_segments);
   }
   if (rc) {
     char msg[512];

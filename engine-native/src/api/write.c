@@ -26,6 +26,14 @@ int region_freeze(par_region *r) {
   return PAR_OK;
 }
 
+void region_freeze_wanted(par_region *r) {
+  pthread_mutex_lock(&r->write_mu);
+  pthread_mutex_lock(&r->view_mu);
+  if (!r->closing && !r->view->frozen && r->view->active->entries) (void)region_freeze(r);
+  pthread_mutex_unlock(&r->view_mu);
+  pthread_mutex_unlock(&r->write_mu);
+}
+
 /* Returns the L0 to insert into, freezing a full one or stalling while the
  * previous frozen L0 is still being compacted (write_mu held). */
 memtable *region_make_room(par_region *r, int *rc) {

@@ -465,7 +465,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&r->view_mu);
     pthread_mutex_unlock(&v->sched_mu);
 
-    if (atomic_exchange(&r->budget_freeze, 0)) budget_freeze(r);
+    if (atomic_exchange(&r->freeze_wanted, 0)) region_freeze_wanted(r);
     pthread_mutex_lock(&r->view_mu);
     task t;
     int rc = pick(r, &t);
