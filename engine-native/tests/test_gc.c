@@ -14,6 +14,10 @@
  *              a damaged record in the middle of a segment does not end GC's
  *              walk of it: the live records behind it are relocated before
  *              the segment is freed and reused.
+ *  gc_shadow_logged, gc_shadow_unlogged
+ *              a segment whose record only a newer version in L0 shadows is
+ *              emptied only once that version is durable: after a WAL sync
+ *              for a logged write, not before a flush for an unlogged one.
  *  gc_full_volume
  *              overwrites of a small live set through a volume capped at a
  *              few times that set, many times over: GC frees space while
@@ -246,6 +250,90 @@ static void test_gc_damaged_record(void **state) {
   tu_rm_rf(dir);
   free(dir);
   free(path);
+}
+
+/* ---- gc_shadow_durable -------------------------------------------------------- */
+
+/* GC judges a record dead by the region's current view, where a newer
+ * version may be a write still in L0 and not yet durable. If a crash loses
+ * that write, the record is its key's newest version again: so the segment
+ * may be emptied only once the write that shadowed the record is durable.
+ * A logged write becomes so when GC syncs the WAL; an unlogged one
+ * (PAR_NO_WAL) only at a flush, so GC gives the segment up until then. The
+ * segment is collected by calling gc_run directly (the workers never pick
+ * it: the threshold is 100%). */
+static void shadow_case(unsigned overwrite_flags) {
+  char *dir = tu_make_dir("gc_shadow");
+  char *path = tu_path(dir, "gc.px");
+  par_options o = gc_options();
+  o.gc_threshold_pct = 100;
+  o.durability_interval_ms = 600000; /* the WAL thread syncs nothing by itself */
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  enum { KEYS = 700 };
+  uint8_t *val = malloc(8192);
+  char key[32];
+  for (uint32_t k = 0; k < KEYS; k++)
+    assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, 1, val), 0));
+  assert_ok(par_flush(r));
+  /* Every key of the first segment but one gets a flushed newer version;
+   * the last one gets its newer version in L0 only. */
+  vptr first = value_pointer(r, key, key_of(0, key));
+  uint32_t last_in_first = 0;
+  for (uint32_t k = 0; k < KEYS; k++)
+    if (value_pointer(r, key, key_of(k, key)).seg == first.seg) last_in_first = k;
+  assert_true(value_pointer(r, key, key_of(KEYS - 1, key)).seg != first.seg); /* it is not the head */
+  for (uint32_t k = 0; k < last_in_first; k++)
+    assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, 2, val), 0));
+  assert_ok(par_flush(r));
+  assert_ok(par_put(r, key, key_of(last_in_first, key), val, make_value(last_in_first, 2, val), overwrite_flags));
+  uint64_t shadow_lsn = atomic_load(&r->last_lsn);
+  assert_true(wal_durable_lsn(&r->wal) < shadow_lsn);
+
+  pthread_mutex_lock(&r->view_mu);
+  r->gc_running = 1; /* as gc_pick claims a segment */
+  pthread_mutex_unlock(&r->view_mu);
+  gc_task t = {first.seg, first.inc, 1};
+  int rc = gc_run(r, &t);
+  pthread_mutex_lock(&r->view_mu);
+  r->gc_running = 0;
+  uint32_t retired = r->npending;
+  pthread_mutex_unlock(&r->view_mu);
+  if (overwrite_flags & PAR_NO_WAL) {
+    if (retired)
+      fail_msg("GC emptied a segment whose record only an unlogged write (not yet flushed) shadows");
+    assert_true(rc != PAR_OK);
+  } else {
+    assert_ok(rc);
+    assert_int_equal(retired, 1);
+    if (wal_durable_lsn(&r->wal) < shadow_lsn)
+      fail_msg("GC emptied a segment while the write that made its record dead (LSN %llu) was not "
+               "durable (WAL durable up to %llu)",
+               (unsigned long long)shadow_lsn, (unsigned long long)wal_durable_lsn(&r->wal));
+  }
+  uint8_t *buf = malloc(8192);
+  size_t len;
+  assert_ok(par_get(r, NULL, key, key_of(last_in_first, key), buf, 8192, &len));
+  assert_int_equal(value_version(last_in_first, buf, len), 2);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  free(buf);
+  free(val);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
+static void test_gc_shadow_logged(void **state) {
+  (void)state;
+  shadow_case(0);
+}
+
+static void test_gc_shadow_unlogged(void **state) {
+  (void)state;
+  shadow_case(PAR_NO_WAL);
 }
 
 /* ---- gc_full_volume ---------------------------------------------------------- */
@@ -834,6 +922,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gc_space),
       cmocka_unit_test(test_gc_damaged_record),
+      cmocka_unit_test(test_gc_shadow_logged),
+      cmocka_unit_test(test_gc_shadow_unlogged),
       cmocka_unit_test(test_gc_full_volume),
       cmocka_unit_test_setup_teardown(test_gc_description_limit, save_limit, restore_limit),
       cmocka_unit_test(test_gc_huge),

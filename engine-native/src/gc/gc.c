@@ -189,36 +189,68 @@ int gc_reclaim(par_region *r) {
 
 static int retire(par_region *r, const gc_task *t, int counted);
 
+/* What GC finds of a record: still its key's newest version (relocated),
+ * dead in the device levels (durable), or dead only because of a newer
+ * version in L0, which a crash may still lose. */
+enum { REC_LIVE, REC_DEAD, REC_SHADOWED_IN_L0 };
+
 typedef struct live_check {
   par_region *r;
   const view *w;
   uint64_t lsn;
   const vlog_record *rec;
   vptr p;
-  int live;
+  int verdict;
 } live_check;
 
-/* Whether the record's key still points at p: a lookup through the map,
- * guarded (io/mapguard.h). */
+static int points_at(int rc, const tree_entry *e, vptr p) {
+  return rc == PAR_OK && e->cat == CAT_LARGE && e->value_len == VPTR_SIZE && vptr_equal(vptr_decode(e->value), p);
+}
+
+/* Whether an L0 of w holds a version of key, or a range tombstone over it. */
+static int in_l0(const view *w, uint64_t lsn, const void *key, size_t key_len) {
+  memtable *mts[2] = {w->active, w->frozen};
+  for (int i = 0; i < 2; i++)
+    if (mts[i] && (memtable_get(mts[i], key, key_len, lsn) || memtable_range_hides(mts[i], key, key_len, lsn, 0)))
+      return 1;
+  return 0;
+}
+
+/* The record's verdict: lookups through the map, guarded (io/mapguard.h). */
 static int check_live(void *arg) {
   live_check *c = arg;
   tree_entry e;
   int rc = region_lookup(c->r, c->w, c->lsn, c->rec->key, c->rec->key_len, NULL, &e);
-  c->live = rc == PAR_OK && e.cat == CAT_LARGE && e.value_len == VPTR_SIZE &&
-            vptr_equal(vptr_decode(e.value), c->p);
-  return rc;
+  if (rc && rc != PAR_NOT_FOUND) return rc;
+  if (points_at(rc, &e, c->p)) {
+    c->verdict = REC_LIVE;
+    return PAR_OK;
+  }
+  if (!in_l0(c->w, c->lsn, c->rec->key, c->rec->key_len)) {
+    c->verdict = REC_DEAD; /* the lookup's answer came from the levels */
+    return PAR_OK;
+  }
+  view levels; /* the view without its L0s: what a crash cannot take back */
+  memset(&levels, 0, sizeof levels);
+  memcpy(levels.tree, c->w->tree, sizeof levels.tree);
+  rc = region_lookup(c->r, &levels, c->lsn, c->rec->key, c->rec->key_len, NULL, &e);
+  if (rc && rc != PAR_NOT_FOUND) return rc;
+  c->verdict = points_at(rc, &e, c->p) ? REC_SHADOWED_IN_L0 : REC_DEAD;
+  return PAR_OK;
 }
 
-/* Re-appends the record at p if its key still points there (write_mu). */
-static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn_out) {
+/* Re-appends the record at p if its key still points there (write_mu).
+ * *relocated_lsn is the relocation's LSN; *shadow_lsn the view's LSN when
+ * the record was found dead only because of L0. */
+static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *relocated_lsn, uint64_t *shadow_lsn) {
   pthread_mutex_lock(&r->write_mu);
   live_check c = {.r = r, .rec = rec, .p = p};
   view *w = region_acquire_view(r, &c.lsn);
   c.w = w;
   int rc = mapguard_run(check_live, &c);
-  int live = !rc && c.live;
+  int live = !rc && c.verdict == REC_LIVE;
+  if (!rc && c.verdict == REC_SHADOWED_IN_L0) *shadow_lsn = c.lsn;
   view_unref(w);
-  rc = rc == PAR_NOT_FOUND ? PAR_OK : rc;
   if (!rc && live && r->write_failed) rc = par_error(PAR_EFAILED, "the region refuses writes until a reopen");
   if (!rc && live) {
     memtable *m = region_make_room(r, &rc); /* PAR_EBUSY: never stall a compaction worker */
@@ -239,7 +271,7 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
       }
       if (!rc) {
         atomic_store(&r->last_lsn, lsn);
-        *lsn_out = lsn;
+        *relocated_lsn = lsn;
         atomic_fetch_add(&r->stats.gc_relocated, rec->size);
       }
     }
@@ -248,13 +280,29 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *lsn
   return rc;
 }
 
+/* Whether L0 may hold writes made with PAR_NO_WAL: they become durable only
+ * when a flush covers them. */
+static int unlogged_in_l0(par_region *r) {
+  uint64_t unlogged = atomic_load(&r->unlogged_lsn);
+  if (!unlogged) return 0;
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  int pending = !d || unlogged > d->covered_lsn;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  return pending;
+}
+
+/* The segment is emptied only once its relocations are durable, and the
+ * writes that made its other records dead too: a crash that lost such a
+ * write would make the record its key's newest version again, pointing into
+ * a segment freed and maybe reused. */
 int gc_run(par_region *r, const gc_task *t) {
   if (t->nsegs > 1) return retire(r, t, 0); /* a dead run: nothing to relocate */
   uint8_t *buf = file_buf_alloc(SEG);
   if (!buf) return par_error(PAR_ENOMEM, "GC buffer");
   int rc = file_read(&r->vol->file, buf, SEG, seg_offset(t->seg));
   uint32_t seed = vlog_seed(r->id, t->inc);
-  uint64_t last = 0;
+  uint64_t relocated = 0, shadowed = 0;
   uint32_t off = 0;
   vlog_record rec;
   /* A record that does not parse is either the end of the segment's
@@ -263,11 +311,14 @@ int gc_run(par_region *r, const gc_task *t) {
    * record's own value was unreadable already.) */
   while (!rc && (vlog_next(buf, &off, seed, &rec) == PAR_OK || vlog_resync(buf, &off, seed, &rec) == PAR_OK)) {
     atomic_fetch_add(&r->stats.gc_scanned, rec.size);
-    rc = relocate(r, &rec, (vptr){t->seg, off, t->inc, rec.size}, &last);
+    rc = relocate(r, &rec, (vptr){t->seg, off, t->inc, rec.size}, &relocated, &shadowed);
     off += rec.size;
   }
   free(buf);
-  if (!rc && last) rc = wal_sync(&r->wal, last);
+  if (!rc && shadowed && unlogged_in_l0(r))
+    rc = par_error(PAR_EBUSY, "a record's newer version may be an unlogged write: the segment waits for a flush");
+  uint64_t durable = relocated > shadowed ? relocated : shadowed;
+  if (!rc && durable) rc = wal_sync(&r->wal, durable);
   return rc ? rc : retire(r, t, 1);
 }
 

@@ -7,7 +7,10 @@
  * every record in it whose key still points at it (checked through the
  * index, under write_mu so no write can slip in) is re-appended to the cold
  * head and re-inserted with a new LSN, exactly like a put; once those puts
- * are durable the segment is emptied. It is freed only when every view that
+ * are durable, and the writes in L0 that made other records dead too (a
+ * crash that lost one would make its record live again), the segment is
+ * emptied; while such a write may be unlogged (PAR_NO_WAL), only a flush
+ * makes it durable and the segment waits for one. It is freed only when every view that
  * existed before the relocations is gone, because an older snapshot may
  * still read a value there. A pointer left in an old level keeps its
  * segment's incarnation, which is never reused, so it can never match the
