@@ -246,7 +246,10 @@ static void test_wal_error_acks_nothing_later(void **state) {
     tu_fill_pattern(val, big, (uint64_t)round);
     assert_ok(par_sync(f->reg));
     assert_ok(par_put(f->reg, a, 3, val, big, 0));
-    arm(FAULT_PWRITE, EIO, 0, 1, 0, 0);
+    /* The WAL buffer's write (not a redo record's, such as the listing of a
+     * new WAL segment, which is small) fails. */
+    fault_rule wal_write = {FAULT_PWRITE, 0, 1, 0, 0, EIO, big};
+    assert_true(fault_arm(&wal_write) >= 0);
     int rc = par_put(f->reg, b, 3, val, big, 0); /* seals buffer 0: its write fails */
     if (rc == PAR_OK) rc = par_sync(f->reg);
     par_region_close(f->reg);

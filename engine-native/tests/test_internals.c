@@ -1451,24 +1451,29 @@ static void test_memtable_random(void **state) {
 
 /* ==== 6. write-ahead log ================================================== */
 
-/* The new-segment callback: allocates a segment (or hands out a fixed one,
- * to reuse a segment) and records it in a local description. */
+/* The segment callbacks: take allocates a segment (or hands out a fixed
+ * one, to reuse a segment); list records it in a local description. */
 typedef struct wal_ctx {
   segalloc *alloc;
   region_desc *d;
   uint32_t gen;
   uint32_t fixed_seg; /* nonzero: always this segment */
-  int calls;
+  int calls;          /* segments listed */
 } wal_ctx;
 
-static int wal_new_seg(void *arg, uint64_t first_lsn, uint32_t *seg) {
+static int wal_take_seg(void *arg, uint32_t *seg) {
   wal_ctx *c = arg;
-  int rc = PAR_OK;
-  if (c->fixed_seg) *seg = c->fixed_seg;
-  else rc = segalloc_alloc(c->alloc, seg);
-  if (rc) return rc;
-  wal_seg w = {*seg, c->gen, first_lsn};
-  rc = region_desc_add_wal(c->d, w);
+  if (c->fixed_seg) {
+    *seg = c->fixed_seg;
+    return PAR_OK;
+  }
+  return segalloc_alloc(c->alloc, seg);
+}
+
+static int wal_list_seg(void *arg, uint32_t seg, uint64_t first_lsn) {
+  wal_ctx *c = arg;
+  wal_seg w = {seg, c->gen, first_lsn};
+  int rc = region_desc_add_wal(c->d, w);
   c->d->wal_gen = c->gen;
   c->calls++;
   return rc;
@@ -1599,7 +1604,7 @@ static void test_wal_append_replay(void **state) {
   d.id = 7;
   wal_ctx ctx = {&s.alloc, &d, 3, 0, 0};
   wal w;
-  assert_ok(wal_start(&w, &s.file, d.id, ctx.gen, 5, 0, wal_new_seg, NULL, &ctx));
+  assert_ok(wal_start(&w, &s.file, d.id, ctx.gen, 5, 0, wal_take_seg, wal_list_seg, NULL, &ctx));
   exp_log x = {0};
 
   /* Single ops with values of 0 B .. 300 KB (some over the 256 KiB buffer),
@@ -1706,7 +1711,7 @@ static void wal_fill_fixed(scratch *s, exp_log *x, const char *tag, uint32_t reg
   d.id = region_id;
   wal_ctx ctx = {&s->alloc, &d, gen, seg, 0};
   wal w;
-  assert_ok(wal_start(&w, &s->file, region_id, gen, 5, 0, wal_new_seg, NULL, &ctx));
+  assert_ok(wal_start(&w, &s->file, region_id, gen, 5, 0, wal_take_seg, wal_list_seg, NULL, &ctx));
   uint32_t vlen = record_vlen(PAR_BLOCK);
   uint8_t type = WAL_PUT;
   assert_int_equal(strlen(tag), 1);
@@ -1782,7 +1787,7 @@ static void regression_wal_record_crosses_segment_end(void **state) {
   d.id = 3;
   wal_ctx ctx = {&s.alloc, &d, 1, 0, 0};
   wal w;
-  assert_ok(wal_start(&w, &s.file, d.id, 1, 60000, 0, wal_new_seg, NULL, &ctx));
+  assert_ok(wal_start(&w, &s.file, d.id, 1, 60000, 0, wal_take_seg, wal_list_seg, NULL, &ctx));
   exp_log x = {0};
   uint8_t type = WAL_PUT;
   uint32_t vlen;

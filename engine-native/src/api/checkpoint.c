@@ -11,8 +11,9 @@
  *     compaction or GC that drops one meanwhile frees it only at the end,
  *     so it is not reused while the copy reads it). No write or freeze
  *     runs, so the levels cover no LSN past the cut, and every WAL and
- *     large-log segment holding an LSN up to the cut is listed. Writers
- *     then go on.
+ *     large-log segment holding an LSN up to the cut is listed (a region
+ *     whose log took a segment it has not listed yet is synced first,
+ *     under its write_mu). Writers then go on.
  *  2. each open region's WAL is synced up to its cut (the large-log records
  *     it names are written first, as for any sync);
  *  3. the target's superblocks are replaced by an "incomplete" marker and
@@ -118,9 +119,17 @@ static int capture_point(par_volume *v, const char *const *names, size_t nnames,
   if (!rc) {
     qsort(open, nopen, sizeof *open, by_id); /* write_mus nest in region id order */
     for (uint32_t i = 0; i < nopen; i++) pthread_mutex_lock(&open[i]->write_mu);
-    pthread_mutex_lock(&v->meta_mu);
-    rc = capture_catalog(v, open, nopen, names, nnames, c);
-    pthread_mutex_unlock(&v->meta_mu);
+    /* A log lists a segment it took only before the first write that needs
+     * it durable (log/wal.h, log/vlog.h): a region whose logs took one since
+     * is synced first, so that the catalog copied below lists every segment
+     * holding an LSN up to the cut. */
+    for (uint32_t i = 0; !rc && i < nopen; i++)
+      if (!region_logs_listed(open[i])) rc = wal_sync(&open[i]->wal, open[i]->next_lsn - 1);
+    if (!rc) {
+      pthread_mutex_lock(&v->meta_mu);
+      rc = capture_catalog(v, open, nopen, names, nnames, c);
+      pthread_mutex_unlock(&v->meta_mu);
+    }
     for (uint32_t i = nopen; i-- > 0;) pthread_mutex_unlock(&open[i]->write_mu);
   }
   pthread_mutex_unlock(&v->txn_mu);

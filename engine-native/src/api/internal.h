@@ -76,6 +76,7 @@ struct par_region {
                                         writes refused until a reopen replays it */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
   atomic_uint_fast64_t unlogged_lsn; /* newest LSN written with PAR_NO_WAL (0: none) */
+  atomic_uint next_inc;              /* the last large-log incarnation taken (region.c) */
   wal wal;
   atomic_int logging;                /* wal started (not during replay) */
   vlog hot;                          /* large log: user writes          */
@@ -270,6 +271,9 @@ void region_set_view(par_region *r, view *w);
  * copy; the catalog entry changes only if the redo record became durable. */
 typedef int (*desc_edit_fn)(region_desc *d, void *arg, seg_list *freed);
 int region_persist(par_region *r, desc_edit_fn fn, void *arg);
+/* Whether every WAL and large-log segment r's logs took is listed in its
+ * description (a log lists one before its contents must be durable). */
+int region_logs_listed(par_region *r);
 
 
 /* Creates a region's catalog entry (meta_mu held). */

@@ -93,9 +93,12 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->wal_bytes_appended = r->wal.bytes;
   out->wal_syncs = r->wal.syncs;
   pthread_mutex_unlock(&r->wal.mu);
+  /* Segments the logs took count from then on, listed or not (log/wal.h). */
+  out->wal_segments = wal_unlisted(&r->wal);
+  out->large_log_segments = vlog_unlisted(&r->hot) + vlog_unlisted(&r->cold);
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
-  out->wal_segments = d ? d->nwal : 0;
+  out->wal_segments += d ? d->nwal : 0;
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     out->large_log_garbage_bytes += d->vlog[i].garbage;
     out->large_log_segments += d->vlog[i].nsegs;

@@ -80,13 +80,16 @@ static int edit_add_wal(region_desc *d, void *arg, seg_list *freed) {
   return region_desc_add_wal(d, a->w);
 }
 
-static int new_wal_segment(void *ctx, uint64_t first_lsn, uint32_t *seg) {
+static int take_wal_segment(void *ctx, uint32_t *seg) {
   par_region *r = ctx;
-  int rc = segalloc_alloc(&r->vol->alloc, seg);
-  if (rc) return rc;
-  wal_add a = {{*seg, r->wal.gen, first_lsn}};
-  rc = region_persist(r, edit_add_wal, &a);
-  if (rc) segalloc_free(&r->vol->alloc, *seg);
+  return segalloc_alloc(&r->vol->alloc, seg);
+}
+
+static int list_wal_segment(void *ctx, uint32_t seg, uint64_t first_lsn) {
+  par_region *r = ctx;
+  wal_add a = {{seg, r->wal.gen, first_lsn}};
+  int rc = region_persist(r, edit_add_wal, &a);
+  if (rc) segalloc_free(&r->vol->alloc, seg);
   return rc;
 }
 
@@ -124,59 +127,85 @@ static int drop_dead_wal(par_region *r, const region_desc *d, uint64_t last) {
 
 /* ---- large-log segments ---- */
 
-typedef struct vlog_add {
-  uint32_t seg, inc, n;
-  const vptr *left;
-} vlog_add;
-
-static int edit_add_vlog(region_desc *d, void *arg, seg_list *freed) {
-  (void)freed;
-  vlog_add *a = arg;
-  if (a->left) garbage_close_head(d, *a->left);
-  a->inc = ++d->next_inc;
-  /* A single segment becomes a head; a run holds one huge value, written whole. */
-  return region_desc_add_vlog(d, (vlog_seg){a->seg, a->inc, 0, a->n, a->n == 1});
-}
-
-static int add_vlog_segments(par_region *r, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc,
-                             int leave_reserve) {
+/* Segments are taken in memory (with an incarnation from the region's
+ * counter, which the listing carries into the description) and listed
+ * later by the WAL's writer thread (log/vlog.h). An incarnation taken by a
+ * session that crashed before listing it may be taken again: nothing
+ * durable ever pointed at it. */
+static int take_segments(par_region *r, uint32_t n, uint32_t *seg, uint32_t *inc) {
   int rc = segalloc_alloc_run(&r->vol->alloc, n, seg);
-  if (rc) return rc;
-  vlog_add a = {*seg, 0, n, left};
-  rc = persist(r, edit_add_vlog, &a, leave_reserve);
-  if (rc)
-    for (uint32_t i = 0; i < n; i++) segalloc_free(&r->vol->alloc, *seg + i);
-  *inc = a.inc;
+  if (!rc) *inc = atomic_fetch_add(&r->next_inc, 1) + 1;
   return rc;
 }
+
+/* Bytes one large-log segment adds to the description (catalog.c). */
+#define VLOG_SEG_DESC_BYTES 24u
 
 /* The hot head takes user writes' values: it leaves the volume's last
  * SEGALLOC_RESERVE segments to merges and GC, which need room to find and
  * give back garbage (without it a full volume cannot even flush the L0
- * whose merge would show which values died). */
-static int new_hot_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc) {
+ * whose merge would show which values died), and the description's last
+ * REDO_DESC_RESERVE bytes to GC and the WAL (the few heads taken and not
+ * yet listed come out of that reserve: the listing itself never fails for
+ * room). */
+static int take_hot(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
   par_region *r = ctx;
   if (segalloc_room(&r->vol->alloc) < (uint64_t)n + SEGALLOC_RESERVE)
     return par_error(PAR_ENOSPC, "the volume is full: its last %u segments are kept for compaction and GC",
                      SEGALLOC_RESERVE);
-  return add_vlog_segments(r, n, left, seg, inc, 1);
+  pthread_mutex_lock(&r->vol->meta_mu);
+  size_t len = redolog_region_payload(catalog_find_id(&r->vol->cat, r->id), 0) + VLOG_SEG_DESC_BYTES;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  if (len + REDO_DESC_RESERVE > redolog_payload_limit)
+    return par_error(PAR_ELIMIT, "region %s: its description would take %zu bytes of the %u a redo record "
+                     "holds, %u of which are kept for GC and the WAL", r->name, len,
+                     redolog_payload_limit, REDO_DESC_RESERVE);
+  return take_segments(r, n, seg, inc);
 }
 
 /* The cold head takes GC's relocations: it may use the space and the
  * description room the hot head leaves. */
-static int new_cold_segment(void *ctx, uint32_t n, const vptr *left, uint32_t *seg, uint32_t *inc) {
-  return add_vlog_segments(ctx, n, left, seg, inc, 0);
+static int take_cold(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
+  return take_segments(ctx, n, seg, inc);
+}
+
+typedef struct vlog_listing {
+  const vlog_taken *taken;
+  const vptr *left;
+  uint32_t ntaken, nleft;
+} vlog_listing;
+
+static int edit_list_vlog(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  const vlog_listing *a = arg;
+  for (uint32_t i = 0; i < a->ntaken; i++) {
+    const vlog_taken *t = &a->taken[i];
+    if (t->inc > d->next_inc) d->next_inc = t->inc;
+    /* A single segment becomes a head; a run holds one huge value, written whole. */
+    int rc = region_desc_add_vlog(d, (vlog_seg){t->seg, t->inc, 0, t->n, t->n == 1});
+    if (rc) return rc;
+  }
+  for (uint32_t i = 0; i < a->nleft; i++) garbage_close_head(d, a->left[i]);
+  return PAR_OK;
+}
+
+static int list_vlog(void *ctx, const vlog_taken *taken, uint32_t ntaken, const vptr *left, uint32_t nleft) {
+  vlog_listing a = {taken, left, ntaken, nleft};
+  return region_persist(ctx, edit_list_vlog, &a);
 }
 
 /* The WAL's pointer records reach the disk after the values they point to,
  * and those are durable first: one fdatasync covering both would let a power
  * cut keep the WAL block and lose the value (the key would then fail its
  * reads; for a GC relocation, the index would point at the torn copy while
- * the next GC pass frees the good one). Called by the WAL writer thread only,
+ * the next GC pass frees the good one). The segments the large logs took
+ * since are listed first (log/vlog.h). Called by the WAL writer thread only,
  * which alone touches large_synced. */
 static int flush_large_logs(void *ctx) {
   par_region *r = ctx;
-  int rc = vlog_flush(&r->hot);
+  int rc = vlog_list_pending(&r->hot);
+  if (!rc) rc = vlog_list_pending(&r->cold);
+  if (!rc) rc = vlog_flush(&r->hot);
   if (!rc) rc = vlog_flush(&r->cold);
   uint64_t written = vlog_written(&r->hot) + vlog_written(&r->cold);
   if (!rc && written != r->large_synced) {
@@ -184,6 +213,10 @@ static int flush_large_logs(void *ctx) {
     if (!rc) r->large_synced = written;
   }
   return rc;
+}
+
+int region_logs_listed(par_region *r) {
+  return !wal_unlisted(&r->wal) && !vlog_unlisted(&r->hot) && !vlog_unlisted(&r->cold);
 }
 
 /* ---- open / close ---- */
@@ -285,16 +318,17 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
   uint32_t replayed_segments = d.nwal;
+  atomic_store(&r->next_inc, d.next_inc);
   region_desc_free(&d);
   if (!rc) {
     r->next_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
-    rc = vlog_init(&r->hot, &v->file, r->id, new_hot_segment, r);
-    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, new_cold_segment, r);
+    rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, r);
+    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crashed_heads(r)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
-                            new_wal_segment, flush_large_logs, r);
+                            take_wal_segment, list_wal_segment, flush_large_logs, r);
     if (!rc) atomic_store(&r->logging, 1);
     if (!rc) freeze_short_sessions(r, replayed_segments);
   }

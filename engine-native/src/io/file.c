@@ -188,7 +188,12 @@ int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {
   return PAR_OK;
 }
 
+static _Thread_local uint64_t syncs_on_this_thread;
+
+uint64_t file_syncs_on_this_thread(void) { return syncs_on_this_thread; }
+
 int file_sync(par_file *f) {
+  syncs_on_this_thread++;
   while (do_fdatasync(f->fd) != 0) {
     if (errno == EINTR) continue;
     return par_error_errno(par_status_from_errno(errno), errno, "fdatasync of volume");

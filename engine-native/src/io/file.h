@@ -54,6 +54,9 @@ int file_read_cached(const par_file *f, void *buf, size_t len, uint64_t off);
 /* Uses the direct descriptor when buf, len and off are block aligned. */
 int file_write(par_file *f, const void *buf, size_t len, uint64_t off);
 int file_sync(par_file *f);
+/* The file_sync calls made on the calling thread so far: tests check with
+ * it that a path never waits on an fdatasync itself. */
+uint64_t file_syncs_on_this_thread(void);
 /* Grows the file to at least new_size (reserving the blocks), and the map
  * with it. Callers serialise growth (the segment allocator's lock). */
 int file_grow(par_file *f, uint64_t new_size);

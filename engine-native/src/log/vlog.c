@@ -1,5 +1,6 @@
 #include "log/vlog.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,11 +27,12 @@ uint32_t vlog_seed(uint32_t region_id, uint32_t inc) {
   return crc32c(0x766c6f67u, b, 8);
 }
 
-int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_new_segment_fn fn, void *ctx) {
+int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list, void *ctx) {
   memset(l, 0, sizeof *l);
   l->file = f;
   l->region_id = region_id;
-  l->new_segment = fn;
+  l->take = take;
+  l->list = list;
   l->ctx = ctx;
   l->cap = VLOG_CHUNK;
   l->buf = file_buf_alloc(l->cap);
@@ -41,8 +43,32 @@ int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_new_segment_fn fn, 
 
 void vlog_destroy(vlog *l) {
   free(l->buf);
+  free(l->taken);
+  free(l->left);
   pthread_mutex_destroy(&l->mu);
   memset(l, 0, sizeof *l);
+}
+
+/* Room for one more taken and one more left head (mu held): made before a
+ * segment is taken, so that noting it cannot fail. */
+static int reserve_pending(vlog *l) {
+  uint32_t need = (l->ntaken > l->nleft ? l->ntaken : l->nleft) + 1;
+  if (need <= l->pending_cap) return PAR_OK;
+  uint32_t cap = l->pending_cap ? l->pending_cap * 2 : 4;
+  vlog_taken *t = realloc(l->taken, cap * sizeof *t);
+  if (t) l->taken = t;
+  vptr *p = t ? realloc(l->left, cap * sizeof *p) : NULL;
+  if (p) l->left = p;
+  if (!p) return par_error(PAR_ENOMEM, "large-log segment list");
+  l->pending_cap = cap;
+  return PAR_OK;
+}
+
+/* The head stops being appended to: its tail from `used` on is garbage. */
+static void leave_head(vlog *l, uint32_t used) {
+  assert(l->nleft < l->pending_cap);
+  l->left[l->nleft++] = (vptr){l->seg, used, l->inc, SEG - used};
+  l->seg = 0;
 }
 
 /* Writes the buffer, padded to a block, and moves past it (mu held). */
@@ -58,10 +84,7 @@ static int write_buffer(vlog *l) {
   l->base += len;
   l->fill = 0;
   l->written += len;
-  if (l->base >= SEG) {
-    l->left = (vptr){l->seg, SEG, l->inc, 0};
-    l->seg = 0;
-  }
+  if (l->base >= SEG) leave_head(l, SEG);
   return PAR_OK;
 }
 
@@ -70,6 +93,44 @@ int vlog_flush(vlog *l) {
   int rc = l->failed ? l->failed : write_buffer(l);
   pthread_mutex_unlock(&l->mu);
   return rc;
+}
+
+int vlog_list_pending(vlog *l) {
+  pthread_mutex_lock(&l->mu);
+  int rc = l->failed;
+  uint32_t nt = l->ntaken, nl = l->nleft;
+  vlog_taken *taken = NULL;
+  vptr *left = NULL;
+  if (!rc && (nt || nl)) {
+    taken = malloc((nt + 1) * sizeof *taken);
+    left = malloc((nl + 1) * sizeof *left);
+    if (!taken || !left) rc = par_error(PAR_ENOMEM, "large-log segment list");
+  }
+  if (!rc && (nt || nl)) {
+    memcpy(taken, l->taken, nt * sizeof *taken);
+    memcpy(left, l->left, nl * sizeof *left);
+    l->ntaken = l->nleft = 0;
+    l->listing = nt;
+  }
+  pthread_mutex_unlock(&l->mu);
+  if (!rc && (nt || nl)) {
+    /* Without mu: appenders go on (into the heads being listed, too). */
+    rc = l->list(l->ctx, taken, nt, left, nl);
+    pthread_mutex_lock(&l->mu);
+    l->listing = 0;
+    if (rc && !l->failed) l->failed = rc; /* the catalog takes no changes after a failed redo write */
+    pthread_mutex_unlock(&l->mu);
+  }
+  free(taken);
+  free(left);
+  return rc;
+}
+
+uint32_t vlog_unlisted(vlog *l) {
+  pthread_mutex_lock(&l->mu);
+  uint32_t n = l->ntaken + l->listing;
+  pthread_mutex_unlock(&l->mu);
+  return n;
 }
 
 uint64_t vlog_written(vlog *l) {
@@ -88,9 +149,10 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
   while (!rc) {
     if (!l->seg) {
       uint32_t seg, inc;
-      rc = l->new_segment(l->ctx, 1, l->left.inc ? &l->left : NULL, &seg, &inc);
+      rc = reserve_pending(l);
+      if (!rc) rc = l->take(l->ctx, 1, &seg, &inc);
       if (!rc) {
-        l->left = (vptr){0};
+        l->taken[l->ntaken++] = (vlog_taken){seg, inc, 1};
         l->seg = seg;
         l->inc = inc;
         l->base = l->fill = 0;
@@ -98,10 +160,7 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
       }
     } else if (l->base + l->fill + size > SEG || l->fill + size > l->cap) {
       if (l->fill) rc = write_buffer(l);
-      else if (l->base + size > SEG) { /* the rest of the segment stays unused */
-        l->left = (vptr){l->seg, l->base, l->inc, SEG - l->base};
-        l->seg = 0;
-      }
+      else if (l->base + size > SEG) leave_head(l, l->base); /* the rest of the segment stays unused */
       else {
         uint32_t cap = ALIGN_UP((uint32_t)size, PAR_BLOCK);
         uint8_t *b = file_buf_alloc(cap);
@@ -146,8 +205,12 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
   size_t size = vlog_record_size(key_len, value_len);
   uint32_t n = (uint32_t)((size + SEG - 1) / SEG), seg, inc;
   *out = (vptr){0};
-  int rc = l->new_segment(l->ctx, n, NULL, &seg, &inc);
+  /* The run is listed at once, on the caller's thread: a redo sync is
+   * small beside the write of a value of several MiB. */
+  int rc = l->take(l->ctx, n, &seg, &inc);
   if (rc) return rc;
+  vlog_taken run = {seg, inc, n};
+  if ((rc = l->list(l->ctx, &run, 1, NULL, 0))) return rc;
   *out = (vptr){seg, 0, inc, (uint32_t)size};
   uint8_t *buf = file_buf_alloc(SEG);
   if (!buf) return par_error(PAR_ENOMEM, "large-value buffer");

@@ -41,24 +41,35 @@ static inline int vptr_equal(vptr a, vptr b) {
   return a.seg == b.seg && a.off == b.off && a.inc == b.inc && a.size == b.size;
 }
 
-/* Allocates and durably records n new consecutive segments of this log
- * (n > 1 for one value too large for a segment). */
-/* Allocates and durably records n segments for the log; left, when not NULL,
- * is the head segment the log has just stopped appending to, as the pointer
- * to its unwritten tail ({seg, used bytes, inc, unused bytes}), recorded in
- * the same change so that the tail counts as garbage. */
-typedef int (*vlog_new_segment_fn)(void *ctx, uint32_t n, const vptr *left, uint32_t *seg,
-                                   uint32_t *inc);
+/* A segment the log took (or a run of n for one value too large for a
+ * segment) and its new incarnation. */
+typedef struct vlog_taken {
+  uint32_t seg, inc, n;
+} vlog_taken;
+
+/* Takes n free consecutive segments and a new incarnation for them, in
+ * memory only. */
+typedef int (*vlog_take_fn)(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc);
+/* Durably records (one synced redo record) the segments taken, in order,
+ * and closes the heads left: a left head is the pointer to its unwritten
+ * tail ({seg, used bytes, inc, unused bytes}), which counts as garbage. */
+typedef int (*vlog_list_fn)(void *ctx, const vlog_taken *taken, uint32_t ntaken, const vptr *left, uint32_t nleft);
 
 typedef struct vlog {
   pthread_mutex_t mu;
   par_file *file;
   uint32_t region_id;
-  vlog_new_segment_fn new_segment;
+  vlog_take_fn take;
+  vlog_list_fn list;
   void *ctx;
   uint32_t seg, inc;   /* current segment; seg == 0 until one is needed */
   uint32_t base, fill; /* buf holds [base, base + fill) of seg */
-  vptr left;           /* the head just left (inc 0: none), see vlog_new_segment_fn */
+  /* Heads taken and heads left since the last vlog_list_pending, in order;
+   * listing is under way while `listing` is set. */
+  vlog_taken *taken;
+  vptr *left;
+  uint32_t ntaken, nleft, pending_cap;
+  uint32_t listing; /* heads under vlog_list_pending's listing */
   uint32_t seed;
   uint8_t *buf;
   uint32_t cap;
@@ -69,12 +80,22 @@ typedef struct vlog {
 
 static inline size_t vlog_record_size(size_t klen, size_t vlen);
 
-int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_new_segment_fn fn, void *ctx);
+/* A head segment is only taken by the append that needs it; the WAL's
+ * writer thread lists it (vlog_list_pending, before it syncs the values and
+ * writes the WAL block pointing at them), so no writer waits on a redo
+ * fdatasync when the log moves to a new segment. A crash before the listing
+ * leaves the segment free: nothing durable points into it. */
+int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list, void *ctx);
 void vlog_destroy(vlog *l);
 int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len, vptr *out);
 /* Writes what the buffer holds (no sync). */
 int vlog_flush(vlog *l);
+/* Lists the heads taken and closes the heads left since the last call (one
+ * caller at a time: the WAL writer thread). */
+int vlog_list_pending(vlog *l);
+/* The heads taken and not listed yet (being listed included). */
+uint32_t vlog_unlisted(vlog *l);
 /* Bytes written to the file so far: a caller that must make records durable
  * syncs the file when this changed since its last sync. */
 uint64_t vlog_written(vlog *l);

@@ -46,6 +46,8 @@ static void seal(wal *w) {
   w->pending_buf = w->cur;
   w->pending_seg = w->seg;
   w->pending_off = w->base;
+  w->pending_first_lsn = w->seg_first_lsn;
+  w->pending_no = w->seg_no;
   w->pending_len = len;
   w->pending_lsn = w->fill_lsn;
   w->cur ^= 1;
@@ -71,9 +73,16 @@ static void *writer_main(void *arg) {
     if (w->pending) {
       int b = w->pending_buf;
       uint32_t seg = w->pending_seg, off = w->pending_off, len = w->pending_len;
-      uint64_t lsn = w->pending_lsn;
+      uint64_t lsn = w->pending_lsn, first_lsn = w->pending_first_lsn, no = w->pending_no;
+      assert(off != 0 || no == w->listed_no + 1);
       pthread_mutex_unlock(&w->mu);
-      int rc = w->before_write ? w->before_write(w->ctx) : PAR_OK;
+      int rc = off == 0 ? w->list_segment(w->ctx, seg, first_lsn) : PAR_OK;
+      if (!rc && off == 0) {
+        pthread_mutex_lock(&w->mu);
+        w->listed_no = no;
+        pthread_mutex_unlock(&w->mu);
+      }
+      if (!rc && w->before_write) rc = w->before_write(w->ctx);
       if (!rc) rc = file_write(w->file, w->buf[b], len, seg_offset(seg) + off);
       if (!rc) rc = file_sync(w->file);
       pthread_mutex_lock(&w->mu);
@@ -125,14 +134,16 @@ static void *writer_main(void *arg) {
 }
 
 int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
-              uint64_t last_lsn, wal_new_segment_fn fn, wal_before_write_fn before, void *ctx) {
+              uint64_t last_lsn, wal_take_segment_fn take, wal_list_segment_fn list, wal_before_write_fn before,
+              void *ctx) {
   memset(w, 0, sizeof *w);
   w->file = f;
   w->region_id = region_id;
   w->gen = gen;
   w->seed = crc_seed(region_id, gen);
   w->interval_ms = interval_ms ? interval_ms : 1;
-  w->new_segment = fn;
+  w->take_segment = take;
+  w->list_segment = list;
   w->before_write = before;
   w->ctx = ctx;
   w->appended_lsn = w->durable_lsn = last_lsn;
@@ -207,10 +218,12 @@ static int append_record(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n, in
     if (!w->seg) {
       uint32_t seg;
       pthread_mutex_unlock(&w->mu);
-      rc = w->new_segment(w->ctx, start, &seg);
+      rc = w->take_segment(w->ctx, &seg);
       pthread_mutex_lock(&w->mu);
       if (!rc) {
         w->seg = seg;
+        w->seg_first_lsn = start;
+        w->seg_no++;
         w->base = 0;
       }
     } else if (w->base + w->fill + size > SEG || w->fill + size > w->cap[w->cur]) {
@@ -421,6 +434,13 @@ void wal_cut(uint8_t *b, uint32_t region_id, const wal_seg *ws, uint64_t last) {
     off = at + size;
   }
   memset(b + off, 0, SEG - off);
+}
+
+uint32_t wal_unlisted(wal *w) {
+  pthread_mutex_lock(&w->mu);
+  uint32_t n = (uint32_t)(w->seg_no - w->listed_no); /* a segment is taken for a record about to be appended */
+  pthread_mutex_unlock(&w->mu);
+  return n;
 }
 
 uint64_t wal_durable_lsn(wal *w) {

@@ -13,7 +13,12 @@
  *  - a record carries its LSN and a checksum seeded with the region id and
  *    the segment's generation, and the reader accepts only the exact next
  *    LSN, so stale bytes from an earlier use of a segment, another region,
- *    or from before a crash, are never replayed. */
+ *    or from before a crash, are never replayed;
+ *  - a segment is listed in the region's description (a synced redo
+ *    record) before the first write into it, by the writer thread: an
+ *    appender only takes a free segment, so no writer waits on a redo
+ *    fdatasync when the log moves to a new segment. A crash before the
+ *    listing leaves the segment free; nothing durable was in it. */
 #ifndef PAR_LOG_WAL_H
 #define PAR_LOG_WAL_H
 
@@ -54,9 +59,12 @@ static inline size_t wal_op_size(size_t klen, size_t vlen) {
   return 1 + varint_size(klen) + varint_size(vlen) + klen + vlen;
 }
 
-/* Allocates and durably records a new WAL segment whose first record will
- * carry first_lsn; returns the segment. */
-typedef int (*wal_new_segment_fn)(void *ctx, uint64_t first_lsn, uint32_t *seg);
+/* Takes a free segment for the log (in memory only). */
+typedef int (*wal_take_segment_fn)(void *ctx, uint32_t *seg);
+/* Durably records seg as the log's next segment, whose first record carries
+ * first_lsn (called by the writer thread before the first write into it;
+ * on failure seg is given back). */
+typedef int (*wal_list_segment_fn)(void *ctx, uint32_t seg, uint64_t first_lsn);
 /* Called by the writer thread before each write of WAL records, so that the
  * data they point to (large-log records) is written first. */
 typedef int (*wal_before_write_fn)(void *ctx);
@@ -67,7 +75,8 @@ typedef struct wal {
   pthread_cond_t work; /* wakes the writer thread                         */
   pthread_t thread;
   par_file *file;
-  wal_new_segment_fn new_segment;
+  wal_take_segment_fn take_segment;
+  wal_list_segment_fn list_segment;
   wal_before_write_fn before_write;
   void *ctx;
   uint32_t region_id, gen, interval_ms;
@@ -76,6 +85,10 @@ typedef struct wal {
   uint32_t cap[2];
   int cur;              /* buffer being filled                          */
   uint32_t seg;         /* segment of buf[cur]; 0 until allocated       */
+  uint64_t seg_first_lsn; /* the LSN seg's first record starts with     */
+  /* Segments are numbered as they are taken; listed_no is the newest one
+   * whose listing is durable (they are listed in order). */
+  uint64_t seg_no, listed_no;
   uint32_t base, fill;  /* buf[cur] holds [base, base + fill) of seg    */
   uint64_t fill_lsn;    /* last LSN in buf[cur]                          */
   uint64_t first_unflushed_ns;
@@ -84,6 +97,7 @@ typedef struct wal {
   int pending_buf;
   uint32_t pending_seg, pending_off, pending_len;
   uint64_t pending_lsn;
+  uint64_t pending_first_lsn, pending_no; /* pending_seg's first LSN and number: listed first when pending_off is 0 */
   int sync_wanted, stop;
   /* appended_lsn: the newest LSN taken, logged or skipped (wal_skip);
    * durable_lsn: every LSN up to it is in a durable record or was skipped
@@ -96,7 +110,8 @@ typedef struct wal {
 } wal;
 
 int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
-              uint64_t last_lsn, wal_new_segment_fn fn, wal_before_write_fn before, void *ctx);
+              uint64_t last_lsn, wal_take_segment_fn take, wal_list_segment_fn list, wal_before_write_fn before,
+              void *ctx);
 /* Writes everything appended, then stops the thread. */
 int wal_stop(wal *w);
 
@@ -113,6 +128,9 @@ int wal_append_part(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n);
 void wal_skip(wal *w, uint64_t last);
 /* Waits until every record up to lsn is durable. */
 int wal_sync(wal *w, uint64_t lsn);
+/* The segments taken and not listed in the description yet (their records
+ * are not durable yet; wal_sync lists them). */
+uint32_t wal_unlisted(wal *w);
 
 /* Recovery: calls fn for every op with LSN > covered, in LSN order, stopping
  * at the first record that is missing, torn or out of sequence. *last_lsn is

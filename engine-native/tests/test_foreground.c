@@ -1,0 +1,112 @@
+/*
+ * test_foreground.c — a write that did not ask for durability never waits on
+ * an fdatasync itself. Growing a log by a segment records the segment in the
+ * region's description, a synced redo record; that sync belongs to the
+ * background (the WAL's writer thread lists a segment before its first write
+ * into it), not to the put that happened to fill the previous segment,
+ * which would hold write_mu, and so every writer of the region, across it.
+ *
+ * The check counts the fdatasync calls made on the writing thread
+ * (file_syncs_on_this_thread): zero across many segment switches.
+ *  wal_segments    small puts fill several WAL segments;
+ *  large_log_segments
+ *                  values bound for the large log fill several of its
+ *                  segments;
+ *  counter_counts  creating a region syncs on the calling thread: the count
+ *                  moves, so the zero above means something.
+ */
+#define _GNU_SOURCE
+#include "testutil.h"
+
+#include "api/internal.h"
+#include "io/file.h"
+
+typedef struct fx {
+  char *dir, *path;
+  par_volume *vol;
+  par_region *reg;
+} fx;
+
+static int setup(void **state) {
+  fx *f = calloc(1, sizeof *f);
+  if (!f) return -1;
+  f->dir = tu_make_dir("foreground");
+  f->path = tu_path(f->dir, "volume.px");
+  par_options o = tu_options(64u << 20, 4); /* no freeze: only the logs grow */
+  if (par_open(f->path, &o, &f->vol) || par_region_open(f->vol, "main", 1, &f->reg)) return -1;
+  *state = f;
+  return 0;
+}
+
+static int teardown(void **state) {
+  fx *f = *state;
+  par_region_close(f->reg);
+  par_close(f->vol);
+  tu_rm_rf(f->dir);
+  free(f->dir);
+  free(f->path);
+  free(f);
+  return 0;
+}
+
+/* Puts n pairs with value_len-byte values without PAR_SYNC; returns the
+ * fdatasyncs this thread made. */
+static uint64_t unsynced_puts(par_region *r, const char *prefix, uint32_t n, size_t value_len) {
+  uint64_t before = file_syncs_on_this_thread();
+  char key[32];
+  uint8_t *val = malloc(value_len);
+  assert_non_null(val);
+  memset(val, 'v', value_len);
+  for (uint32_t i = 0; i < n; i++) {
+    snprintf(key, sizeof key, "%s%09u", prefix, i);
+    assert_ok(par_put(r, key, strlen(key), val, value_len, 0));
+  }
+  free(val);
+  return file_syncs_on_this_thread() - before;
+}
+
+static void test_wal_segments(void **state) {
+  fx *f = *state;
+  par_stats st;
+  /* About 240 bytes of WAL a put: 40,000 puts fill four or five 2 MiB segments. */
+  uint64_t syncs = unsynced_puts(f->reg, "small", 40000, 200);
+  assert_ok(par_region_stats(f->reg, &st));
+  assert_true(st.wal_segments >= 4);
+  if (syncs)
+    fail_msg("40,000 puts without PAR_SYNC made %llu fdatasyncs on the writing thread while the WAL grew "
+             "to %llu segments", (unsigned long long)syncs, (unsigned long long)st.wal_segments);
+}
+
+static void test_large_log_segments(void **state) {
+  fx *f = *state;
+  par_stats st;
+  /* 16 KiB values: 1,000 puts fill seven or eight 2 MiB large-log segments. */
+  uint64_t syncs = unsynced_puts(f->reg, "large", 1000, 16384);
+  assert_ok(par_sync(f->reg));
+  assert_ok(par_region_stats(f->reg, &st));
+  assert_true(st.large_puts == 1000);
+  assert_true(st.large_log_segments >= 7);
+  if (syncs)
+    fail_msg("1,000 large puts without PAR_SYNC made %llu fdatasyncs on the writing thread while the large "
+             "log grew to %llu segments", (unsigned long long)syncs, (unsigned long long)st.large_log_segments);
+}
+
+/* The count is real: creating a region records it with a synced redo
+ * record on the calling thread. */
+static void test_counter_counts(void **state) {
+  fx *f = *state;
+  uint64_t before = file_syncs_on_this_thread();
+  par_region *other;
+  assert_ok(par_region_open(f->vol, "other", 1, &other));
+  assert_true(file_syncs_on_this_thread() > before);
+  assert_ok(par_region_close(other));
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test_setup_teardown(test_wal_segments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_large_log_segments, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_counter_counts, setup, teardown),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
