@@ -1,6 +1,7 @@
 package io.parallaxkv.mongo;
 
 import de.bwaldvogel.mongo.MongoThreadFactory;
+import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.wire.MongoExceptionHandler;
 import de.bwaldvogel.mongo.wire.MongoWireMessageEncoder;
 import de.bwaldvogel.mongo.wire.MongoWireProtocolHandler;
@@ -118,11 +119,12 @@ public final class ParallaxMongoServer implements AutoCloseable {
   }
 
   /**
-   * Creates a user of database {@code db} if it does not exist (as the {@code createUser} command
-   * would); false if it exists.
+   * Creates a user of database {@code db} with the {@code root} role if it does not exist (as the
+   * {@code createUser} command would); false if it exists.
    */
   public boolean createUser(String db, String user, String password) {
-    return backend.authenticator().users().create(db, user, password, List.of("root"));
+    return backend.authenticator().users().create(db, user, password,
+        Roles.parse(db, List.of(new Document("role", "root").append("db", "admin"))));
   }
 
   ParallaxBackend backend() {
