@@ -11,6 +11,7 @@ import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.ObjectId;
 import de.bwaldvogel.mongo.exception.DuplicateKeyError;
@@ -316,18 +317,45 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     boolean singleBatch = Utils.isTrue(command.get("singleBatch")) || limit < 0;
     limit = Math.abs(limit);
 
-    QueryPlan plan = QueryPlanner.plan(filter, sort, storedIndexes());
     QueryPlan.Counters counters = new QueryPlan.Counters();
-    Stream<Document> results = tiesInIdOrder(plan, plan.execute(store, counters), sort)
-        .filter(d -> documentMatchesQuery(d, filter));
-    Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
-    if (order != null) results = results.sorted(order);
+    Stream<Document> results = planned(filter, sort, counters);
     if (skip > 0) results = results.skip(skip);
     if (limit > 0) results = results.limit(limit);
     UnaryOperator<List<Document>> project = projection == null || projection.isEmpty()
         ? UnaryOperator.identity()
         : batch -> matchDocumentsFromStream(new Document(), batch.stream(), 0, 0, 0, null,
             projection).collectDocuments();
+    return openCursor(results, project, counters, firstBatch, singleBatch, cursors);
+  }
+
+  /**
+   * An {@code aggregate} whose pipeline is {@code filter}, then {@code sort} (null for none),
+   * then {@code stages} that each pass documents on one at a time, with a cursor that streams
+   * as find's does: {@code firstBatch} documents now, the rest on each getMore. Memory is what
+   * a find with the same filter and sort needs, plus one batch.
+   */
+  synchronized Document aggregate(Document filter, Document sort, Aggregation stages,
+      int firstBatch, CursorReaper cursors) {
+    QueryPlan.Counters counters = new QueryPlan.Counters();
+    Stream<Document> results = stages.runStagesAsStream(planned(filter, sort, counters));
+    return openCursor(results, UnaryOperator.identity(), counters, firstBatch, false, cursors);
+  }
+
+  /**
+   * The documents matching {@code filter} in {@code sort}'s order (ties by {@code _id}), read
+   * lazily through the plan the planner picks, on a snapshot taken now (close the stream).
+   */
+  private Stream<Document> planned(Document filter, Document sort, QueryPlan.Counters counters) {
+    QueryPlan plan = QueryPlanner.plan(filter, sort, storedIndexes());
+    Stream<Document> results = tiesInIdOrder(plan, plan.execute(store, counters), sort)
+        .filter(d -> documentMatchesQuery(d, filter));
+    Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
+    return order == null ? results : results.sorted(order);
+  }
+
+  /** A cursor over {@code results} and the reply that hands out its first batch. */
+  private Document openCursor(Stream<Document> results, UnaryOperator<List<Document>> project,
+      QueryPlan.Counters counters, int firstBatch, boolean singleBatch, CursorReaper cursors) {
     StreamingCursor cursor = new StreamingCursor(cursorRegistry.generateCursorId(), getFullName(),
         results, project, counters, cursors);
     List<Document> batch;
@@ -391,11 +419,8 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     QueryPlan.Counters counters = new QueryPlan.Counters();
     long started = System.nanoTime();
     long returned;
-    try (Stream<Document> candidates = plan.execute(store, counters)) {
-      Stream<Document> matched = tiesInIdOrder(plan, candidates, sort)
-          .filter(d -> documentMatchesQuery(d, query));
-      Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
-      if (order != null) matched = matched.sorted(order);
+    try (Stream<Document> planned = planned(query, sort, counters)) {
+      Stream<Document> matched = planned;
       if (skip > 0) matched = matched.skip(skip);
       if (limit > 0) matched = matched.limit(limit);
       returned = matched.count();
