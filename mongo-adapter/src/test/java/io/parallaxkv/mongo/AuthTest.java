@@ -139,10 +139,15 @@ class AuthTest {
     try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, "127.0.0.1", 0, true, false)) {
       int port = server.port();
       assertTrue(server.createUser("admin", "root", PASSWORD));
+      long otherCursor;
       try (MongoClient root = client(port, MongoCredential.createCredential("root", "admin",
           PASSWORD.toCharArray()))) {
         root.getDatabase("app").getCollection("c").insertOne(new Document("_id", 1));
-        root.getDatabase("other").getCollection("c").insertOne(new Document("_id", 1));
+        root.getDatabase("other").getCollection("c").insertMany(List.of(new Document("_id", 1),
+            new Document("_id", 2), new Document("_id", 3)));
+        otherCursor = root.getDatabase("other").runCommand(new Document("find", "c")
+            .append("batchSize", 1)).get("cursor", Document.class).getLong("id");
+        assertTrue(otherCursor != 0);
         root.getDatabase("app").runCommand(new Document("createUser", "reader")
             .append("pwd", "r").append("roles", List.of("read")));
         root.getDatabase("app").runCommand(new Document("createUser", "writer")
@@ -179,6 +184,11 @@ class AuthTest {
         assertUnauthorized(() -> reader.getDatabase("app").runCommand(
             new Document("createUser", "y").append("pwd", "y").append("roles", List.of("read"))));
         assertUnauthorized(() -> reader.getDatabase("admin").runCommand(new Document("fsync", 1)));
+        // Another database's cursor, named through a database the reader may read.
+        assertUnauthorized(() -> reader.getDatabase("app").runCommand(
+            new Document("getMore", otherCursor).append("collection", "c")));
+        assertUnauthorized(() -> reader.getDatabase("app").runCommand(
+            new Document("killCursors", "c").append("cursors", List.of(otherCursor))));
       }
 
       try (MongoClient writer = client(port, MongoCredential.createScramSha256Credential(
@@ -188,7 +198,7 @@ class AuthTest {
         c.createIndex(new Document("v", 1));
         c.updateOne(new Document("_id", 2), new Document("$set", new Document("v", 2)));
         assertEquals(2, c.countDocuments());
-        assertEquals(1, writer.getDatabase("other").getCollection("c").countDocuments());
+        assertEquals(3, writer.getDatabase("other").getCollection("c").countDocuments());
         assertUnauthorized(() -> writer.getDatabase("other").getCollection("c")
             .insertOne(new Document("_id", 2)));
         assertUnauthorized(() -> writer.getDatabase("app").drop());
