@@ -16,6 +16,7 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -39,7 +40,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The Netty pipeline is the library's ({@code MongoServer}'s) with two additions: OP_MSG's
  * {@code moreToCome} for unacknowledged writes ({@link UnacknowledgedWrites}) and the
- * authentication check ({@link AuthenticatingHandler}).
+ * authentication check ({@link AuthenticatingHandler}); with TLS, Netty's SslHandler first.
  */
 public final class ParallaxMongoServer implements AutoCloseable {
   private final ParallaxBackend backend;
@@ -74,6 +75,20 @@ public final class ParallaxMongoServer implements AutoCloseable {
    */
   public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
       boolean insecureNoAuth) {
+    return start(dbPath, bindIp, port, auth, insecureNoAuth, null);
+  }
+
+  /**
+   * Starts a server on {@code bindIp}:{@code port} that speaks TLS only, with the certificate
+   * and key in {@code tlsCertificateKeyFile} (PEM; see {@link TlsCertificateKeyFile}), or
+   * plaintext only when it is null.
+   *
+   * @param auth whether connections must authenticate
+   * @throws IllegalArgumentException if {@code bindIp} is not a loopback address and neither
+   *     {@code auth} nor {@code insecureNoAuth} is set, or the TLS file is not usable
+   */
+  public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
+      boolean insecureNoAuth, Path tlsCertificateKeyFile) {
     InetAddress ip;
     try {
       ip = InetAddress.getByName(bindIp);
@@ -86,6 +101,8 @@ public final class ParallaxMongoServer implements AutoCloseable {
           + "Pass --auth (and create a user), bind to 127.0.0.1, or pass --insecure-no-auth "
           + "to accept that.");
     }
+    SslContext tls = tlsCertificateKeyFile == null
+        ? null : TlsCertificateKeyFile.serverContext(tlsCertificateKeyFile);
     ParallaxBackend backend = new ParallaxBackend(dbPath, auth);
     EventLoopGroup boss = new NioEventLoopGroup(1, new MongoThreadFactory("mongo-server-boss"));
     EventLoopGroup workers = new NioEventLoopGroup(0, new MongoThreadFactory("mongo-server-worker"));
@@ -101,6 +118,8 @@ public final class ParallaxMongoServer implements AutoCloseable {
           .childHandler(new ChannelInitializer<SocketChannel>() {
             @Override
             protected void initChannel(SocketChannel ch) {
+              // A client that does not speak TLS fails the handshake and is disconnected.
+              if (tls != null) ch.pipeline().addLast(tls.newHandler(ch.alloc()));
               // Outbound messages pass Replies before the encoders turn them into bytes.
               ch.pipeline().addLast(new MongoWireReplyEncoder(), new MongoWireMessageEncoder(),
                   new UnacknowledgedWrites.Frames(), new MongoWireProtocolHandler(),
