@@ -24,6 +24,44 @@ for mechanism in (None, "SCRAM-SHA-256"):
         assert c["pyauth"].command("usersInfo", "app")["users"][0]["user"] == "app"
         c["pyauth"].command("dropUser", "app")
 
+# Roles: read may read and not write; readWrite may write its own database only; a user
+# without userAdmin may not create users. Each refusal is error 13.
+with client(username=user, password=password, authSource="admin") as c:
+    c["pyauth"].command("createUser", "ro", pwd="ro-pw", roles=["read"])
+    c["pyauth"].command("createUser", "rw", pwd="rw-pw", roles=["readWrite"])
+    try:
+        c["pyauth"].command("createUser", "bad", pwd="x", roles=["noSuchRole"])
+        raise AssertionError("an unknown role was accepted")
+    except OperationFailure as e:
+        assert e.code == 31, e.details
+
+
+def refused(attempt):
+    try:
+        attempt()
+    except OperationFailure as e:
+        assert e.code == 13, e.details
+        return
+    raise AssertionError("an unauthorized command ran")
+
+
+with client(username="ro", password="ro-pw", authSource="pyauth") as c:
+    assert c["pyauth"]["c"].find_one() is not None
+    assert c["pyauth"]["c"].count_documents({}) >= 1
+    refused(lambda: c["pyauth"]["c"].insert_one({"ro": 1}))
+    refused(lambda: c["pyauth"]["c"].update_many({}, {"$set": {"ro": 1}}))
+    refused(lambda: c["pyauth"]["c"].create_index("ro"))
+    refused(lambda: c["pyauth"].command("createUser", "x", pwd="x", roles=["read"]))
+    refused(lambda: c["elsewhere"]["c"].find_one())
+with client(username="rw", password="rw-pw", authSource="pyauth") as c:
+    c["pyauth"]["c"].insert_one({"rw": 1})
+    assert c["pyauth"]["c"].delete_many({"rw": 1}).deleted_count == 1
+    refused(lambda: c["elsewhere"]["c"].insert_one({"rw": 1}))
+    refused(lambda: c.drop_database("pyauth"))
+with client(username=user, password=password, authSource="admin") as c:
+    c["pyauth"].command("dropUser", "ro")
+    c["pyauth"].command("dropUser", "rw")
+
 # A wrong password and an unknown user: error 18.
 for name, pw in ((user, password + "x"), ("nobody", password)):
     with client(username=name, password=pw, authSource="admin",

@@ -77,9 +77,21 @@ assert people.find_one({"_id": "durable"})["name"] == "d"
 # A large result over many getMores (the server streams it from one snapshot).
 assert sum(1 for _ in people.find().batch_size(7)) == people.count_documents({})
 
+# A streaming aggregation ($match, $sort over an index, $project, $skip, $limit) over getMores.
+ages = [d["age"] for d in people.aggregate([{"$match": {"age": {"$gte": 10}}},
+                                            {"$sort": {"age": 1}},
+                                            {"$project": {"_id": 0, "age": 1}},
+                                            {"$skip": 5}, {"$limit": 100}], batchSize=9)]
+assert len(ages) == 100 and ages == sorted(ages) and ages[0] >= 10, ages
+
+people.drop_index("age_1")
+assert "age_1" not in {ix["name"] for ix in people.list_indexes()}
 assert sorted(db.list_collection_names()) == ["people"]
 valid = db.command("validate", "people")
 assert valid["valid"], valid
 people.drop()
 assert db.list_collection_names() == []
+db["other"].insert_one({"x": 1})
+client.drop_database("pyapp")
+assert "pyapp" not in client.list_database_names()
 print("pymongo %s OK" % pymongo.version)

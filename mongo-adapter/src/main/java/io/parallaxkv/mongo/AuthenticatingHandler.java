@@ -28,7 +28,9 @@ final class AuthenticatingHandler extends MongoDatabaseHandler {
 
   @Override
   protected void channelRead0(ChannelHandlerContext ctx, ClientRequest request) {
-    String refusal = authenticator.refusal(ctx.channel(), commandName(request));
+    Document body = body(request);
+    String command = body.isEmpty() ? "" : body.keySet().iterator().next();
+    String refusal = authenticator.refusal(ctx.channel(), request.getDatabaseName(), command, body);
     if (refusal == null) {
       super.channelRead0(ctx, request);
       return;
@@ -44,17 +46,16 @@ final class AuthenticatingHandler extends MongoDatabaseHandler {
     }
   }
 
-  /** The command a request runs: its first key; a legacy query on a collection is a "find". */
-  private static String commandName(ClientRequest request) {
-    Document body;
-    if (request instanceof MongoMessage message) {
-      body = message.getDocument();
-    } else if (request instanceof MongoQuery query && query.getCollectionName().startsWith("$cmd")) {
-      body = query.getQuery();
-      if (body.get("$query") instanceof Document wrapped) body = wrapped;
-    } else {
-      return "find";
+  /**
+   * The command a request runs, whose first key names it; a legacy query on a collection is a
+   * "find".
+   */
+  private static Document body(ClientRequest request) {
+    if (request instanceof MongoMessage message) return message.getDocument();
+    if (request instanceof MongoQuery query && query.getCollectionName().startsWith("$cmd")) {
+      Document body = query.getQuery();
+      return body.get("$query") instanceof Document wrapped ? wrapped : body;
     }
-    return body.isEmpty() ? "" : body.keySet().iterator().next();
+    return new Document("find", request instanceof MongoQuery q ? q.getCollectionName() : "");
   }
 }

@@ -16,17 +16,22 @@ import java.util.Set;
  * ({@code createUser}, {@code dropUser}, {@code usersInfo}), and — when it is on — the rule that
  * a connection runs nothing but the handshake until it has authenticated.
  *
- * <p>An authenticated user may run every command (roles are stored but not enforced). While no
- * user exists, a connection from a loopback address may run {@code createUser} unauthenticated:
- * MongoDB's localhost exception, which is how the first user gets in.
+ * <p>An authenticated user may run what its roles allow on the command's database ({@link Roles},
+ * {@link CommandActions}); the roles are looked up at every command, so a dropped user loses its
+ * rights at once. While no user exists, a connection from a loopback address may run {@code
+ * createUser} unauthenticated: MongoDB's localhost exception, which is how the first user gets in.
  */
 final class Authenticator {
   /** Commands a connection may run before authenticating (lower case). */
   private static final Set<String> HANDSHAKE = Set.of("hello", "ismaster", "saslstart",
       "saslcontinue", "ping", "buildinfo", "logout", "endsessions");
+  /** The user a connection authenticated as: {@code db NUL user}. */
   private static final AttributeKey<String> USER = AttributeKey.valueOf("parallax.user");
   private static final AttributeKey<ScramConversation> CONVERSATION =
       AttributeKey.valueOf("parallax.scram");
+  /** The database whose user the conversation authenticates. */
+  private static final AttributeKey<String> CONVERSATION_DB =
+      AttributeKey.valueOf("parallax.scram.db");
   private static final int CONVERSATION_ID = 1;
 
   private final boolean required;
@@ -42,15 +47,23 @@ final class Authenticator {
   }
 
   /**
-   * Why {@code channel} may not run {@code command}, or null if it may. Refusals are MongoDB's
-   * error 13 (Unauthorized).
+   * Why {@code channel} may not run {@code command} (body {@code body}) on database {@code db},
+   * or null if it may. Refusals are MongoDB's error 13 (Unauthorized).
    */
-  String refusal(Channel channel, String command) {
-    if (!required || channel.attr(USER).get() != null) return null;
-    String lower = command.toLowerCase(Locale.ROOT);
-    if (HANDSHAKE.contains(lower)) return null;
-    if (lower.equals("createuser") && users.isEmpty() && isLoopback(channel)) return null;
-    return "command " + command + " requires authentication";
+  String refusal(Channel channel, String db, String command, Document body) {
+    if (!required) return null;
+    String user = channel.attr(USER).get();
+    if (user == null) {
+      String lower = command.toLowerCase(Locale.ROOT);
+      if (HANDSHAKE.contains(lower)) return null;
+      if (lower.equals("createuser") && users.isEmpty() && isLoopback(channel)) return null;
+      return "command " + command + " requires authentication";
+    }
+    if (CommandActions.isOpen(command)) return null;
+    int nul = user.indexOf('\0');
+    List<Document> roles = users.roles(user.substring(0, nul), user.substring(nul + 1));
+    if (roles != null && Roles.grants(roles, CommandActions.of(command, body), db)) return null;
+    return "not authorized on " + db + " to execute command { " + command + " }";
   }
 
   /** Runs {@code command} if it is one of authentication's; null if it is not. */
@@ -108,6 +121,7 @@ final class Authenticator {
       throw authenticationFailed(e);
     }
     channel.attr(CONVERSATION).set(conversation);
+    channel.attr(CONVERSATION_DB).set(db);
     return saslReply(conversation.serverFirst(), false);
   }
 
@@ -124,7 +138,7 @@ final class Authenticator {
         return saslReply(new byte[0], true);
       }
       byte[] serverFinal = conversation.verify(payload(query));
-      channel.attr(USER).set(conversation.user());
+      channel.attr(USER).set(channel.attr(CONVERSATION_DB).get() + '\0' + conversation.user());
       // MongoDB ends the exchange here when the client asked to skip the empty last round.
       boolean skipEmpty = query.get("options") instanceof Document o
           && Utils.isTrue(o.get("skipEmptyExchange"));
@@ -146,7 +160,7 @@ final class Authenticator {
         && !mechanisms.equals(List.of(UserStore.MECHANISM))) {
       throw new MongoServerError(2, "BadValue", "only " + UserStore.MECHANISM + " is supported");
     }
-    List<?> roles = query.get("roles") instanceof List<?> r ? r : List.of();
+    List<Document> roles = Roles.parse(db, query.get("roles"));
     boolean created;
     try {
       created = users.create(db, user, password, roles);

@@ -1,6 +1,9 @@
 package io.parallaxkv.mongo;
 
 import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.bson.Document;
+import de.bwaldvogel.mongo.exception.MongoServerError;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
@@ -47,6 +50,27 @@ final class CursorReaper implements AutoCloseable {
 
   void forget(StreamingCursor cursor) {
     open.remove(cursor.getId());
+  }
+
+  /**
+   * Refuses a getMore or killCursors ({@code command}, body {@code query}) sent on database
+   * {@code db} that names an open cursor of another collection, with MongoDB's error 13: the
+   * request's database is what roles are checked against, so a cursor is read or killed only
+   * through its own namespace.
+   */
+  void checkNamespace(String db, String command, Document query) {
+    boolean getMore = command.equalsIgnoreCase("getMore");
+    String namespace = db + "." + query.get(getMore ? "collection" : "killCursors");
+    List<?> ids = getMore ? List.of(query.get("getMore"))
+        : query.get("cursors") instanceof List<?> l ? l : List.of();
+    for (Object id : ids) {
+      StreamingCursor cursor = id instanceof Number n ? open.get(n.longValue()) : null;
+      if (cursor != null && !cursor.namespace().equals(namespace)) {
+        throw new MongoServerError(13, "Unauthorized", "Requested " + command + " on namespace '"
+            + namespace + "', but cursor " + id + " belongs to a different namespace "
+            + cursor.namespace());
+      }
+    }
   }
 
   /** Closes a cursor named by killCursors (the library then drops it from its registry). */

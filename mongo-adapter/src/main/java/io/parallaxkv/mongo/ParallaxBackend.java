@@ -68,6 +68,9 @@ final class ParallaxBackend extends AbstractMongoBackend {
       authenticator.describeMechanisms(query, reply);
       return reply;
     }
+    if (command.equalsIgnoreCase("getMore") || command.equalsIgnoreCase("killCursors")) {
+      cursors.checkNamespace(databaseName, command, query);
+    }
     if (command.equalsIgnoreCase("fsync")) {
       volume.syncAll();
       Document response = new Document("numFiles", 1);

@@ -4,13 +4,16 @@ import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.backend.AbstractSynchronizedMongoCollection;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
+import de.bwaldvogel.mongo.backend.DefaultQueryMatcher;
 import de.bwaldvogel.mongo.backend.DocumentComparator;
 import de.bwaldvogel.mongo.backend.DocumentWithPosition;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.QueryMatcher;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.ObjectId;
 import de.bwaldvogel.mongo.exception.DuplicateKeyError;
@@ -40,8 +43,10 @@ import java.util.stream.Stream;
  * the semantics (query matching, update operators, upserts, findAndModify); this class provides
  * storage: every document change is one atomic engine batch holding the document, all of its
  * index entries and the collection's counters, and queries run the plan {@link QueryPlanner}
- * chooses. Methods are synchronized (one writer per collection, see
- * AbstractSynchronizedMongoCollection), which also makes unique checks race-free.
+ * chooses. Writes are synchronized (one writer per collection, see
+ * AbstractSynchronizedMongoCollection), which makes read-modify-write updates and unique checks
+ * race-free. The find and aggregate commands take the lock only to plan and take their snapshot
+ * ({@link #planned}), and read outside it.
  */
 final class ParallaxCollection extends AbstractSynchronizedMongoCollection<RecordKey> {
   /** Documents over this size cannot go in one engine batch with their index entries. */
@@ -83,7 +88,8 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     return out;
   }
 
-  private List<StoredIndex> storedIndexes() {
+  /** A copy: readers plan with it outside the lock while addIndex and dropIndex change the list. */
+  private synchronized List<StoredIndex> storedIndexes() {
     return getIndexes().stream().map(i -> (StoredIndex) i).collect(Collectors.toList());
   }
 
@@ -304,7 +310,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
    * batch is read now and the rest on each getMore, from the snapshot taken here. Returns the
    * command's reply.
    */
-  synchronized Document find(Document command, CursorReaper cursors) {
+  Document find(Document command, CursorReaper cursors) {
     Document filter = command.get("filter") instanceof Document f ? f : new Document();
     Document sort = command.get("sort") instanceof Document o && !o.isEmpty() ? o : null;
     Document projection = command.get("projection") instanceof Document p ? p : null;
@@ -316,18 +322,53 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     boolean singleBatch = Utils.isTrue(command.get("singleBatch")) || limit < 0;
     limit = Math.abs(limit);
 
-    QueryPlan plan = QueryPlanner.plan(filter, sort, storedIndexes());
     QueryPlan.Counters counters = new QueryPlan.Counters();
-    Stream<Document> results = tiesInIdOrder(plan, plan.execute(store, counters), sort)
-        .filter(d -> documentMatchesQuery(d, filter));
-    Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
-    if (order != null) results = results.sorted(order);
+    Stream<Document> results = planned(filter, sort, counters);
     if (skip > 0) results = results.skip(skip);
     if (limit > 0) results = results.limit(limit);
     UnaryOperator<List<Document>> project = projection == null || projection.isEmpty()
         ? UnaryOperator.identity()
         : batch -> matchDocumentsFromStream(new Document(), batch.stream(), 0, 0, 0, null,
             projection).collectDocuments();
+    return openCursor(results, project, counters, firstBatch, singleBatch, cursors);
+  }
+
+  /**
+   * An {@code aggregate} whose pipeline is {@code filter}, then {@code sort} (null for none),
+   * then {@code stages} that each pass documents on one at a time, with a cursor that streams
+   * as find's does: {@code firstBatch} documents now, the rest on each getMore. Memory is what
+   * a find with the same filter and sort needs, plus one batch.
+   */
+  Document aggregate(Document filter, Document sort, Aggregation stages,
+      int firstBatch, CursorReaper cursors) {
+    QueryPlan.Counters counters = new QueryPlan.Counters();
+    Stream<Document> results = stages.runStagesAsStream(planned(filter, sort, counters));
+    return openCursor(results, UnaryOperator.identity(), counters, firstBatch, false, cursors);
+  }
+
+  /**
+   * The documents matching {@code filter} in {@code sort}'s order (ties by {@code _id}), read
+   * lazily through the plan the planner picks, on a snapshot taken now (close the stream).
+   *
+   * <p>Only the planning and the snapshot are under the collection's lock: a writer holds it for
+   * a whole document change, so the plan's view of the indexes (which exist, which are multikey)
+   * matches what the snapshot holds. The reading runs outside it, concurrently with the writers
+   * and other readers, with a matcher of its own (the library's keeps the last array position
+   * matched, which a writer's positional update reads).
+   */
+  private synchronized Stream<Document> planned(Document filter, Document sort,
+      QueryPlan.Counters counters) {
+    QueryPlan plan = QueryPlanner.plan(filter, sort, storedIndexes());
+    QueryMatcher matcher = new DefaultQueryMatcher();
+    Stream<Document> results = tiesInIdOrder(plan, plan.execute(store, counters), sort)
+        .filter(d -> matcher.matches(d, filter));
+    Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
+    return order == null ? results : results.sorted(order);
+  }
+
+  /** A cursor over {@code results} and the reply that hands out its first batch. */
+  private Document openCursor(Stream<Document> results, UnaryOperator<List<Document>> project,
+      QueryPlan.Counters counters, int firstBatch, boolean singleBatch, CursorReaper cursors) {
     StreamingCursor cursor = new StreamingCursor(cursorRegistry.generateCursorId(), getFullName(),
         results, project, counters, cursors);
     List<Document> batch;
@@ -385,17 +426,14 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
    * The {@code explain} of a find: the plan and what running it examined (the documents
    * themselves are not returned).
    */
-  synchronized Document explainFind(Document filter, Document sort, int skip, int limit) {
+  Document explainFind(Document filter, Document sort, int skip, int limit) {
     Document query = filter == null ? new Document() : filter;
     QueryPlan plan = QueryPlanner.plan(query, sort, storedIndexes());
     QueryPlan.Counters counters = new QueryPlan.Counters();
     long started = System.nanoTime();
     long returned;
-    try (Stream<Document> candidates = plan.execute(store, counters)) {
-      Stream<Document> matched = tiesInIdOrder(plan, candidates, sort)
-          .filter(d -> documentMatchesQuery(d, query));
-      Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
-      if (order != null) matched = matched.sorted(order);
+    try (Stream<Document> planned = planned(query, sort, counters)) {
+      Stream<Document> matched = planned;
       if (skip > 0) matched = matched.skip(skip);
       if (limit > 0) matched = matched.limit(limit);
       returned = matched.count();

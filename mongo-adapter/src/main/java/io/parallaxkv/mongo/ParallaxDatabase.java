@@ -165,6 +165,8 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       return c.find(query, cursors);
     }
     if (name.equals("aggregate")) {
+      Document streamed = streamingAggregate(query, databaseResolver, oplog);
+      if (streamed != null) return streamed;
       Document pushedDown = aggregateFromIndex(query, databaseResolver, oplog);
       if (pushedDown != null) return pushedDown;
     }
@@ -184,6 +186,76 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
   private static boolean dropsIdIndex(Object index) {
     return IdIndex.NAME.equals(index)
         || index instanceof Document key && key.keySet().equals(Set.of("_id"));
+  }
+
+  /**
+   * How a pipeline reads its input: its leading {@code $match} (empty if none) and the {@code
+   * $sort} right after it (null if none) go to the query planner; {@code rest} are the stages
+   * after them, and {@code streams} says whether each of those passes documents on one at a time.
+   */
+  private record PipelineInput(Document filter, Document sort, List<Document> rest,
+      boolean streams) {
+    /** Stages that need no more than the current document to produce their output. */
+    private static final Set<String> STREAMING_STAGES =
+        Set.of("$match", "$project", "$limit", "$skip", "$addFields", "$set", "$unset");
+
+    /** The split of {@code pipeline}; null if it is not a list of one-key stage documents. */
+    static PipelineInput of(Object pipeline) {
+      if (!(pipeline instanceof List<?> list)) return null;
+      List<Document> stages = new ArrayList<>();
+      for (Object stage : list) {
+        if (!(stage instanceof Document d) || d.size() != 1) return null;
+        stages.add(d);
+      }
+      int next = 0;
+      Document filter = new Document();
+      if (next < stages.size() && stages.get(next).get("$match") instanceof Document m) {
+        filter = m;
+        next++;
+      }
+      Document sort = null;
+      if (next < stages.size() && stages.get(next).get("$sort") instanceof Document o) {
+        sort = o;
+        next++;
+      }
+      List<Document> rest = stages.subList(next, stages.size());
+      boolean streams = rest.stream()
+          .allMatch(stage -> STREAMING_STAGES.contains(stage.keySet().iterator().next()));
+      return new PipelineInput(filter, sort, rest, streams);
+    }
+  }
+
+  /**
+   * An aggregation whose stages after its leading {@code $match} and {@code $sort} all stream
+   * ({@link PipelineInput}) runs on a streaming cursor: the match and sort through the query
+   * planner (an index scan in the sort's order needs no memory for the sort), the other stages
+   * per document as the batches are read, the first batch ({@code cursor.batchSize}, else 101)
+   * now and the rest on each getMore. Null for any other pipeline, or a collection not stored
+   * here.
+   */
+  private Document streamingAggregate(Document query, DatabaseResolver databaseResolver,
+      Oplog oplog) {
+    PipelineInput input = PipelineInput.of(query.get("pipeline"));
+    if (input == null || !input.streams() || query.containsKey("let")
+        || Utils.isTrue(query.get("explain"))) {
+      return null;
+    }
+    String collectionName = String.valueOf(query.get("aggregate"));
+    if (!(resolveCollection(collectionName, false) instanceof ParallaxCollection collection)) {
+      return null;
+    }
+    Aggregation.fromPipeline(query.get("pipeline"), databaseResolver, this, collection, oplog)
+        .validate(query);
+    Aggregation rest = Aggregation.fromPipeline(input.rest(), databaseResolver, this, collection,
+        oplog);
+    int firstBatch = StreamingCursor.DEFAULT_FIRST_BATCH;
+    if (query.get("cursor") instanceof Document cursor && cursor.get("batchSize") != null) {
+      if (!(cursor.get("batchSize") instanceof Number n) || n.intValue() < 0) {
+        throw new MongoServerError(2, "BadValue", "cursor.batchSize must be a number >= 0");
+      }
+      firstBatch = n.intValue();
+    }
+    return collection.aggregate(input.filter(), input.sort(), rest, firstBatch, cursors);
   }
 
   /**
@@ -272,7 +344,14 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
     }
     List<Object> rest = new ArrayList<>(pipeline);
     Document match = new Document();
-    if (!rest.isEmpty() && rest.get(0) instanceof Document first
+    Document sort = null;
+    PipelineInput split = PipelineInput.of(pipeline);
+    if (split != null && split.streams()) {
+      // The streaming path pushes the $sort into the plan as well.
+      match = split.filter();
+      sort = split.sort();
+      rest = new ArrayList<>(split.rest());
+    } else if (!rest.isEmpty() && rest.get(0) instanceof Document first
         && first.get("$match") instanceof Document m) {
       match = m;
       rest.remove(0);
@@ -280,7 +359,7 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
     String collectionName = String.valueOf(explained.get("aggregate"));
     Document input;
     if (resolveCollection(collectionName, false) instanceof ParallaxCollection c) {
-      input = c.explainFind(match, null, 0, 0);
+      input = c.explainFind(match, sort, 0, 0);
       input.remove("ok");
     } else {
       input = new Document("queryPlanner", new Document("namespace",

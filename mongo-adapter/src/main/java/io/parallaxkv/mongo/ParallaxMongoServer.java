@@ -1,6 +1,7 @@
 package io.parallaxkv.mongo;
 
 import de.bwaldvogel.mongo.MongoThreadFactory;
+import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.wire.MongoExceptionHandler;
 import de.bwaldvogel.mongo.wire.MongoWireMessageEncoder;
 import de.bwaldvogel.mongo.wire.MongoWireProtocolHandler;
@@ -15,6 +16,7 @@ import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.channel.nio.NioEventLoopGroup;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.handler.ssl.SslContext;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.UnknownHostException;
@@ -38,7 +40,7 @@ import java.util.concurrent.TimeUnit;
  *
  * <p>The Netty pipeline is the library's ({@code MongoServer}'s) with two additions: OP_MSG's
  * {@code moreToCome} for unacknowledged writes ({@link UnacknowledgedWrites}) and the
- * authentication check ({@link AuthenticatingHandler}).
+ * authentication check ({@link AuthenticatingHandler}); with TLS, Netty's SslHandler first.
  */
 public final class ParallaxMongoServer implements AutoCloseable {
   private final ParallaxBackend backend;
@@ -73,6 +75,20 @@ public final class ParallaxMongoServer implements AutoCloseable {
    */
   public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
       boolean insecureNoAuth) {
+    return start(dbPath, bindIp, port, auth, insecureNoAuth, null);
+  }
+
+  /**
+   * Starts a server on {@code bindIp}:{@code port} that speaks TLS only, with the certificate
+   * and key in {@code tlsCertificateKeyFile} (PEM; see {@link TlsCertificateKeyFile}), or
+   * plaintext only when it is null.
+   *
+   * @param auth whether connections must authenticate
+   * @throws IllegalArgumentException if {@code bindIp} is not a loopback address and neither
+   *     {@code auth} nor {@code insecureNoAuth} is set, or the TLS file is not usable
+   */
+  public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
+      boolean insecureNoAuth, Path tlsCertificateKeyFile) {
     InetAddress ip;
     try {
       ip = InetAddress.getByName(bindIp);
@@ -85,6 +101,8 @@ public final class ParallaxMongoServer implements AutoCloseable {
           + "Pass --auth (and create a user), bind to 127.0.0.1, or pass --insecure-no-auth "
           + "to accept that.");
     }
+    SslContext tls = tlsCertificateKeyFile == null
+        ? null : TlsCertificateKeyFile.serverContext(tlsCertificateKeyFile);
     ParallaxBackend backend = new ParallaxBackend(dbPath, auth);
     EventLoopGroup boss = new NioEventLoopGroup(1, new MongoThreadFactory("mongo-server-boss"));
     EventLoopGroup workers = new NioEventLoopGroup(0, new MongoThreadFactory("mongo-server-worker"));
@@ -100,6 +118,8 @@ public final class ParallaxMongoServer implements AutoCloseable {
           .childHandler(new ChannelInitializer<SocketChannel>() {
             @Override
             protected void initChannel(SocketChannel ch) {
+              // A client that does not speak TLS fails the handshake and is disconnected.
+              if (tls != null) ch.pipeline().addLast(tls.newHandler(ch.alloc()));
               // Outbound messages pass Replies before the encoders turn them into bytes.
               ch.pipeline().addLast(new MongoWireReplyEncoder(), new MongoWireMessageEncoder(),
                   new UnacknowledgedWrites.Frames(), new MongoWireProtocolHandler(),
@@ -118,11 +138,12 @@ public final class ParallaxMongoServer implements AutoCloseable {
   }
 
   /**
-   * Creates a user of database {@code db} if it does not exist (as the {@code createUser} command
-   * would); false if it exists.
+   * Creates a user of database {@code db} with the {@code root} role if it does not exist (as the
+   * {@code createUser} command would); false if it exists.
    */
   public boolean createUser(String db, String user, String password) {
-    return backend.authenticator().users().create(db, user, password, List.of("root"));
+    return backend.authenticator().users().create(db, user, password,
+        Roles.parse(db, List.of(new Document("role", "root").append("db", "admin"))));
   }
 
   ParallaxBackend backend() {

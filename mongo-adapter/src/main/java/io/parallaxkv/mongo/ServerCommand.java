@@ -9,7 +9,7 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code java -jar parallax-mongo.jar --dbpath DIR [--port 27017] [--bind_ip 127.0.0.1] [--auth]
- * [--create-user USER]}.
+ * [--create-user USER] [--tlsCertificateKeyFile PEM]}.
  */
 @Command(name = "parallax-mongo", mixinStandardHelpOptions = true,
     description = "A MongoDB wire-protocol server storing its data in a Parallax volume.")
@@ -37,6 +37,10 @@ public final class ServerCommand implements Callable<Integer> {
       description = "Allow a non-loopback --bind_ip without --auth.")
   boolean insecureNoAuth;
 
+  @Option(names = "--tlsCertificateKeyFile", paramLabel = "PEM",
+      description = "Speak TLS only, with the certificate and PKCS#8 private key in this PEM file.")
+  Path tlsCertificateKeyFile;
+
   static final String PASSWORD_VARIABLE = "PARALLAX_MONGO_PASSWORD";
 
   public static void main(String[] args) {
@@ -52,7 +56,8 @@ public final class ServerCommand implements Callable<Integer> {
     }
     ParallaxMongoServer server;
     try {
-      server = ParallaxMongoServer.start(dbPath, bindIp, port, auth, insecureNoAuth);
+      server = ParallaxMongoServer.start(dbPath, bindIp, port, auth, insecureNoAuth,
+          tlsCertificateKeyFile);
     } catch (IllegalArgumentException e) {
       System.err.println("parallax-mongo: " + e.getMessage());
       return 2;
@@ -74,7 +79,8 @@ public final class ServerCommand implements Callable<Integer> {
       stopped.countDown();
     }, "parallax-mongo-shutdown"));
     // Tests and scripts wait for this line to know the port (useful with --port 0).
-    System.out.println("parallax-mongo listening on " + server.connectionString());
+    System.out.println("parallax-mongo listening on " + server.connectionString()
+        + (tlsCertificateKeyFile != null ? " (TLS only: connect with tls=true)" : ""));
     System.out.flush();
     stopped.await();
     return 0;

@@ -53,6 +53,11 @@ final class StreamingCursor extends AbstractCursor {
     this.reaper = reaper;
   }
 
+  /** The collection it reads, {@code db.collection}. */
+  String namespace() {
+    return namespace;
+  }
+
   /** Documents the plan has read so far (for tests: a cursor does not read ahead of its batches). */
   synchronized long documentsRead() {
     return counters.docsExamined;

@@ -45,8 +45,14 @@ final class UserStore {
         (Document) ((Document) d.get("credentials")).get(MECHANISM));
   }
 
-  /** Adds a user; false if it exists. */
-  synchronized boolean create(String db, String user, String password, List<?> roles) {
+  /** The roles of {@code user} of database {@code db} as {@code {role, db}}; null if no such user. */
+  List<Document> roles(String db, String user) {
+    Document d = users.get(key(db, user));
+    return d == null ? null : Roles.parse(db, d.get("roles"));
+  }
+
+  /** Adds a user with {@code roles} (as {@link Roles#parse} gives them); false if it exists. */
+  synchronized boolean create(String db, String user, String password, List<Document> roles) {
     String key = key(db, user);
     if (users.containsKey(key)) return false;
     Document d = new Document("_id", db + "." + user).append("user", user).append("db", db)

@@ -135,6 +135,93 @@ class AuthTest {
   }
 
   @Test
+  void rolesAreEnforcedWithTheJavaDriver() {
+    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, "127.0.0.1", 0, true, false)) {
+      int port = server.port();
+      assertTrue(server.createUser("admin", "root", PASSWORD));
+      long otherCursor;
+      try (MongoClient root = client(port, MongoCredential.createCredential("root", "admin",
+          PASSWORD.toCharArray()))) {
+        root.getDatabase("app").getCollection("c").insertOne(new Document("_id", 1));
+        root.getDatabase("other").getCollection("c").insertMany(List.of(new Document("_id", 1),
+            new Document("_id", 2), new Document("_id", 3)));
+        otherCursor = root.getDatabase("other").runCommand(new Document("find", "c")
+            .append("batchSize", 1)).get("cursor", Document.class).getLong("id");
+        assertTrue(otherCursor != 0);
+        root.getDatabase("app").runCommand(new Document("createUser", "reader")
+            .append("pwd", "r").append("roles", List.of("read")));
+        root.getDatabase("app").runCommand(new Document("createUser", "writer")
+            .append("pwd", "w").append("roles", List.of("readWrite",
+                new Document("role", "read").append("db", "other"))));
+        root.getDatabase("app").runCommand(new Document("createUser", "owner")
+            .append("pwd", "o").append("roles", List.of("dbOwner")));
+        assertEquals(31, assertThrows(MongoCommandException.class,
+            () -> root.getDatabase("app").runCommand(new Document("createUser", "x")
+                .append("pwd", "x").append("roles", List.of("noSuchRole")))).getErrorCode());
+        assertEquals(31, assertThrows(MongoCommandException.class,
+            () -> root.getDatabase("app").runCommand(new Document("createUser", "x")
+                .append("pwd", "x").append("roles", List.of("root")))).getErrorCode(),
+            "root is a role of admin only");
+        assertEquals(List.of(new Document("role", "read").append("db", "app")),
+            root.getDatabase("app").runCommand(new Document("usersInfo", "reader"))
+                .getList("users", Document.class).get(0).getList("roles", Document.class));
+      }
+
+      try (MongoClient reader = client(port, MongoCredential.createScramSha256Credential(
+          "reader", "app", "r".toCharArray()))) {
+        MongoCollection<Document> c = reader.getDatabase("app").getCollection("c");
+        assertEquals(1, c.countDocuments());
+        assertEquals(1, c.find().into(new java.util.ArrayList<>()).size());
+        assertEquals(1, c.listIndexes().into(new java.util.ArrayList<>()).size());
+        assertUnauthorized(() -> c.insertOne(new Document("_id", 2)));
+        assertUnauthorized(() -> c.updateOne(new Document("_id", 1),
+            new Document("$set", new Document("v", 1))));
+        assertUnauthorized(() -> c.deleteOne(new Document("_id", 1)));
+        assertUnauthorized(() -> c.createIndex(new Document("v", 1)));
+        assertUnauthorized(() -> c.drop());
+        assertUnauthorized(() -> c.aggregate(List.of(new Document("$out", "copy"))).toCollection());
+        assertUnauthorized(() -> reader.getDatabase("other").getCollection("c").find().first());
+        assertUnauthorized(() -> reader.getDatabase("app").runCommand(
+            new Document("createUser", "y").append("pwd", "y").append("roles", List.of("read"))));
+        assertUnauthorized(() -> reader.getDatabase("admin").runCommand(new Document("fsync", 1)));
+        // Another database's cursor, named through a database the reader may read.
+        assertUnauthorized(() -> reader.getDatabase("app").runCommand(
+            new Document("getMore", otherCursor).append("collection", "c")));
+        assertUnauthorized(() -> reader.getDatabase("app").runCommand(
+            new Document("killCursors", "c").append("cursors", List.of(otherCursor))));
+      }
+
+      try (MongoClient writer = client(port, MongoCredential.createScramSha256Credential(
+          "writer", "app", "w".toCharArray()))) {
+        MongoCollection<Document> c = writer.getDatabase("app").getCollection("c");
+        c.insertOne(new Document("_id", 2));
+        c.createIndex(new Document("v", 1));
+        c.updateOne(new Document("_id", 2), new Document("$set", new Document("v", 2)));
+        assertEquals(2, c.countDocuments());
+        assertEquals(3, writer.getDatabase("other").getCollection("c").countDocuments());
+        assertUnauthorized(() -> writer.getDatabase("other").getCollection("c")
+            .insertOne(new Document("_id", 2)));
+        assertUnauthorized(() -> writer.getDatabase("app").drop());
+        assertUnauthorized(() -> writer.getDatabase("app").runCommand(new Document("dropUser", "reader")));
+      }
+
+      try (MongoClient owner = client(port, MongoCredential.createScramSha256Credential(
+          "owner", "app", "o".toCharArray()))) {
+        owner.getDatabase("app").runCommand(new Document("dropUser", "writer"));
+        owner.getDatabase("app").drop();
+        assertUnauthorized(() -> owner.getDatabase("other").getCollection("c").find().first());
+      }
+      assertLoginFails(port, MongoCredential.createScramSha256Credential("writer", "app",
+          "w".toCharArray()));
+    }
+  }
+
+  private static void assertUnauthorized(org.junit.jupiter.api.function.Executable command) {
+    MongoCommandException e = assertThrows(MongoCommandException.class, command);
+    assertEquals(13, e.getErrorCode(), e.getMessage());
+  }
+
+  @Test
   void withoutAuthTheUserCommandsStillWorkButNothingIsChecked() {
     try (MongoFixture f = new MongoFixture(dir)) {
       f.client.getDatabase("admin").runCommand(new Document("createUser", "u")

@@ -13,6 +13,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import org.bson.BsonDocument;
@@ -26,7 +27,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Malformed, oversized and invalid-BSON messages over a raw socket get an error reply or a
- * closed connection, never a hang or a dead server: the driver works afterwards.
+ * closed connection, never a hang or a dead server: the driver works afterwards. Mutated valid
+ * messages (a seeded fuzz of the wire decoder) likewise.
  */
 class BadInputTest {
   private static final int OP_MSG = 2013;
@@ -64,6 +66,63 @@ class BadInputTest {
       }
       assertEquals(messages.size() + 1, c.countDocuments(), "the server kept serving");
     }
+  }
+
+  /**
+   * A fuzz of the wire decoder: valid messages (an OP_MSG insert and find, a legacy OP_QUERY
+   * isMaster) with 1 to 4 random bytes changed after the length, each on its own connection and
+   * followed by a valid ping (a changed flag may mean moreToCome, which gets no reply): every one
+   * gets a reply or a closed connection, and afterwards the server serves and its indexes are
+   * consistent with its documents.
+   */
+  @Test
+  void mutatedMessagesGetAReplyOrAClose() throws Exception {
+    BsonDocument document = new BsonDocument("_id", new BsonInt32(1))
+        .append("a", new BsonString("fuzz")).append("n", new BsonInt32(7))
+        .append("tags", new org.bson.BsonArray(List.of(new BsonString("x"), new BsonInt32(2))));
+    List<byte[]> valid = List.of(
+        opMsg(bson(new BsonDocument("insert", new BsonString("c"))
+            .append("documents", new org.bson.BsonArray(List.of(document)))
+            .append("$db", new BsonString("app")))),
+        opMsg(bson(new BsonDocument("find", new BsonString("c"))
+            .append("filter", new BsonDocument("a", new BsonString("fuzz")))
+            .append("$db", new BsonString("app")))),
+        opQuery("admin.$cmd", bson(new BsonDocument("isMaster", new BsonInt32(1)))));
+    byte[] ping = opMsg(bson(new BsonDocument("ping", new BsonInt32(1))
+        .append("$db", new BsonString("admin"))));
+    Random random = new Random(7);
+    try (MongoFixture f = new MongoFixture(dir)) {
+      MongoCollection<Document> c = f.client.getDatabase("app").getCollection("c");
+      c.createIndex(new Document("a", 1));
+      c.createIndex(new Document("tags", 1).append("n", -1));
+      for (int i = 0; i < 300; i++) {
+        byte[] message = valid.get(random.nextInt(valid.size())).clone();
+        for (int flips = 1 + random.nextInt(4); flips > 0; flips--) {
+          message[4 + random.nextInt(message.length - 4)] = (byte) random.nextInt(256);
+        }
+        byte[] both = new byte[message.length + ping.length];
+        System.arraycopy(message, 0, both, 0, message.length);
+        System.arraycopy(ping, 0, both, message.length, ping.length);
+        String outcome = send(f.server.port(), both);
+        assertTrue(outcome.equals("closed") || outcome.startsWith("reply"),
+            "mutation " + i + ": " + outcome);
+      }
+      c.insertOne(new Document("_id", "after"));
+      assertEquals("after", c.find(new Document("_id", "after")).first().get("_id"));
+      Document valid1 = f.client.getDatabase("app").runCommand(new Document("validate", "c"));
+      assertEquals(Boolean.TRUE, valid1.getBoolean("valid"), valid1.toJson());
+    }
+  }
+
+  /** A legacy OP_QUERY of {@code namespace} with {@code bson} as its query. */
+  private static byte[] opQuery(String namespace, byte[] bson) {
+    ByteArrayOutputStream body = new ByteArrayOutputStream();
+    body.writeBytes(new byte[4]); // flags
+    body.writeBytes(namespace.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+    body.write(0);
+    body.writeBytes(new byte[] {0, 0, 0, 0, (byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xff});
+    body.writeBytes(bson);
+    return frame(2004, body.toByteArray());
   }
 
   /** Sends {@code message}; "closed" if the server closed the connection, else its reply. */

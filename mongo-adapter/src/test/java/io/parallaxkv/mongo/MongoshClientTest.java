@@ -14,7 +14,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * mongosh (pinned, installed from npm under target/) runs src/test/resources/mongosh_client.js
  * against the server: inserts, a descending and a multikey index, sorts, explain, an update
- * found through the index, 11000, validate, getIndexes, drop.
+ * found through the index, 11000 (duplicate _id and unique index), validate, getIndexes,
+ * dropIndex, bulkWrite with an upsert, findOneAndUpdate, a cursor across getMores, an
+ * aggregation ($match, $group, $sort, $project, $limit), countDocuments, getCollectionNames,
+ * drop, dropDatabase.
  */
 class MongoshClientTest {
   private static final Path PREFIX = Path.of("target", "mongosh");

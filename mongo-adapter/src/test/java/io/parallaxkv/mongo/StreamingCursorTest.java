@@ -20,7 +20,8 @@ import org.junit.jupiter.api.io.TempDir;
  * find's cursors stream: a large result with a small batch size is read from the engine batch by
  * batch (the server's cursor has read no more than the batches handed out, plus one document of
  * look-ahead), from the snapshot the find took; killCursors and the cursor timeout release it;
- * a dropped collection ends its cursors with an error, not a crash.
+ * a dropped collection ends its cursors with an error, not a crash. Aggregations of streaming
+ * stages read the same way.
  */
 class StreamingCursorTest {
   private static final int DOCS = 20_000;
@@ -83,6 +84,67 @@ class StreamingCursorTest {
       assertEquals(0, cursors.openCount());
       c.insertOne(new Document("_id", 1));
       assertEquals(1, c.countDocuments());
+    }
+  }
+
+  @Test
+  void aggregationsStreamInBatches() {
+    try (MongoFixture f = new MongoFixture(dir)) {
+      MongoCollection<Document> c = f.client.getDatabase("stream").getCollection("a");
+      fill(c);
+      c.createIndex(new Document("v", 1));
+      CursorReaper cursors = f.server.backend().cursors();
+      List<Document> pipeline = List.of(
+          new Document("$match", new Document("v", new Document("$gte", 1000))),
+          new Document("$sort", new Document("v", 1)),
+          new Document("$project", new Document("v", 1)
+              .append("twice", new Document("$multiply", List.of("$v", 2)))),
+          new Document("$skip", 10),
+          new Document("$limit", 15_000));
+
+      Document plan = f.client.getDatabase("stream").runCommand(new Document("explain",
+          new Document("aggregate", "a").append("pipeline", pipeline).append("cursor", new Document())));
+      String winning = plan.toJson();
+      assertTrue(winning.contains("IXSCAN") && !winning.contains("\"SORT\""), winning);
+
+      int expected = 1010;
+      try (MongoCursor<Document> it = c.aggregate(pipeline).batchSize(50).iterator()) {
+        Document first = it.next();
+        StreamingCursor cursor = cursors.get(it.getServerCursor().getId());
+        // The skip's 10, one batch of 50, one document of look-ahead.
+        assertTrue(cursor.documentsRead() <= 61, "read ahead: " + cursor.documentsRead());
+        assertEquals(new Document("_id", first.get("_id")).append("v", expected)
+            .append("twice", 2 * expected), first);
+        expected++;
+        while (expected < 1510) {
+          Document d = it.next();
+          assertEquals(expected, d.getInteger("v"));
+          assertEquals(2 * expected, d.getInteger("twice"));
+          expected++;
+        }
+        assertTrue(cursor.documentsRead() <= 561, "read ahead: " + cursor.documentsRead());
+        while (it.hasNext()) assertEquals(expected++, it.next().getInteger("v"));
+      }
+      assertEquals(1010 + 15_000, expected, "the whole result, in order, across getMores");
+      assertEquals(0, cursors.openCount(), "an exhausted aggregation released its snapshot");
+
+      // A collection scan (no $match) streams too; $sort on _id descending is a backward scan.
+      try (MongoCursor<Document> it = c.aggregate(List.of(
+          new Document("$sort", new Document("_id", -1)),
+          new Document("$project", new Document("_id", 1)))).batchSize(100).iterator()) {
+        assertEquals(DOCS - 1, it.next().getInteger("_id"));
+        StreamingCursor cursor = cursors.get(it.getServerCursor().getId());
+        assertTrue(cursor.documentsRead() <= 101, "read ahead: " + cursor.documentsRead());
+        int next = DOCS - 2;
+        while (it.hasNext()) assertEquals(next--, it.next().getInteger("_id"));
+        assertEquals(-1, next);
+      }
+      // A pipeline with a stage that needs all its input ($group) still answers, whole.
+      Document group = c.aggregate(List.of(new Document("$match", new Document("v",
+          new Document("$lt", 100))), new Document("$group", new Document("_id", null)
+          .append("n", new Document("$sum", 1))))).first();
+      assertEquals(100, group.getInteger("n"));
+      assertEquals(0, cursors.openCount());
     }
   }
 

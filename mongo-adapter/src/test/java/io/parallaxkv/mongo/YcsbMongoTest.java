@@ -6,12 +6,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 import com.mongodb.client.MongoClient;
+import com.mongodb.client.MongoCollection;
+import com.mongodb.client.model.Filters;
 import java.io.File;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -21,56 +26,82 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * YCSB's own mongodb binding (site.ycsb.db.MongoDbClient, driver 5.1.0, in a child JVM with its
- * own class path) runs Load A and Run A against the server: every operation returns OK and the
- * records are there.
+ * own class path) runs Load A and Run A–E against the server: every operation returns OK, each
+ * run performs its operation mix, and the records are there with their indexes valid.
  */
 class YcsbMongoTest {
   private static final int RECORDS = 2000;
   private static final Pattern RESULT = Pattern.compile("^\\[(\\w+)\\], Return=(\\w+), (\\d+)$",
       Pattern.MULTILINE);
+  /** YCSB's core workloads A–E: read, update, scan and insert proportions, and distribution. */
+  private static final Map<String, String[]> WORKLOADS = new LinkedHashMap<>();
+  static {
+    WORKLOADS.put("A", new String[] {"0.5", "0.5", "0", "0", "zipfian"});
+    WORKLOADS.put("B", new String[] {"0.95", "0.05", "0", "0", "zipfian"});
+    WORKLOADS.put("C", new String[] {"1", "0", "0", "0", "zipfian"});
+    WORKLOADS.put("D", new String[] {"0.95", "0", "0", "0.05", "latest"});
+    WORKLOADS.put("E", new String[] {"0", "0", "0.95", "0.05", "zipfian"});
+  }
 
   @TempDir Path dir;
 
   @Test
-  void loadAndRunWorkloadA() throws Exception {
+  void loadAndRunWorkloadsAThroughE() throws Exception {
     Path binding = Path.of(System.getProperty("mongo.ycsb.binding", "missing"));
     assumeTrue(Files.isRegularFile(binding), "YCSB's mongodb binding is not at " + binding
         + " (shared/ycsb-bindings beside the repository; YCSB does not publish it)");
     String classPath = System.getProperty("mongo.ycsb.lib") + File.separator + "*"
         + File.pathSeparator + binding;
-    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, 0)) {
+    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, 0);
+        MongoClient client = MongoFixture.client(server.connectionString())) {
       String url = server.connectionString() + "/ycsb?w=1";
-      String load = ycsb(classPath, "-load", url);
+      MongoCollection<Document> table = client.getDatabase("ycsb").getCollection("usertable");
+      String load = ycsb(classPath, "-load", url, WORKLOADS.get("A"));
       assertEquals(List.of("INSERT OK " + RECORDS), results(load), load);
+      List<String> loaded = table.distinct("_id", String.class).into(new ArrayList<>());
+      assertEquals(RECORDS, loaded.size());
+      StringBuilder summary = new StringBuilder("YCSB on " + RECORDS + " records, 2 threads: Load A "
+          + throughput(load) + " ops/s");
 
-      String run = ycsb(classPath, "-t", url);
-      List<String> ops = results(run);
-      long done = 0;
-      for (String op : ops) {
-        assertTrue(op.matches("(READ|UPDATE) OK \\d+"), "not OK: " + op + "\n" + run);
-        done += Long.parseLong(op.substring(op.lastIndexOf(' ') + 1));
+      for (Map.Entry<String, String[]> workload : WORKLOADS.entrySet()) {
+        String[] mix = workload.getValue();
+        String run = ycsb(classPath, "-t", url, mix);
+        Map<String, Long> done = new TreeMap<>();
+        for (String op : results(run)) {
+          String[] parts = op.split(" ");
+          assertEquals("OK", parts[1], "not OK: " + op + "\n" + run);
+          done.merge(parts[0], Long.parseLong(parts[2]), Long::sum);
+        }
+        assertEquals(RECORDS, done.values().stream().mapToLong(Long::longValue).sum(), run);
+        String[] kinds = {"READ", "UPDATE", "SCAN", "INSERT"};
+        for (int i = 0; i < kinds.length; i++) {
+          assertEquals(Double.parseDouble(mix[i]) > 0, done.containsKey(kinds[i]),
+              "Run " + workload.getKey() + " does " + kinds[i] + " iff its mix has it: " + done);
+        }
+        long inserted = done.getOrDefault("INSERT", 0L);
+        assertEquals(RECORDS + inserted, table.countDocuments(), "Run " + workload.getKey());
+        // D and E both insert the keys after the loaded ones: D's are removed before E runs.
+        table.deleteMany(Filters.nin("_id", loaded));
+        summary.append(", Run ").append(workload.getKey()).append(' ').append(throughput(run));
       }
-      assertEquals(RECORDS, done, run);
-      System.out.println("YCSB A on " + RECORDS + " records: " + throughput(load) + " inserts/s, "
-          + throughput(run) + " ops/s (2 threads)");
+      System.out.println(summary);
 
-      try (MongoClient client = MongoFixture.client(server.connectionString())) {
-        assertEquals(RECORDS, client.getDatabase("ycsb").getCollection("usertable").countDocuments());
-        Document valid = client.getDatabase("ycsb").runCommand(new Document("validate", "usertable"));
-        assertEquals(Boolean.TRUE, valid.getBoolean("valid"), valid.toJson());
-      }
+      assertEquals(RECORDS, table.countDocuments());
+      Document valid = client.getDatabase("ycsb").runCommand(new Document("validate", "usertable"));
+      assertEquals(Boolean.TRUE, valid.getBoolean("valid"), valid.toJson());
     }
   }
 
-  private String ycsb(String classPath, String phase, String url) throws Exception {
+  private String ycsb(String classPath, String phase, String url, String[] mix) throws Exception {
     List<String> cmd = new ArrayList<>(List.of(
         System.getProperty("mongo.java", "java"), "-cp", classPath, "site.ycsb.Client", phase,
         "-db", "site.ycsb.db.MongoDbClient", "-threads", "2", "-s",
         "-p", "workload=site.ycsb.workloads.CoreWorkload",
         "-p", "recordcount=" + RECORDS, "-p", "operationcount=" + RECORDS,
-        "-p", "readproportion=0.5", "-p", "updateproportion=0.5",
-        "-p", "scanproportion=0", "-p", "insertproportion=0",
-        "-p", "requestdistribution=zipfian", "-p", "mongodb.url=" + url));
+        "-p", "readproportion=" + mix[0], "-p", "updateproportion=" + mix[1],
+        "-p", "scanproportion=" + mix[2], "-p", "insertproportion=" + mix[3],
+        "-p", "requestdistribution=" + mix[4], "-p", "maxscanlength=100",
+        "-p", "mongodb.url=" + url));
     Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
     p.getOutputStream().close();
     byte[] out = p.getInputStream().readAllBytes();

@@ -1,0 +1,60 @@
+#!/bin/sh
+# The adapter at an older commit against the working tree's, side by side on the same data:
+# Load A once (RECORDS documents, the new server), then YCSB Run A for RUN_SECONDS on the old
+# server, then on the new one, twice (old, new, old, new), each on the same --dbpath, 2 client
+# threads, zipfian. Page-cache mode.
+#   mongo-adapter/bench/ycsb-old-new.sh OLD_COMMIT [RECORDS] [RUN_SECONDS]
+# Needs `mvn -pl mongo-adapter -am test-compile` first (the new server's classes and the YCSB
+# class path) and the binding in ../shared/ycsb-bindings. The old commit's mongo-adapter sources
+# are compiled with javac against the current dependencies. Results: target/ycsb-old-new/.
+set -eu
+cd "$(dirname "$0")/.."
+OLD=$1
+RECORDS=${2:-1000000}
+SECONDS_PER_RUN=${3:-60}
+OUT=target/ycsb-old-new
+rm -rf "$OUT"; mkdir -p "$OUT/old-src" "$OUT/old-classes"
+mvn -B -ntp -o -q dependency:build-classpath -Dmdep.outputFile="$OUT/cp.txt" >/dev/null
+ENGINE_JAR=$(ls ../engine-java/target/parallax-engine-*-SNAPSHOT.jar | grep -v -e sources -e javadoc)
+DEPS=$(sed "s#[^:]*parallax-engine[^:]*#$ENGINE_JAR#" "$OUT/cp.txt")
+git archive "$OLD" src/main | tar -x -C "$OUT/old-src"
+javac -nowarn -d "$OUT/old-classes" -cp "$DEPS" $(find "$OUT/old-src" -name '*.java')
+NEW_CP="target/classes:$DEPS"
+OLD_CP="$OUT/old-classes:$DEPS"
+YCSB_CP="../../shared/ycsb-bindings/mongodb-binding.jar:$(ls target/ycsb-lib/*.jar | tr '\n' ':')"
+PORT=27093
+
+start_server() { # NAME CLASSPATH
+  nice java -Xmx1g -cp "$2" io.parallaxkv.mongo.ServerCommand --dbpath "$OUT/data" --port $PORT \
+    > "$OUT/server-$1.log" 2>&1 &
+  SERVER_PID=$!
+  for _ in $(seq 1 100); do grep -q listening "$OUT/server-$1.log" && return; sleep 0.2; done
+  echo "server $1 did not start:"; cat "$OUT/server-$1.log"; exit 1
+}
+
+stop_server() {
+  kill "$SERVER_PID"; wait "$SERVER_PID" || true
+}
+
+ycsb() { # LABEL PHASE WORKLOAD-PROPERTIES...
+  label=$1; phase=$2; shift 2
+  nice java -cp "$YCSB_CP" site.ycsb.Client "$phase" -db site.ycsb.db.MongoDbClient -s \
+    -p mongodb.url="mongodb://127.0.0.1:$PORT/ycsb?w=1" -p workload=site.ycsb.workloads.CoreWorkload \
+    -p recordcount="$RECORDS" -threads 2 -p readproportion=0.5 -p updateproportion=0.5 \
+    -p requestdistribution=zipfian "$@" > "$OUT/$label.txt" 2> "$OUT/$label.err"
+  echo "$label: $(grep -E '^\[OVERALL\], Throughput' "$OUT/$label.txt"), load average $(cut -d' ' -f1-3 /proc/loadavg)" \
+    | tee -a "$OUT/summary.txt"
+}
+
+echo "old=$OLD records=$RECORDS run_seconds=$SECONDS_PER_RUN page-cache mode $(date -u)" >> "$OUT/summary.txt"
+start_server load "$NEW_CP"
+ycsb loadA -load -p operationcount=0
+stop_server
+for round in 1 2; do
+  for side in old new; do
+    if [ $side = old ]; then cp="$OLD_CP"; else cp="$NEW_CP"; fi
+    start_server "$side-$round" "$cp"
+    ycsb "runA-$side-$round" -t -p operationcount=100000000 -p maxexecutiontime="$SECONDS_PER_RUN"
+    stop_server
+  done
+done
