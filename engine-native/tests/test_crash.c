@@ -33,6 +33,7 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include "api/internal.h"
 #include "io/powerloss.h"
 
 #include <errno.h>
@@ -205,6 +206,37 @@ typedef struct cycle_stats {
   uint64_t acked[NT];
 } cycle_stats;
 
+/* For a value that fails its read: where the key's pointer leads and what
+ * the catalog lists for that segment, to tell a lost write (listed with the
+ * pointer's incarnation) from a segment dropped (not listed) or reused
+ * (another incarnation). */
+static void describe_pointer(par_region *r, const char *key, size_t kl, char *out, size_t cap) {
+  uint64_t lsn;
+  view *w = region_acquire_view(r, &lsn);
+  tree_entry e;
+  int rc = region_lookup(r, w, lsn, key, kl, NULL, &e);
+  vptr p = {0};
+  int large = rc == PAR_OK && e.cat == CAT_LARGE && e.value_len == VPTR_SIZE;
+  if (large) p = vptr_decode(e.value);
+  view_unref(w);
+  if (!large) {
+    snprintf(out, cap, "not a large-log pointer (lookup: %s)", par_strerror(rc));
+    return;
+  }
+  int n = snprintf(out, cap, "pointer %u:%u inc %u size %u; catalog:", p.seg, p.off, p.inc, p.size);
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  for (uint32_t i = 0; d && i < d->nvlog && n > 0 && (size_t)n < cap; i++) {
+    const vlog_seg *v = &d->vlog[i];
+    if (p.seg >= v->seg && p.seg < v->seg + v->nsegs)
+      n += snprintf(out + n, cap - (size_t)n, " segment %u+%u inc %u garbage %llu open %u;", v->seg, v->nsegs,
+                    v->inc, (unsigned long long)v->garbage, v->open);
+  }
+  if (d && n > 0 && (size_t)n < cap)
+    snprintf(out + n, cap - (size_t)n, " next_inc %u, %u large-log entries", d->next_inc, d->nvlog);
+  pthread_mutex_unlock(&r->vol->meta_mu);
+}
+
 /* Verifies the recovered region; on success sets next[t] = P + 1. */
 static void verify_recovered(par_region *r, uint64_t seed, int cycle, uint64_t *next,
                              const uint64_t *max_ack, cycle_stats *cs) {
@@ -218,9 +250,13 @@ static void verify_recovered(par_region *r, uint64_t seed, int cycle, uint64_t *
       int rc = par_get(r, NULL, key, kl, buf, VBUF, &len);
       got[t][k] = 0;
       if (rc == PAR_NOT_FOUND) continue;
-      if (rc != PAR_OK)
-        fail_msg("seed %llu cycle %d: get %s: %s (%s)", (unsigned long long)seed, cycle, key,
-                 par_strerror(rc), par_last_error());
+      if (rc != PAR_OK) {
+        char msg[512], where[512];
+        snprintf(msg, sizeof msg, "%s", par_last_error());
+        describe_pointer(r, key, kl, where, sizeof where);
+        fail_msg("seed %llu cycle %d: get %s: %s (%s); %s", (unsigned long long)seed, cycle, key,
+                 par_strerror(rc), msg, where);
+      }
       uint64_t s = len <= VBUF ? parse_value(t, k, buf, len) : 0;
       if (s == 0)
         fail_msg("seed %llu cycle %d: key %s holds a torn or foreign %zu-byte value",
