@@ -24,6 +24,8 @@
 #include "testutil.h"
 #include "api/internal.h"
 
+#include <time.h>
+
 typedef struct model {
   uint64_t seed;
   uint64_t rng;
@@ -46,6 +48,7 @@ typedef struct model {
   uint64_t gc_runs;         /* large-log collections, over all sessions */
   uint64_t stalls, compactions;
   uint64_t checkpoints, ckpt_segments, ckpt_copied; /* par_checkpoint into one target */
+  double ckpt_seconds;                              /* taking, opening and checking them */
 } model;
 
 #define BUF_CAP (PAR_MAX_VALUE_SIZE + 1)
@@ -281,7 +284,14 @@ static void model_check_multi_get(model *m, par_snapshot *snap, const tu_map *re
 /* A checkpoint into the same target every time (so most are incremental),
  * opened as a volume of its own: it holds exactly the model's state (one
  * thread writes, so every write so far was acknowledged before the call). */
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
 static void model_checkpoint(model *m) {
+  double t0 = seconds_now();
   char *ck = tu_path(m->dir, "ckpt.px");
   par_checkpoint_stats st;
   MOK(m, par_checkpoint(m->vol, ck, NULL, 0, &st));
@@ -297,6 +307,7 @@ static void model_checkpoint(model *m) {
   MOK(m, par_region_close(cr));
   MOK(m, par_close(cv));
   free(ck);
+  m->ckpt_seconds += seconds_now() - t0;
 }
 
 static void model_step(model *m) {
@@ -496,10 +507,10 @@ static void test_model(void **state) {
     MFAIL(m, "placement %d left the large log empty", (int)placement);
   m->gc_runs += st.gc_runs;
   fprintf(stderr, "model: up to %llu transient medium-log segments; %llu now; %llu GC runs; %llu checkpoints "
-          "(%llu of %llu segments copied)\n",
+          "(%llu of %llu segments copied, %.1f s)\n",
           (unsigned long long)m->max_medium_segs, (unsigned long long)st.medium_log_segments,
           (unsigned long long)m->gc_runs, (unsigned long long)m->checkpoints, (unsigned long long)m->ckpt_copied,
-          (unsigned long long)m->ckpt_segments);
+          (unsigned long long)m->ckpt_segments, m->ckpt_seconds);
   if (ops >= 100000 && !m->checkpoints) MFAIL(m, "no checkpoint was taken");
   if (placement != PAR_PLACEMENT_IN_PLACE && ops >= 100000 && !m->gc_runs)
     MFAIL(m, "the large log was never garbage collected");
