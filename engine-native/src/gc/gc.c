@@ -169,7 +169,8 @@ static uint64_t now_ms(int clock) {
 }
 
 void gc_admit(par_region *r) {
-  if (atomic_load(&r->gc_owed) <= GC_OWED_MAX) return;
+  uint64_t now_owed = atomic_load(&r->gc_owed);
+  if (now_owed <= GC_OWED_MAX || now_owed == atomic_load(&r->gc_owed_waited_out)) return;
   compaction_schedule(r);
   pthread_mutex_lock(&r->view_mu);
   atomic_fetch_add(&r->stats.stalls, 1);
@@ -181,6 +182,7 @@ void gc_admit(par_region *r) {
       low = owed;
       since = t;
     } else if (t - since > GC_PATIENCE_MS) {
+      atomic_store(&r->gc_owed_waited_out, owed); /* the region's other writers go on too */
       break;
     }
     /* view_cv keeps the default (realtime) clock; the run that lowers the

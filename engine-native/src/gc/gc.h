@@ -72,8 +72,10 @@ int gc_run(par_region *r, const gc_task *t);
  * L0, whose room the relocations need): writers that outrun GC slow down to
  * its pace instead of growing the volume without bound. A writer goes on
  * after GC_PATIENCE_MS without the debt going down (a GC that keeps
- * failing must not stop writes for good), and when the region failed, is
- * closing, or is not a replication primary (a backup never collects). */
+ * failing, or a long merge holding the only worker, must not stop writes),
+ * and so do the region's later writers until the debt changes; also when
+ * the region failed, is closing, or is not a replication primary (a backup
+ * never collects). */
 #define GC_OWED_MAX (32ull * PAR_SEGMENT_SIZE)
 #define GC_PATIENCE_MS 5000u
 /* Recomputes r->gc_owed (view_mu held). */
