@@ -27,6 +27,12 @@
  * is the same. Both also check that space is not leaked: the segments in use
  * after each recovery stay under a bound that the live data sets.
  *
+ * In the kill cycles a third thread takes checkpoints one after another, so
+ * the kill often interrupts one: the target is then refused as incomplete,
+ * or it opens and holds a prefix state of each thread's writes, at least
+ * what the source held when the child opened it and at most what the
+ * source recovered.
+ *
  * Environment: PAR_SEED, PAR_CRASH_CYCLES (default 20), PAR_POWERLOSS_CYCLES
  * (default 20).
  */
@@ -108,6 +114,8 @@ typedef struct child_ctx {
   int t;
   uint64_t start;
   int ack_fd;
+  par_volume *vol;       /* the checkpoint thread's */
+  const char *ckpt_path;
 } child_ctx;
 
 static void child_die(const char *what, int rc) {
@@ -150,7 +158,18 @@ static void *child_writer(void *arg) {
   return NULL;
 }
 
-static void child_main(const char *path, const char *ack_path, const char *journal,
+/* Kill cycles: checkpoints of the volume follow each other into ckpt_path,
+ * so that the kill often lands in one. */
+static void *child_checkpoints(void *arg) {
+  const child_ctx *c = arg;
+  for (;;) {
+    int rc = par_checkpoint(c->vol, c->ckpt_path, NULL, 0, NULL);
+    if (rc != PAR_OK) child_die("par_checkpoint", rc);
+  }
+  return NULL;
+}
+
+static void child_main(const char *path, const char *ack_path, const char *journal, const char *ckpt_path,
                        const uint64_t *start, int ready_fd) {
   if (journal && powerloss_arm(journal) != 0) _exit(9);
   par_options o = tu_options(256u << 10, 4);
@@ -169,6 +188,9 @@ static void child_main(const char *path, const char *ack_path, const char *journ
     c[t] = (child_ctx){.reg = reg, .t = t, .start = start[t], .ack_fd = ack_fd};
     if (pthread_create(&th[t], NULL, child_writer, &c[t]) != 0) _exit(6);
   }
+  pthread_t ct;
+  child_ctx cc = {.vol = vol, .ckpt_path = ckpt_path};
+  if (ckpt_path && pthread_create(&ct, NULL, child_checkpoints, &cc) != 0) _exit(6);
   if (write(ready_fd, "R", 1) != 1) _exit(7);
   for (int t = 0; t < NT; t++) pthread_join(th[t], NULL);
   _exit(8); /* unreachable: writers loop until killed */
@@ -347,13 +369,44 @@ static void verify_recovered(par_region *r, uint64_t seed, int cycle, uint64_t *
 }
 
 typedef struct child_args {
-  const char *path, *ack_path, *journal;
+  const char *path, *ack_path, *journal, *ckpt_path;
   const uint64_t *start;
 } child_args;
 
 static void run_child(void *arg, int ready_fd) {
   child_args *a = arg;
-  child_main(a->path, a->ack_path, a->journal, a->start, ready_fd);
+  child_main(a->path, a->ack_path, a->journal, a->ckpt_path, a->start, ready_fd);
+}
+
+/* The checkpoint target a killed child left: absent (none begun), empty or
+ * refused as incomplete, or a prefix state of each thread's writes that holds every
+ * write the source held when this cycle's child opened it and no more than
+ * the source recovered (a checkpoint syncs the source's WAL up to its cut).
+ * next: as before this cycle; ckpt_next gets P + 1 of the copy. */
+static int verify_checkpoint(const char *ckpt_path, uint64_t seed, int cycle, const uint64_t *next,
+                             uint64_t *ckpt_next) {
+  par_options o = tu_options(256u << 10, 4);
+  o.create_if_missing = 0;
+  par_volume *vol = NULL;
+  par_region *reg = NULL;
+  int rc = par_open(ckpt_path, &o, &vol);
+  if (rc == PAR_ENOENT) return 0;
+  if (rc == PAR_ENOTVOLUME) {
+    /* Killed in its first steps, the checkpoint leaves the file it created
+     * empty; after them, marked incomplete. */
+    if (!strstr(par_last_error(), "incomplete checkpoint") && !strstr(par_last_error(), "is empty"))
+      fail_msg("seed %llu cycle %d: the checkpoint target: %s", (unsigned long long)seed, cycle, par_last_error());
+    return 0;
+  }
+  assert_ok(rc);
+  assert_ok(par_region_open(vol, "crash", 0, &reg));
+  uint64_t none[NT] = {0};
+  cycle_stats cs;
+  memcpy(ckpt_next, next, sizeof *next * NT);
+  verify_recovered(reg, seed, cycle, ckpt_next, none, &cs);
+  assert_ok(par_region_close(reg));
+  assert_ok(par_close(vol));
+  return 1;
 }
 
 /* Kill -9 cycles, or power-cut cycles when powerloss is set. */
@@ -371,9 +424,12 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
   uint64_t next[NT];
   for (int t = 0; t < NT; t++) next[t] = 1;
 
+  char *ckpt_path = powerloss ? NULL : tu_path(dir, "ckpt.px");
+  int ckpt_opened = 0;
   for (int cycle = 0; cycle < cycles; cycle++) {
     uint64_t delay = 10 + tu_rand_range(&rng, 491);
-    child_args ca = {path, ack_path, journal, next};
+    if (ckpt_path) unlink(ckpt_path); /* a target left by an earlier cycle holds less */
+    child_args ca = {path, ack_path, journal, ckpt_path, next};
     powerloss_stats ps;
     tu_kill_cycle(seed, cycle, run_child, &ca, delay, path, journal, tu_mix64(rng++), &ps);
     char cut[160] = "";
@@ -390,8 +446,16 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
     par_region *reg = NULL;
     assert_ok(par_open(path, &o, &vol));
     assert_ok(par_region_open(vol, "crash", 0, &reg));
+    uint64_t ckpt_next[NT];
+    int ckpt = ckpt_path && verify_checkpoint(ckpt_path, seed, cycle, next, ckpt_next);
     cycle_stats cs;
     verify_recovered(reg, seed, cycle, next, max_ack, &cs);
+    for (int t = 0; ckpt && t < NT; t++)
+      if (ckpt_next[t] > next[t])
+        fail_msg("seed %llu cycle %d thread %d: the checkpoint holds writes up to s=%llu, the source only up to %llu",
+                 (unsigned long long)seed, cycle, t, (unsigned long long)ckpt_next[t] - 1,
+                 (unsigned long long)next[t] - 1);
+    ckpt_opened += ckpt;
     par_stats st;
     assert_ok(par_region_stats(reg, &st));
     par_volume_stats vs;
@@ -418,8 +482,10 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
     assert_ok(par_region_close(reg));
     assert_ok(par_close(vol));
   }
-  fprintf(stderr, "%s: %d cycles, at most %llu segments in use\n", name, cycles,
-          (unsigned long long)max_segments);
+  fprintf(stderr, "%s: %d cycles, at most %llu segments in use%s", name, cycles, (unsigned long long)max_segments,
+          ckpt_path ? "" : "\n");
+  if (ckpt_path) fprintf(stderr, "; %d checkpoint targets opened (the others absent or incomplete)\n", ckpt_opened);
+  free(ckpt_path);
   tu_rm_rf(dir);
   free(dir);
   free(path);

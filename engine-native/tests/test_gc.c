@@ -23,6 +23,10 @@
  *              few times that set, many times over: GC frees space while
  *              writes go on, and a write refused with PAR_ENOSPC succeeds
  *              again once GC has run, without a reopen.
+ *  gc_bounded  writers overwriting a few keys with large values as fast as
+ *              they can, while checkpoints pin segments, do not grow the
+ *              volume file past a fixed bound of the live data (a byte
+ *              count): they wait for merges and GC (back-pressure).
  *  gc_huge     values larger than a segment live in runs of segments of
  *              their own; overwriting them frees the runs, and 64 MiB
  *              values read back across a reopen.
@@ -705,6 +709,118 @@ static void test_gc_races(void **state) {
   free(path);
 }
 
+/* ---- gc_bounded --------------------------------------------------------------- */
+
+/* Writers overwrite a few keys with large values as fast as they can (every
+ * fourth value a run of two segments), far faster than GC can collect on a
+ * loaded machine or under a sanitizer, while a thread takes checkpoints that
+ * pin the segments they copy. The volume file, which never shrinks, must
+ * stay under a fixed multiple of the live data: writers wait for merges and
+ * GC (issue 13) instead of growing it. */
+enum { BOUNDED_WRITERS = 2, BOUNDED_KEYS = 16 };
+#define BOUNDED_BYTES (1536ull << 20) /* written by each writer */
+
+typedef struct bounded {
+  par_volume *v;
+  par_region *r;
+  const char *ck;
+  atomic_int stop, failures;
+  atomic_uint_fast64_t checkpoints;
+} bounded;
+
+typedef struct bounded_writer {
+  bounded *b;
+  int id;
+} bounded_writer;
+
+static size_t bounded_len(uint64_t i) { return i % 4 == 3 ? 3u << 20 : 256u << 10; }
+
+static void *bounded_write(void *arg) {
+  bounded_writer *w = arg;
+  uint8_t *val = malloc(3u << 20);
+  tu_fill_pattern(val, 3u << 20, (uint64_t)w->id);
+  char key[32];
+  uint64_t written = 0;
+  for (uint64_t i = 0; written < BOUNDED_BYTES; i++) {
+    size_t vl = bounded_len(i);
+    memcpy(val, &i, sizeof i); /* each version differs */
+    int rc = par_put(w->b->r, key, key_of((uint32_t)(w->id * BOUNDED_KEYS + i % BOUNDED_KEYS), key), val, vl, 0);
+    if (rc) {
+      fprintf(stderr, "gc_bounded: writer %d write %llu: %s\n", w->id, (unsigned long long)i, par_last_error());
+      atomic_fetch_add(&w->b->failures, 1);
+      break;
+    }
+    written += vl;
+  }
+  free(val);
+  return NULL;
+}
+
+static void *bounded_checkpoints(void *arg) {
+  bounded *b = arg;
+  while (!atomic_load(&b->stop)) {
+    if (par_checkpoint(b->v, b->ck, NULL, 0, NULL) != PAR_OK) {
+      fprintf(stderr, "gc_bounded: checkpoint: %s\n", par_last_error());
+      atomic_fetch_add(&b->failures, 1);
+      break;
+    }
+    atomic_fetch_add(&b->checkpoints, 1);
+  }
+  return NULL;
+}
+
+static void test_gc_bounded(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_bounded");
+  char *path = tu_path(dir, "gc.px"), *ck = tu_path(dir, "ck.px");
+  par_options o = tu_options(64u << 10, 4);
+  o.gc_threshold_pct = 5;
+  o.max_volume_size = 6ull << 30; /* a failure, not a full disk, if the bound breaks badly */
+  bounded b = {.ck = ck};
+  assert_ok(par_open(path, &o, &b.v));
+  assert_ok(par_region_open(b.v, "gc", 1, &b.r));
+  pthread_t wt[BOUNDED_WRITERS], ct;
+  bounded_writer w[BOUNDED_WRITERS];
+  assert_int_equal(pthread_create(&ct, NULL, bounded_checkpoints, &b), 0);
+  for (int t = 0; t < BOUNDED_WRITERS; t++) {
+    w[t] = (bounded_writer){&b, t};
+    assert_int_equal(pthread_create(&wt[t], NULL, bounded_write, &w[t]), 0);
+  }
+  for (int t = 0; t < BOUNDED_WRITERS; t++) pthread_join(wt[t], NULL);
+  atomic_store(&b.stop, 1);
+  pthread_join(ct, NULL);
+  par_stats s;
+  par_volume_stats vs;
+  assert_ok(par_region_stats(b.r, &s));
+  assert_ok(par_volume_stats_get(b.v, &vs));
+  /* The live data: every key's newest value, at most a run of two segments.
+   * The bound: the live data, the large values of a full L0 and a frozen one
+   * (garbage not found yet), the garbage GC may owe before writers wait and
+   * one write per writer past that check, and the levels, WAL and redo log;
+   * twice that, because the segments a checkpoint copies (at most all those
+   * in use when it starts) are not reused until it ends. */
+  uint64_t live = (uint64_t)BOUNDED_WRITERS * BOUNDED_KEYS * 2 * SEGSZ;
+  uint64_t bound = 2 * (live + 2 * L0_LARGE_MIN + GC_OWED_MAX + BOUNDED_WRITERS * 2 * SEGSZ + 16 * SEGSZ);
+  fprintf(stderr,
+          "gc_bounded: %.0f MiB written; volume file %.0f MiB (bound %.0f MiB, live at most %.0f MiB), %llu "
+          "segments in use; %llu checkpoints; %llu compactions, %llu GC runs, %llu segments freed, %llu write stalls\n",
+          2.0 * BOUNDED_BYTES / 1048576.0, vs.volume_bytes / 1048576.0, bound / 1048576.0, live / 1048576.0,
+          (unsigned long long)vs.segments_used, (unsigned long long)atomic_load(&b.checkpoints),
+          (unsigned long long)s.compactions, (unsigned long long)s.gc_runs, (unsigned long long)s.gc_segments_freed,
+          (unsigned long long)s.write_stalls);
+  assert_int_equal(atomic_load(&b.failures), 0);
+  assert_true(s.gc_segments_freed > 0);
+  if (vs.volume_bytes > bound)
+    fail_msg("the volume grew to %llu bytes (bound %llu) while %llu were written", (unsigned long long)vs.volume_bytes,
+             (unsigned long long)bound, (unsigned long long)(2 * BOUNDED_BYTES));
+  assert_ok(par_region_close(b.r));
+  assert_ok(par_close(b.v));
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+  free(ck);
+}
+
 /* ---- flushed_large_survives_kill --------------------------------------------- */
 
 static void test_flushed_large_survives_kill(void **state) {
@@ -930,6 +1046,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_gc_description_limit, save_limit, restore_limit),
       cmocka_unit_test(test_gc_huge),
       cmocka_unit_test(test_gc_races),
+      cmocka_unit_test(test_gc_bounded),
       cmocka_unit_test(test_flushed_large_survives_kill),
       cmocka_unit_test(test_gc_crash),
   };

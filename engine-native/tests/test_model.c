@@ -9,7 +9,9 @@
  * through par_region_stats), and the volume is closed and reopened
  * periodically (with and without par_flush) followed by a full comparison,
  * which also checks what range estimates guarantee whatever the data: an
- * empty range is 0 and every live key counts.
+ * empty range is 0 and every live key counts. Now and then a checkpoint is
+ * taken (into one target, so mostly incremental), opened, and compared
+ * with the model's state at that point.
  *
  * Values range over all three size classes (small < 120 B, medium, large
  * >= 1 KiB, up to 64 KiB), so overwrites move keys between classes; the
@@ -21,6 +23,8 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 #include "api/internal.h"
+
+#include <time.h>
 
 typedef struct model {
   uint64_t seed;
@@ -43,6 +47,8 @@ typedef struct model {
   uint64_t max_medium_segs; /* transient medium-log segments seen at once */
   uint64_t gc_runs;         /* large-log collections, over all sessions */
   uint64_t stalls, compactions;
+  uint64_t checkpoints, ckpt_segments, ckpt_copied; /* par_checkpoint into one target */
+  double ckpt_seconds;                              /* taking, opening and checking them */
 } model;
 
 #define BUF_CAP (PAR_MAX_VALUE_SIZE + 1)
@@ -275,6 +281,35 @@ static void model_check_multi_get(model *m, par_snapshot *snap, const tu_map *re
   par_snapshot_release(own);
 }
 
+/* A checkpoint into the same target every time (so most are incremental),
+ * opened as a volume of its own: it holds exactly the model's state (one
+ * thread writes, so every write so far was acknowledged before the call). */
+static double seconds_now(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (double)t.tv_sec + t.tv_nsec / 1e9;
+}
+
+static void model_checkpoint(model *m) {
+  double t0 = seconds_now();
+  char *ck = tu_path(m->dir, "ckpt.px");
+  par_checkpoint_stats st;
+  MOK(m, par_checkpoint(m->vol, ck, NULL, 0, &st));
+  m->checkpoints++;
+  m->ckpt_segments += st.segments;
+  m->ckpt_copied += st.segments_copied;
+  par_volume *cv;
+  par_region *cr;
+  MOK(m, par_open(ck, &m->opts, &cv));
+  MOK(m, par_region_open(cv, "model", 0, &cr));
+  char err[600];
+  if (tu_verify_region(cr, NULL, &m->ref, err, sizeof err) != 0) MFAIL(m, "checkpoint: %s", err);
+  MOK(m, par_region_close(cr));
+  MOK(m, par_close(cv));
+  free(ck);
+  m->ckpt_seconds += seconds_now() - t0;
+}
+
 static void model_step(model *m) {
   uint8_t key[PAR_MAX_KEY_SIZE];
   uint32_t id = (uint32_t)tu_rand_range(&m->rng, m->keyspace);
@@ -388,6 +423,8 @@ static void model_step(model *m) {
       MOK(m, par_delete_range(m->reg, key, kl, end, el, tu_rand_range(&m->rng, 20) == 0 ? PAR_SYNC : 0));
       tu_map_del_range(&m->ref, key, kl, end, el);
     }
+  } else if (c < 973) {
+    if (tu_rand_range(&m->rng, 8) == 0) model_checkpoint(m);
   } else { /* mostly puts of hot keys: overwrites in L0 */
     uint32_t hot = (uint32_t)tu_rand_range(&m->rng, 64);
     kl = model_key(hot, key);
@@ -469,9 +506,12 @@ static void test_model(void **state) {
   if (placement != PAR_PLACEMENT_IN_PLACE && !st.large_log_segments)
     MFAIL(m, "placement %d left the large log empty", (int)placement);
   m->gc_runs += st.gc_runs;
-  fprintf(stderr, "model: up to %llu transient medium-log segments; %llu now; %llu GC runs\n",
+  fprintf(stderr, "model: up to %llu transient medium-log segments; %llu now; %llu GC runs; %llu checkpoints "
+          "(%llu of %llu segments copied, %.1f s)\n",
           (unsigned long long)m->max_medium_segs, (unsigned long long)st.medium_log_segments,
-          (unsigned long long)m->gc_runs);
+          (unsigned long long)m->gc_runs, (unsigned long long)m->checkpoints, (unsigned long long)m->ckpt_copied,
+          (unsigned long long)m->ckpt_segments, m->ckpt_seconds);
+  if (ops >= 100000 && !m->checkpoints) MFAIL(m, "no checkpoint was taken");
   if (placement != PAR_PLACEMENT_IN_PLACE && ops >= 100000 && !m->gc_runs)
     MFAIL(m, "the large log was never garbage collected");
   if (placement == PAR_PLACEMENT_HYBRID && ops >= 100000 && !m->max_medium_segs)

@@ -84,7 +84,11 @@ typedef enum par_placement {
 } par_placement;
 
 typedef struct par_options {
-  uint64_t l0_size;               /* bytes of one in-memory L0; default 64 MiB   */
+  uint64_t l0_size;               /* bytes of one in-memory L0; default 64 MiB.
+                                     An L0 is also full once its entries point
+                                     at 16 x l0_size (at least 64 MiB) of large
+                                     values, so that overwritten ones are found
+                                     and collected                               */
   uint32_t growth_factor;         /* size ratio of adjacent levels; default 8    */
   uint32_t durability_interval_ms;/* async writes are durable within this; 100 */
   uint32_t compaction_threads;    /* background compaction workers; default 1    */
@@ -103,7 +107,11 @@ typedef struct par_options {
                                      this; default 120                           */
   uint32_t large_threshold;       /* ... and large from this on; default 1024    */
   uint32_t gc_threshold_pct;      /* collect a large-log segment once this share
-                                     of it is garbage; default 10                */
+                                     of it is garbage; default 10. A region's
+                                     writers wait while such segments hold over
+                                     64 MiB of garbage that GC has not collected
+                                     (back-pressure: the volume stays bounded
+                                     when writers outrun GC)                     */
   uint32_t medium_merge_level;    /* where medium values leave the transient log
                                      for the leaves: 0 = the last level (default),
                                      1 = the last but one                        */
@@ -325,7 +333,8 @@ typedef struct par_stats {
   uint64_t l0_bytes;             /* memory of the active L0                  */
   uint64_t l0_entries;
   uint64_t compactions;          /* completed compactions (L0->L1 included)  */
-  uint64_t write_stalls;         /* writes that waited for a full L0         */
+  uint64_t write_stalls;         /* writes that waited for a full L0, or for
+                                     GC (gc_threshold_pct)                     */
   uint64_t last_lsn;             /* newest log sequence number               */
   uint32_t levels;               /* deepest non-empty device level           */
   uint32_t reserved;

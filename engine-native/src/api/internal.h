@@ -103,6 +103,8 @@ struct par_region {
   int gc_running;
   uint32_t gc_skip_inc;              /* a segment whose collection failed */
   int gc_stalled;                    /* GC failed while the region is failed (view_mu) */
+  atomic_uint_fast64_t gc_owed;      /* garbage GC could collect now (gc/gc.h)     */
+  atomic_uint_fast64_t gc_owed_waited_out; /* a debt writers waited on in vain */
   struct {
     uint32_t seg, inc;
     uint64_t need_seq;
@@ -255,6 +257,12 @@ extern uint64_t read_wait_ns;
 uint64_t read_clock_ns(void);
 void region_note_read(par_region *r, uint64_t t0);
 int region_reads_wait(par_region *r);
+/* Whether L0 m is full (write.c): l0_size bytes of memory, or its entries
+ * point at L0_LARGE_FACTOR x l0_size (at least L0_LARGE_MIN) bytes of the
+ * large log. */
+#define L0_LARGE_FACTOR 16u
+#define L0_LARGE_MIN (64ull << 20)
+int l0_full(const par_region *r, memtable *m);
 /* The L0 to insert into (write_mu held), freezing a full one; NULL with
  * PAR_EBUSY when the previous frozen L0 is still being compacted: the
  * caller then drops write_mu and waits in region_wait_room. */

@@ -265,6 +265,7 @@ PAR_API int par_write_volume(par_volume *v, const par_batch *b, unsigned flags) 
     /* One region: an ordinary batch (the sync flag is honoured there). */
     rc = region_apply(p[0].r, p[0].ops, p[0].n, flags);
   } else if (!rc) {
+    for (uint32_t i = 0; i < np; i++) gc_admit(p[i].r);
     rc = write_parts(v, p, np); /* durable when it returns: step 2 synced it */
   }
   if (p) free_parts(p, np);

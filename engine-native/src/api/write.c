@@ -34,6 +34,19 @@ void region_freeze_wanted(par_region *r) {
   pthread_mutex_unlock(&r->write_mu);
 }
 
+/* An L0 is full at l0_size bytes of memory, or once its entries point at
+ * L0_LARGE_FACTOR x l0_size (at least L0_LARGE_MIN) bytes of large-log
+ * records: a large value costs L0 only its pointer, and the garbage among
+ * them (overwritten versions) is found only by the merge of this L0, so an
+ * L0 left to fill by memory alone would let overwrites of large values grow
+ * the volume by up to 4 M values (64 MiB of 16-byte pointers) before any of
+ * them could be collected. */
+int l0_full(const par_region *r, memtable *m) {
+  uint64_t l0 = r->vol->opts.l0_size;
+  uint64_t large = l0 * L0_LARGE_FACTOR > L0_LARGE_MIN ? l0 * L0_LARGE_FACTOR : L0_LARGE_MIN;
+  return atomic_load(&m->bytes) >= l0 || atomic_load(&m->large_bytes) >= large;
+}
+
 /* Returns the L0 to insert into, freezing a full one or stalling while the
  * previous frozen L0 is still being compacted (write_mu held). */
 memtable *region_make_room(par_region *r, int *rc) {
@@ -42,12 +55,12 @@ memtable *region_make_room(par_region *r, int *rc) {
   pthread_mutex_lock(&r->cur_mu);
   memtable *m = r->view->active;
   pthread_mutex_unlock(&r->cur_mu);
-  if (atomic_load(&m->bytes) < r->vol->opts.l0_size) return m;
+  if (!l0_full(r, m)) return m;
   pthread_mutex_lock(&r->view_mu);
   view *w = r->view;
   m = NULL;
   int froze = 0;
-  if (atomic_load(&w->active->bytes) < r->vol->opts.l0_size) {
+  if (!l0_full(r, w->active)) {
     m = w->active;
   } else if (!w->frozen) {
     *rc = region_freeze(r);
@@ -65,7 +78,7 @@ int region_wait_room(par_region *r) {
   int retried = 0, rc = PAR_OK;
   pthread_mutex_lock(&r->view_mu);
   atomic_fetch_add(&r->stats.stalls, 1);
-  while (r->view->frozen && atomic_load(&r->view->active->bytes) >= r->vol->opts.l0_size) {
+  while (r->view->frozen && l0_full(r, r->view->active)) {
     if (failed_for_room(r->failed) && !retried) {
       /* Room may have been made since (a region dropped, GC): try once more. */
       retried = 1;
@@ -198,6 +211,9 @@ int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
                    par_last_error());
   } else if (!rc && insert) {
     atomic_store(&r->last_lsn, lsn + n - 1);
+    uint64_t large = 0;
+    for (uint32_t i = 0; i < placed.n; i++) large += placed.v[i].bytes;
+    atomic_fetch_add(&m->large_bytes, large);
   }
   garbage_free(&placed);
   free(entries);
@@ -223,6 +239,7 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
   if (rc) return rc;
   memtable *m;
   budget_admit(r->vol);
+  if (!want_lsn) gc_admit(r);
   /* Never wait for a compaction holding write_mu: GC needs it to finish. */
   for (;;) {
     pthread_mutex_lock(&r->write_mu);

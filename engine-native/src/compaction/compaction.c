@@ -180,7 +180,13 @@ static int pick(par_region *r, task *t) {
     return PAR_OK;
   if (r->failed) return PAR_OK;
   view *w = r->view;
-  if (w->frozen && !r->dest_busy[1]) {
+  /* Writers wait while GC owes too much (gc/gc.h): collect before spilling. */
+  int flush = w->frozen && !r->dest_busy[1];
+  if (r->repl_role == PAR_REPL_PRIMARY) {
+    gc_note_owed(r);
+    if (!flush && atomic_load(&r->gc_owed) > GC_OWED_MAX && pick_gc(r, t)) return PAR_OK;
+  }
+  if (flush) {
     t->kind = TASK_FLUSH;
     t->dst = 1;
     t->frozen = w->frozen;
@@ -428,6 +434,7 @@ static void run(par_region *r, task *t) {
     r->dest_busy[t->dst] = 0;
   }
   r->running--;
+  if (r->repl_role == PAR_REPL_PRIMARY) gc_note_owed(r); /* writers in gc_admit wait for it to drop */
   pthread_cond_broadcast(&r->view_cv);
   pthread_mutex_unlock(&r->view_mu);
 }

@@ -3,9 +3,11 @@
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/internal.h"
 #include "io/mapguard.h"
+#include "parallax/replication.h"
 #include "util/status.h"
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
@@ -115,6 +117,12 @@ static int is_pending(const par_region *r, uint32_t inc) {
   return 0;
 }
 
+/* What collecting s frees: a run holds one value, so any garbage means all
+ * of it. */
+static uint64_t gc_score(const vlog_seg *s) {
+  return s->nsegs > 1 && s->garbage ? (uint64_t)SEG * s->nsegs : s->garbage;
+}
+
 int gc_pick(par_region *r, gc_task *t, int dry) {
   /* A relocation appends to the large log and the WAL, which start only
    * after the region's WAL replay (whose flushes wake the workers). */
@@ -127,8 +135,7 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
     if (s->inc == hot || s->inc == cold || s->inc == r->gc_skip_inc || is_pending(r, s->inc)) continue;
-    /* A run holds one value: any garbage means all of it. */
-    uint64_t score = s->nsegs > 1 && s->garbage ? (uint64_t)SEG * s->nsegs : s->garbage;
+    uint64_t score = gc_score(s);
     if (score >= threshold && score > best) {
       best = score;
       t->seg = s->seg;
@@ -139,6 +146,52 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
   pthread_mutex_unlock(&r->vol->meta_mu);
   if (best && !dry) r->gc_running = 1;
   return best > 0;
+}
+
+void gc_note_owed(par_region *r) {
+  uint32_t hot = head_inc(&r->hot), cold = head_inc(&r->cold);
+  uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100, owed = 0;
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  for (uint32_t i = 0; d && i < d->nvlog; i++) {
+    const vlog_seg *s = &d->vlog[i];
+    uint64_t score = gc_score(s);
+    if (s->inc != hot && s->inc != cold && !is_pending(r, s->inc) && score >= threshold) owed += score;
+  }
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  atomic_store(&r->gc_owed, owed);
+}
+
+static uint64_t now_ms(int clock) {
+  struct timespec t;
+  clock_gettime(clock, &t);
+  return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
+}
+
+void gc_admit(par_region *r) {
+  uint64_t now_owed = atomic_load(&r->gc_owed);
+  if (now_owed <= GC_OWED_MAX || now_owed == atomic_load(&r->gc_owed_waited_out)) return;
+  compaction_schedule(r);
+  pthread_mutex_lock(&r->view_mu);
+  atomic_fetch_add(&r->stats.stalls, 1);
+  uint64_t owed, low = UINT64_MAX, since = 0;
+  while ((owed = atomic_load(&r->gc_owed)) > GC_OWED_MAX && !r->closing && !r->failed && !r->gc_stalled &&
+         r->repl_role == PAR_REPL_PRIMARY && atomic_load(&r->logging)) {
+    uint64_t t = now_ms(CLOCK_MONOTONIC);
+    if (owed < low) {
+      low = owed;
+      since = t;
+    } else if (t - since > GC_PATIENCE_MS) {
+      atomic_store(&r->gc_owed_waited_out, owed); /* the region's other writers go on too */
+      break;
+    }
+    /* view_cv keeps the default (realtime) clock; the run that lowers the
+     * debt broadcasts it, the timeout only bounds a missed wake-up. */
+    uint64_t until = now_ms(CLOCK_REALTIME) + 10;
+    struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
+    pthread_cond_timedwait(&r->view_cv, &r->view_mu, &ts);
+  }
+  pthread_mutex_unlock(&r->view_mu);
 }
 
 int gc_reclaimable(par_region *r) {

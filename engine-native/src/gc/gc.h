@@ -67,4 +67,22 @@ int gc_reclaim(par_region *r);
 /* Collects one segment (no locks held). */
 int gc_run(par_region *r, const gc_task *t);
 
+/* Back-pressure. What GC owes is the garbage of the segments it could
+ * collect now (scored as gc_pick scores them; a collected segment waiting
+ * for readers is no longer owed). While a region owes more than
+ * GC_OWED_MAX, its writers wait (gc_admit, holding no lock) and its
+ * compaction worker collects before it spills (after the flush of a frozen
+ * L0, whose room the relocations need): writers that outrun GC slow down to
+ * its pace instead of growing the volume without bound. A writer goes on
+ * after GC_PATIENCE_MS without the debt going down (a GC that keeps
+ * failing, or a long merge holding the only worker, must not stop writes),
+ * and so do the region's later writers until the debt changes; also when
+ * the region failed, is closing, or is not a replication primary (a backup
+ * never collects). */
+#define GC_OWED_MAX (32ull * PAR_SEGMENT_SIZE)
+#define GC_PATIENCE_MS 5000u
+/* Recomputes r->gc_owed (view_mu held). */
+void gc_note_owed(par_region *r);
+void gc_admit(par_region *r);
+
 #endif

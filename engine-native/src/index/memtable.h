@@ -44,6 +44,9 @@ typedef struct memtable {
   mt_node *root;
   mt_arena_chunk *chunks;
   atomic_uint_fast64_t bytes; /* entries and nodes (chunk slack not counted) */
+  /* Bytes of the large-log records its entries point at (the writer adds
+   * them): space whose garbage only the merge of this L0 can find. */
+  atomic_uint_fast64_t large_bytes;
   uint64_t entries;        /* versions, range tombstones included */
   uint64_t max_lsn;
   /* Range tombstones, kept beside the tree (they have no single key), in

@@ -97,7 +97,9 @@ public final class Options {
      * L1. This is the engine's main memory knob, and it applies <em>per region</em>: each open
      * region holds up to two L0s (one taking writes, one being compacted; writes stall when both
      * are full), plus older ones that its open snapshots and scanners still read. Reads of the
-     * device levels go through the page cache (memory-mapped), which this does not bound.
+     * device levels go through the page cache (memory-mapped), which this does not bound. An L0
+     * is also full once its entries point at 16 &times; this (at least 64 MiB) of large values,
+     * so that the merge finds the overwritten ones for GC.
      */
     public Builder l0Size(long bytes) {
       require(bytes > 0, "l0Size must be positive");
@@ -185,7 +187,11 @@ public final class Options {
       return this;
     }
 
-    /** Garbage share (percent) at which a large-log segment is collected (default 10). */
+    /**
+     * Garbage share (percent) at which a large-log segment is collected (default 10). A region's
+     * writers wait while such segments hold over 64 MiB of garbage not yet collected, so the
+     * volume stays bounded when writers outrun GC.
+     */
     public Builder gcThresholdPercent(int percent) {
       require(percent >= 1 && percent <= 100, "gcThresholdPercent must be 1..100");
       gcThresholdPercent = percent;

@@ -10,6 +10,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.LongFunction;
 
 /**
  * An open region: an ordered key-value store inside a {@link Parallax} volume. Keys are 1..
@@ -353,6 +354,11 @@ public final class Region implements AutoCloseable {
    */
   public List<byte[]> multiGet(List<byte[]> keys) {
     if (keys == null) throw new InvalidArgumentException("keys are null");
+    return inOwnSnapshot(snap -> multiGetIn(snap, keys));
+  }
+
+  /** Runs {@code read} in a snapshot of its own, taken now and released after. */
+  private <T> T inOwnSnapshot(LongFunction<T> read) {
     long r = state.acquire();
     try {
       Scratch s = Scratch.get(0);
@@ -360,7 +366,7 @@ public final class Region implements AutoCloseable {
       Native.check(api, api.snapshotCreate(r, s.address() + Scratch.OUT));
       long snap = s.out(0);
       try {
-        return multiGetIn(snap, keys);
+        return read.apply(snap);
       } finally {
         api.snapshotRelease(snap);
       }
@@ -370,14 +376,98 @@ public final class Region implements AutoCloseable {
   }
 
   /**
-   * {@link #multiGet} in the snapshot at {@code snap} (whose handle the caller holds). Scratch:
-   * the keys' bytes, then key addresses, key lengths, value addresses, value lengths (8 bytes
-   * each) and statuses (4 bytes each).
+   * {@link #multiGet(List)} with buffer keys, copying the values into {@code dst} instead of
+   * allocating an array per value: direct key buffers are passed to the engine by address, and
+   * each value is copied once, from the engine's snapshot straight into {@code dst}. The values
+   * are written one after another from {@code dst}'s position, in the order of {@code keys};
+   * {@code lengths[i]} receives the length of value {@code i}, or {@link #NOT_FOUND}. Returns the
+   * bytes all the values take. If that is at most {@code dst.remaining()} the position is advanced
+   * past them; otherwise the position is unchanged (the bytes after it may have been
+   * overwritten), {@code lengths} is filled all the same, and the caller retries with a buffer of
+   * at least the returned size.
    */
+  public long multiGet(List<ByteBuffer> keys, ByteBuffer dst, int[] lengths) {
+    checkMultiGetInto(keys, dst, lengths);
+    return inOwnSnapshot(snap -> multiGetIntoIn(snap, keys, dst, lengths));
+  }
+
+  static void checkMultiGetInto(List<ByteBuffer> keys, ByteBuffer dst, int[] lengths) {
+    if (keys == null) throw new InvalidArgumentException("keys are null");
+    Native.checkOut(dst);
+    if (lengths == null) throw new InvalidArgumentException("lengths is null");
+    if (lengths.length < keys.size()) {
+      throw new InvalidArgumentException("lengths holds " + lengths.length + " elements for "
+          + keys.size() + " keys");
+    }
+  }
+
+  /** {@link #multiGet(List)} in the snapshot at {@code snap} (whose handle the caller holds). */
   List<byte[]> multiGetIn(long snap, List<byte[]> keys) {
+    return multiGetCall(snap, keys, (n, vp, vl) -> {
+      List<byte[]> out = new ArrayList<>(n);
+      for (int i = 0; i < n; i++) {
+        long len = vl[i];
+        if (len < 0) {
+          out.add(null);
+          continue;
+        }
+        byte[] v = new byte[(int) len];
+        api.copyToArray(vp[i], v, 0, v.length);
+        out.add(v);
+      }
+      return out;
+    });
+  }
+
+  /** {@link #multiGet(List, ByteBuffer, int[])} in the snapshot at {@code snap}. */
+  long multiGetIntoIn(long snap, List<ByteBuffer> keys, ByteBuffer dst, int[] lengths) {
+    try {
+      return multiGetCall(snap, keys, (n, vp, vl) -> {
+        long total = 0;
+        for (int i = 0; i < n; i++) {
+          lengths[i] = vl[i] < 0 ? NOT_FOUND : (int) vl[i];
+          if (vl[i] > 0) total += vl[i];
+        }
+        if (total > dst.remaining()) return total;
+        long end = dst.position() + total;
+        for (int i = 0; i < n; i++) {
+          int len = (int) vl[i];
+          if (len <= 0) continue;
+          if (dst.isDirect()) api.copyMemory(vp[i], api.addressAtPosition(dst), len);
+          else api.copyToArray(vp[i], dst.array(), dst.arrayOffset() + dst.position(), len);
+          dst.position(dst.position() + len);
+        }
+        assert dst.position() == end;
+        return total;
+      });
+    } finally {
+      Reference.reachabilityFence(keys);
+      Reference.reachabilityFence(dst);
+    }
+  }
+
+  /** What a multiGet makes of the value addresses and lengths (-1: absent) of its n keys. */
+  private interface MultiGetResults<T> {
+    T read(int n, long[] valueAddresses, long[] valueLengths);
+  }
+
+  /**
+   * One par_multi_get of {@code keys} (each a byte[] or a ByteBuffer) in the snapshot at
+   * {@code snap}; the values stay valid while the snapshot does. Scratch: the keys' bytes (a
+   * direct buffer's are passed by address), then key addresses, key lengths, value addresses,
+   * value lengths (8 bytes each) and statuses (4 bytes each).
+   */
+  private <T> T multiGetCall(long snap, List<?> keys, MultiGetResults<T> results) {
     int n = keys.size();
     int bytes = 0;
-    for (byte[] k : keys) bytes += Native.align(Native.checkKey(k, "key"));
+    for (Object k : keys) {
+      if (k instanceof ByteBuffer kb) {
+        Native.checkKey(kb, "key");
+        bytes += Native.align(Native.heap(kb));
+      } else {
+        bytes += Native.align(Native.checkKey((byte[]) k, "key"));
+      }
+    }
     Scratch s = Scratch.get(bytes + n * 36);
     try {
       ByteBuffer b = s.buffer();
@@ -385,28 +475,31 @@ public final class Region implements AutoCloseable {
       int kp = bytes, kl = kp + 8 * n, vp = kl + 8 * n, vl = vp + 8 * n, st = vl + 8 * n;
       int off = 0;
       for (int i = 0; i < n; i++) {
-        byte[] k = keys.get(i);
-        b.putLong(Scratch.DATA + kp + 8 * i, Native.in(k, s, off));
-        b.putLong(Scratch.DATA + kl + 8 * i, k.length);
-        off += Native.align(k.length);
+        Object k = keys.get(i);
+        if (k instanceof ByteBuffer kb) {
+          b.putLong(Scratch.DATA + kp + 8 * i, Native.in(api, kb, s, off));
+          b.putLong(Scratch.DATA + kl + 8 * i, kb.remaining());
+          off += Native.align(Native.heap(kb));
+        } else {
+          byte[] ka = (byte[]) k;
+          b.putLong(Scratch.DATA + kp + 8 * i, Native.in(ka, s, off));
+          b.putLong(Scratch.DATA + kl + 8 * i, ka.length);
+          off += Native.align(ka.length);
+        }
       }
       Native.check(api, api.multiGet(snap, n, base + kp, base + kl, base + vp, base + vl,
           base + st));
-      List<byte[]> out = new ArrayList<>(n);
+      long[] addresses = new long[n];
+      long[] lengths = new long[n];
       for (int i = 0; i < n; i++) {
         int rc = b.getInt(Scratch.DATA + st + 4 * i);
-        if (rc == PAR_NOT_FOUND) {
-          out.add(null);
-          continue;
-        }
         if (rc < 0) {
           throw ParallaxException.of(rc, "multiGet key " + i + ": " + api.strerror(rc));
         }
-        byte[] v = new byte[(int) b.getLong(Scratch.DATA + vl + 8 * i)];
-        api.copyToArray(b.getLong(Scratch.DATA + vp + 8 * i), v, 0, v.length);
-        out.add(v);
+        lengths[i] = rc == PAR_NOT_FOUND ? -1 : b.getLong(Scratch.DATA + vl + 8 * i);
+        addresses[i] = b.getLong(Scratch.DATA + vp + 8 * i);
       }
-      return out;
+      return results.read(n, addresses, lengths);
     } finally {
       s.release();
     }

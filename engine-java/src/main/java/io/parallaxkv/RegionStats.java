@@ -16,7 +16,7 @@ import java.util.List;
  * @param l0Bytes          memory of the active L0
  * @param l0Entries        entries in the active L0
  * @param compactions      completed compactions (L0 to L1 included)
- * @param writeStalls      writes that waited for a full L0
+ * @param writeStalls      writes that waited for a full L0 or for the large log's GC
  * @param lastLsn          newest log sequence number
  * @param deepestLevel     deepest non-empty device level (0: none)
  * @param levels           per-level counters, L1 first ({@link Parallax#MAX_LEVELS} entries)

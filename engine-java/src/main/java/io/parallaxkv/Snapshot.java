@@ -67,6 +67,22 @@ public final class Snapshot implements AutoCloseable {
     }
   }
 
+  /** Like {@link Region#multiGet(List, ByteBuffer, int[])}, in this snapshot. */
+  public long multiGet(List<ByteBuffer> keys, ByteBuffer dst, int[] lengths) {
+    Region.checkMultiGetInto(keys, dst, lengths);
+    long r = region.state.acquire();
+    try {
+      long sp = state.acquire();
+      try {
+        return region.multiGetIntoIn(sp, keys, dst, lengths);
+      } finally {
+        state.release();
+      }
+    } finally {
+      region.state.release();
+    }
+  }
+
   /** The value of {@code key} in this snapshot, or null. */
   public byte[] get(byte[] key) {
     return region.doGet(state, key);
