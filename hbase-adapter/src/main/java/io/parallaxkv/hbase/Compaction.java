@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.ReentrantLock;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.client.Get;
@@ -17,47 +18,72 @@ import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.util.EnvironmentEdgeManager;
 
 /**
- * {@code Admin.majorCompact}: deletes, row by row, every stored cell a read of all versions would
- * not return — versions beyond the family's maximum, cells expired by TTL beyond the minimum
- * versions, cells masked by delete markers, and the markers themselves. That is what an HBase
- * major compaction drops, and as there, a put older than a dropped marker is no longer masked
- * afterwards. Each row is rewritten under its row lock, so writers are never mixed in.
+ * Deletes, row by row, the stored cells no read can return any more, as HBase drops them when it
+ * writes store files. Each row is rewritten under its row lock, so writers are never mixed in;
+ * the deleted pairs become garbage for the engine's own compaction.
  */
-final class MajorCompaction {
+final class Compaction {
+  /** What a pass drops, as HBase's two kinds of store file writing do. */
+  enum Kind {
+    /**
+     * A memstore flush or minor compaction: puts masked by a delete marker, versions beyond the
+     * family's maximum, and cells expired by TTL beyond the minimum versions. Delete markers
+     * stay (they still mask older puts written later), so nothing a read returns changes.
+     */
+    FLUSH,
+    /**
+     * A major compaction: as FLUSH, and the delete markers too. As in HBase, a put older than a
+     * dropped marker is visible again afterwards.
+     */
+    MAJOR
+  }
+
+  /** The outcome of a pass: engine pairs deleted and kept. */
+  record Result(long dropped, long kept) {}
+
   private static final int BATCH = 1000;
 
-  private MajorCompaction() {}
+  private Compaction() {}
 
-  /** Compacts every row of {@code table}; returns the number of engine pairs deleted. */
-  static long run(TableStore table, RowLocks locks) throws IOException {
+  /** Runs a pass over every row of {@code table}, stopping early once {@code stop} says so. */
+  static Result run(TableStore table, RowLocks locks, Kind kind, BooleanSupplier stop)
+      throws IOException {
     return table.data((region, entry) -> {
       long dropped = 0;
+      long stored = 0;
       try (Scanner rows = region.scanner()) {
-        while (rows.isValid()) {
+        while (rows.isValid() && !stop.getAsBoolean()) {
           byte[] row = CellKey.row(rows.key());
           ReentrantLock lock = locks.of(entry.id(), row);
           lock.lock();
           try {
-            dropped += compactRow(table, region, row);
+            long[] counts = compactRow(table, region, row, kind);
+            dropped += counts[0];
+            stored += counts[1];
           } finally {
             lock.unlock();
           }
           rows.seek(CellKey.rowEnd(row));
         }
       }
-      return dropped;
+      return new Result(dropped, stored - dropped);
     });
   }
 
-  private static long compactRow(TableStore table, Region region, byte[] row) throws IOException {
+  /** Compacts one row (its lock held); returns {pairs deleted, pairs the row had}. */
+  private static long[] compactRow(TableStore table, Region region, byte[] row, Kind kind)
+      throws IOException {
     Set<ByteBuffer> kept = new HashSet<>();
     List<Cell> visible = ParallaxScanner.readAll(new ParallaxScanner(table,
         new Scan(new Get(row).readAllVersions()), EnvironmentEdgeManager.currentTime()));
     for (Cell c : visible) kept.add(ByteBuffer.wrap(CellKey.of(c)));
     List<byte[]> drop = new ArrayList<>();
+    long stored = 0;
     try (Scanner s = region.scanner(ScanOptions.builder().prefix(CellKey.rowStart(row)).build())) {
       for (; s.isValid(); s.next()) {
         byte[] key = s.key();
+        stored++;
+        if (kind == Kind.FLUSH && CellKey.isDeleteMarker(key)) continue;
         if (!kept.contains(ByteBuffer.wrap(key))) drop.add(key);
       }
     }
@@ -70,6 +96,6 @@ final class MajorCompaction {
         }
       }
     }
-    return drop.size();
+    return new long[] {drop.size(), stored};
   }
 }

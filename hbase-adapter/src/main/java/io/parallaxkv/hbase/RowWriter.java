@@ -165,7 +165,7 @@ final class RowWriter {
 
   /**
    * Runs {@code body} holding the table (read side) and then the row's lock, in that order, as
-   * MajorCompaction does: the table's lock first, so that an admin operation waiting for the
+   * Compaction does: the table's lock first, so that an admin operation waiting for the
    * table cannot stand between a row lock holder and the table.
    */
   private <T> T locked(byte[] row, Locked<T> body) throws IOException {
@@ -326,6 +326,7 @@ final class RowWriter {
         }
         return null;
       });
+      table.wrote(keys.size());
     }
   }
 }
