@@ -31,6 +31,8 @@ final class TableStore {
   private final AtomicLong written = new AtomicLong();
   /** Cells to write before the next sweep; Long.MAX_VALUE while one is queued or running. */
   private volatile long sweepThreshold;
+  /** A sweep is queued or running. */
+  private volatile boolean sweeping;
 
   TableStore(TableCatalog.Entry entry, Region region, Sweeper sweeper) {
     this.name = entry.descriptor().getTableName();
@@ -55,6 +57,7 @@ final class TableStore {
     synchronized (written) {
       if (sweepThreshold != threshold || threshold == Long.MAX_VALUE) return false;
       sweepThreshold = Long.MAX_VALUE;
+      sweeping = true;
       written.set(0);
       return true;
     }
@@ -62,13 +65,14 @@ final class TableStore {
 
   /** True while a sweep of this table is queued or running. */
   boolean sweepPending() {
-    return sweepThreshold == Long.MAX_VALUE;
+    return sweeping;
   }
 
   /** A sweep ended: the next one is due after {@code nextThreshold} more cells. */
   void sweepDone(long nextThreshold) {
     synchronized (written) {
       sweepThreshold = nextThreshold;
+      sweeping = false;
     }
   }
 

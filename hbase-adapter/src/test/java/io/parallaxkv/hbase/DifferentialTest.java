@@ -70,7 +70,8 @@ import org.junit.jupiter.api.io.TempDir;
 class DifferentialTest {
   private static final long SERVER_TIME = 1_000_000_000_000L;
   private static final int OPS = Integer.getInteger("hbase.diff.ops", 1500);
-  private static final byte[][] FAMILIES = {Bytes.toBytes("a"), Bytes.toBytes("b"), Bytes.toBytes("c")};
+  private static final byte[][] FAMILIES = {Bytes.toBytes("a"), Bytes.toBytes("b"), Bytes.toBytes("c"),
+      Bytes.toBytes("d")};
   private static final byte[][] QUALIFIERS = {
       Bytes.toBytes(""), Bytes.toBytes("q0"), Bytes.toBytes("q1"), Bytes.toBytes("q10"),
       Bytes.toBytes("r"), new byte[] {'q', 0, 1}};
@@ -107,6 +108,10 @@ class DifferentialTest {
         .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILIES[1]).setMaxVersions(1).build())
         .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILIES[2]).setMaxVersions(5)
             .setMinVersions(1).build())
+        // A TTL of a day: every explicit timestamp (1 to 20) has expired, so only the minimum
+        // versions keep cells visible (server-time increments and appends stay live).
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILIES[3]).setMaxVersions(4)
+            .setMinVersions(2).setTimeToLive(86_400).build())
         .build();
   }
 

@@ -1,6 +1,7 @@
 package io.parallaxkv.hbase;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
@@ -91,7 +92,9 @@ class SweepTest {
         }
         ParallaxConnection pc = (ParallaxConnection) swept;
         TableStore table = pc.volume().tables().get(NAME);
-        while (table.sweepPending()) Thread.sleep(10);
+        long deadline = System.nanoTime() + 120_000_000_000L;
+        while (table.sweepPending() && System.nanoTime() < deadline) Thread.sleep(10);
+        assertFalse(table.sweepPending(), "the last sweep ended within two minutes");
         assertTrue(pc.volume().sweeper().sweeps() >= 3, "sweeps ran: " + pc.volume().sweeper().sweeps());
         Scan all = new Scan().readAllVersions();
         assertEquals(scan(k, all), scan(s, all), "every version (seed " + seed + ")");
