@@ -10,8 +10,8 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
-import java.util.function.BooleanSupplier;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Scan;
@@ -28,7 +28,9 @@ final class Compaction {
     /**
      * A memstore flush or minor compaction: puts masked by a delete marker, versions beyond the
      * family's maximum, and cells expired by TTL beyond the minimum versions. Delete markers
-     * stay (they still mask older puts written later), so nothing a read returns changes.
+     * stay (they still mask older puts written later). Reads answer as before, except the two
+     * that in HBase too answer differently after a flush: a version beyond the maximum can no
+     * longer be uncovered by deleting a newer one or reached through a time range.
      */
     FLUSH,
     /**
