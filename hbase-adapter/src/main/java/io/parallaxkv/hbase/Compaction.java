@@ -72,6 +72,20 @@ final class Compaction {
     });
   }
 
+  /** Runs a pass over one row of {@code table}. */
+  static Result runRow(TableStore table, RowLocks locks, byte[] row, Kind kind) throws IOException {
+    return table.data((region, entry) -> {
+      ReentrantLock lock = locks.of(entry.id(), row);
+      lock.lock();
+      try {
+        long[] counts = compactRow(table, region, row, kind);
+        return new Result(counts[0], counts[1] - counts[0]);
+      } finally {
+        lock.unlock();
+      }
+    });
+  }
+
   /** Compacts one row (its lock held); returns {pairs deleted, pairs the row had}. */
   private static long[] compactRow(TableStore table, Region region, byte[] row, Kind kind)
       throws IOException {

@@ -32,10 +32,12 @@ final class HBaseVolume {
   }
 
   /**
-   * The open volume at {@code path}, opened now if this process has not yet; {@code sweepMinCells}
-   * ({@link Sweeper#MIN_CELLS}) is taken from the connection that opens it.
+   * The open volume at {@code path}, opened now if this process has not yet; the sweep
+   * thresholds ({@link Sweeper#MIN_CELLS}, {@link Sweeper#ROW_CELLS}) are the opening
+   * connection's.
    */
-  static HBaseVolume acquire(Path path, long sweepMinCells) throws IOException {
+  static HBaseVolume acquire(Path path, long sweepMinCells, long sweepRowCells)
+      throws IOException {
     Path key = path.toAbsolutePath().normalize();
     synchronized (OPEN) {
       HBaseVolume v = OPEN.get(key);
@@ -47,7 +49,7 @@ final class HBaseVolume {
           throw new IOException("cannot open the Parallax volume " + key + ": " + e.getMessage(), e);
         }
         RowLocks locks = new RowLocks();
-        Sweeper sweeper = new Sweeper(sweepMinCells, locks);
+        Sweeper sweeper = new Sweeper(sweepMinCells, sweepRowCells, locks);
         try {
           v = new HBaseVolume(key, volume, new Tables(volume, sweeper), locks, sweeper);
         } catch (IOException | RuntimeException e) {

@@ -1,6 +1,9 @@
 package io.parallaxkv.hbase;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.RejectedExecutionException;
@@ -10,21 +13,42 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * Reclaims, in the background, what HBase drops when it flushes a memstore: masked puts,
  * versions beyond a family's maximum and cells past their TTL ({@link Compaction.Kind#FLUSH}).
- * HBase flushes when a memstore reaches its size; this adapter sweeps a table when the cells
- * written to it since its last sweep reach half of the cells the last sweep kept (and at least
- * {@code minCells}). A sweep reads every stored cell of the table once, so its work per cell
- * written stays bounded (about three cells read per cell written) however large the table
- * grows, and the garbage a table holds stays below about half of its live cells plus
- * {@code minCells}.
+ * HBase flushes when a memstore reaches its size; this adapter sweeps at two grains, both
+ * triggered by the cells written:
  *
- * <p>One daemon thread per volume runs the sweeps, one table at a time.
+ * <ul>
+ *   <li>a <b>row</b> once the cells written to it since its last sweep reach half of the cells
+ *       that sweep kept, and at least {@code rowCells}: a row updated over and over (a hot key)
+ *       is swept after every few dozen of its writes, so its reads never walk more than that many
+ *       dead versions; rows are tracked in a bounded map (forgotten all at once when it is
+ *       full), so a row written rarely is left to the table sweep;
+ *   <li>a <b>table</b> once the cells written to it since its last sweep reach half of the cells
+ *       that sweep kept, and at least {@code minCells}.
+ * </ul>
+ *
+ * A sweep reads each stored cell of what it sweeps once, so its work per cell written stays
+ * bounded (about three cells read per cell written) however large the row or table grows, and
+ * the garbage stays below about half the live cells plus the minimum. An insert-only load pays
+ * that reading without anything to drop.
+ *
+ * <p>One daemon thread per volume runs the sweeps, one at a time.
  */
 final class Sweeper implements AutoCloseable {
   /** Configuration key: the fewest cells written before a table is swept; 0 or less: never. */
   static final String MIN_CELLS = "parallax.hbase.sweep.min-cells";
   static final long DEFAULT_MIN_CELLS = 100_000;
+  /** Configuration key: the fewest cells written to a row before it is swept; 0 or less: never. */
+  static final String ROW_CELLS = "parallax.hbase.sweep.row-cells";
+  static final long DEFAULT_ROW_CELLS = 64;
+  private static final int MAX_TRACKED_ROWS = 100_000;
+
+  /** A row of a table, for the per-row counts. */
+  private record RowId(TableStore table, ByteBuffer row) {}
 
   private final long minCells;
+  private final long rowCells;
+  /** Per tracked row: cells still to write before its next sweep. */
+  private final Map<RowId, AtomicLong> rowsLeft = new ConcurrentHashMap<>();
   private final RowLocks locks;
   private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
     Thread t = new Thread(r, "parallax-hbase-sweep");
@@ -32,10 +56,12 @@ final class Sweeper implements AutoCloseable {
     return t;
   });
   private final AtomicLong sweeps = new AtomicLong();
+  private final AtomicLong rowSweeps = new AtomicLong();
   private volatile boolean closing;
 
-  Sweeper(long minCells, RowLocks locks) {
+  Sweeper(long minCells, long rowCells, RowLocks locks) {
     this.minCells = minCells;
+    this.rowCells = rowCells;
     this.locks = locks;
   }
 
@@ -44,13 +70,44 @@ final class Sweeper implements AutoCloseable {
     return minCells > 0 ? minCells : Long.MAX_VALUE;
   }
 
-  /** Called after {@code cells} were written to {@code table}: queues a sweep when one is due. */
-  void wrote(TableStore table, int cells) {
-    if (minCells <= 0 || !table.addWritten(cells) || closing) return;
-    try {
-      thread.execute(() -> sweep(table));
-    } catch (RejectedExecutionException closed) {
+  /**
+   * Called after {@code cells} were written to {@code row} of {@code table}: queues a sweep of
+   * the row or of the table when one is due.
+   */
+  void wrote(TableStore table, byte[] row, int cells) {
+    if (closing) return;
+    if (rowCells > 0) {
+      if (rowsLeft.size() >= MAX_TRACKED_ROWS) rowsLeft.clear();
+      RowId id = new RowId(table, ByteBuffer.wrap(row.clone()));
+      long before = rowsLeft.computeIfAbsent(id, k -> new AtomicLong(rowCells)).getAndAdd(-cells);
+      // Exactly one writer sees the count cross zero and queues the row's sweep.
+      if (before > 0 && before - cells <= 0) queue(() -> sweepRow(id));
+    }
+    if (minCells > 0 && table.addWritten(cells) && !queue(() -> sweep(table))) {
       table.sweepDone(Long.MAX_VALUE);
+    }
+  }
+
+  private boolean queue(Runnable sweep) {
+    try {
+      thread.execute(sweep);
+      return true;
+    } catch (RejectedExecutionException closed) {
+      return false;
+    }
+  }
+
+  private void sweepRow(RowId id) {
+    long next = rowCells;
+    try {
+      Compaction.Result r = Compaction.runRow(id.table(), locks, id.row().array(),
+          Compaction.Kind.FLUSH);
+      next = Math.max(rowCells, r.kept() / 2);
+      rowSweeps.incrementAndGet();
+    } catch (IOException | RuntimeException e) {
+      // The table was disabled, deleted or closed meanwhile: the row starts counting afresh.
+    } finally {
+      rowsLeft.put(id, new AtomicLong(next));
     }
   }
 
@@ -75,9 +132,14 @@ final class Sweeper implements AutoCloseable {
     }
   }
 
-  /** Sweeps completed since the volume was opened (background and Admin.flush). */
+  /** Table sweeps completed since the volume was opened (background and Admin.flush). */
   long sweeps() {
     return sweeps.get();
+  }
+
+  /** Row sweeps completed since the volume was opened. */
+  long rowSweeps() {
+    return rowSweeps.get();
   }
 
   /** Stops the sweep in progress at its next row and waits for the thread to end. */

@@ -42,9 +42,9 @@ final class TableStore {
     this.sweepThreshold = sweeper.initialThreshold();
   }
 
-  /** Called after {@code cells} were written to the table (the sweeper may queue a sweep). */
-  void wrote(int cells) {
-    sweeper.wrote(this, cells);
+  /** Called after {@code cells} were written to {@code row} (the sweeper may queue a sweep). */
+  void wrote(byte[] row, int cells) {
+    sweeper.wrote(this, row, cells);
   }
 
   /**

@@ -30,7 +30,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The background sweep ({@link Sweeper}): the same seeded writes go to a volume that sweeps
- * (after 2000 cells) and to one that never does; every read, taken while sweeps run, must be
+ * (tables after 2000 cells, rows after 64) and to one that never does; every read, taken while sweeps run, must be
  * equal on both, and afterwards the swept table must hold far fewer engine entries. Reads here
  * use no time range and deletes name no single version: with those, HBase's own answers depend
  * on whether it has flushed (docs/hbase.md), and so do the adapter's on whether it has swept.
@@ -44,9 +44,10 @@ class SweepTest {
 
   @TempDir Path dir;
 
-  private static Connection open(Path volume, long minCells) throws IOException {
+  private static Connection open(Path volume, long minCells, long rowCells) throws IOException {
     Configuration c = Adapter.conf(volume);
     c.setLong(Sweeper.MIN_CELLS, minCells);
+    c.setLong(Sweeper.ROW_CELLS, rowCells);
     return ConnectionFactory.createConnection(c);
   }
 
@@ -55,8 +56,8 @@ class SweepTest {
     long seed = Long.getLong("hbase.sweep.seed", System.nanoTime());
     Random random = new Random(seed);
     long now = System.currentTimeMillis();
-    try (Connection swept = open(dir.resolve("swept"), 2000);
-        Connection kept = open(dir.resolve("kept"), 0)) {
+    try (Connection swept = open(dir.resolve("swept"), 2000, 64);
+        Connection kept = open(dir.resolve("kept"), 0, 0)) {
       for (Connection c : List.of(swept, kept)) {
         c.getAdmin().createTable(TableDescriptorBuilder.newBuilder(NAME)
             .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(VERSIONED).setMaxVersions(2).build())
@@ -95,13 +96,14 @@ class SweepTest {
         long deadline = System.nanoTime() + 120_000_000_000L;
         while (table.sweepPending() && System.nanoTime() < deadline) Thread.sleep(10);
         assertFalse(table.sweepPending(), "the last sweep ended within two minutes");
-        assertTrue(pc.volume().sweeper().sweeps() >= 3, "sweeps ran: " + pc.volume().sweeper().sweeps());
+        assertTrue(pc.volume().sweeper().sweeps() >= 3, "table sweeps ran: " + pc.volume().sweeper().sweeps());
+        assertTrue(pc.volume().sweeper().rowSweeps() >= ROWS, "row sweeps ran: " + pc.volume().sweeper().rowSweeps());
         Scan all = new Scan().readAllVersions();
         assertEquals(scan(k, all), scan(s, all), "every version (seed " + seed + ")");
         long sweptEntries = entries(swept);
         long keptEntries = entries(kept);
-        System.out.printf("SweepTest: %d sweeps; engine entries %d swept, %d unswept%n",
-            pc.volume().sweeper().sweeps(), sweptEntries, keptEntries);
+        System.out.printf("SweepTest: %d table and %d row sweeps; engine entries %d swept, %d unswept%n",
+            pc.volume().sweeper().sweeps(), pc.volume().sweeper().rowSweeps(), sweptEntries, keptEntries);
         // Without sweeping every cell written stays: OPS * 0.75 puts of two cells, and markers.
         assertTrue(keptEntries > OPS, "unswept table holds " + keptEntries);
         // Swept: at most 100 rows x (3 columns x 2 versions + 1 live TTL cell + markers), plus
