@@ -31,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * the garbage stays below about half the live cells plus the minimum. An insert-only load pays
  * that reading without anything to drop.
  *
- * <p>One daemon thread per volume runs the sweeps, one at a time.
+ * <p>Two daemon threads per volume run the sweeps, one for rows and one for tables.
  */
 final class Sweeper implements AutoCloseable {
   /** Configuration key: the fewest cells written before a table is swept; 0 or less: never. */
@@ -50,14 +50,20 @@ final class Sweeper implements AutoCloseable {
   /** Per tracked row: cells still to write before its next sweep. */
   private final Map<RowId, AtomicLong> rowsLeft = new ConcurrentHashMap<>();
   private final RowLocks locks;
-  private final ExecutorService thread = Executors.newSingleThreadExecutor(r -> {
-    Thread t = new Thread(r, "parallax-hbase-sweep");
-    t.setDaemon(true);
-    return t;
-  });
+  /** Row sweeps have their own thread, so that they never wait behind a long table sweep. */
+  private final ExecutorService rowThread = daemon("parallax-hbase-sweep-rows");
+  private final ExecutorService tableThread = daemon("parallax-hbase-sweep-tables");
   private final AtomicLong sweeps = new AtomicLong();
   private final AtomicLong rowSweeps = new AtomicLong();
   private volatile boolean closing;
+
+  private static ExecutorService daemon(String name) {
+    return Executors.newSingleThreadExecutor(r -> {
+      Thread t = new Thread(r, name);
+      t.setDaemon(true);
+      return t;
+    });
+  }
 
   Sweeper(long minCells, long rowCells, RowLocks locks) {
     this.minCells = minCells;
@@ -81,14 +87,14 @@ final class Sweeper implements AutoCloseable {
       RowId id = new RowId(table, ByteBuffer.wrap(row.clone()));
       long before = rowsLeft.computeIfAbsent(id, k -> new AtomicLong(rowCells)).getAndAdd(-cells);
       // Exactly one writer sees the count cross zero and queues the row's sweep.
-      if (before > 0 && before - cells <= 0) queue(() -> sweepRow(id));
+      if (before > 0 && before - cells <= 0) queue(rowThread, () -> sweepRow(id));
     }
-    if (minCells > 0 && table.addWritten(cells) && !queue(() -> sweep(table))) {
+    if (minCells > 0 && table.addWritten(cells) && !queue(tableThread, () -> sweep(table))) {
       table.sweepDone(Long.MAX_VALUE);
     }
   }
 
-  private boolean queue(Runnable sweep) {
+  private static boolean queue(ExecutorService thread, Runnable sweep) {
     try {
       thread.execute(sweep);
       return true;
@@ -142,13 +148,15 @@ final class Sweeper implements AutoCloseable {
     return rowSweeps.get();
   }
 
-  /** Stops the sweep in progress at its next row and waits for the thread to end. */
+  /** Stops the sweeps in progress at their next row and waits for the threads to end. */
   @Override
   public void close() {
     closing = true;
-    thread.shutdown();
+    rowThread.shutdown();
+    tableThread.shutdown();
     try {
-      thread.awaitTermination(1, TimeUnit.MINUTES);
+      rowThread.awaitTermination(1, TimeUnit.MINUTES);
+      tableThread.awaitTermination(1, TimeUnit.MINUTES);
     } catch (InterruptedException e) {
       Thread.currentThread().interrupt();
     }
