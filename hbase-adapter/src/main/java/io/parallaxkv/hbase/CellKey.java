@@ -4,6 +4,7 @@ import java.io.ByteArrayOutputStream;
 import java.util.Arrays;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.KeyValue;
+import org.apache.hadoop.hbase.PrivateCellUtil;
 
 /**
  * The engine key of one HBase cell: an order-preserving encoding of (row, family, qualifier,
@@ -72,6 +73,11 @@ final class CellKey {
     byte type = (byte) (0xFF - (key[pos[0] + 8] & 0xFF));
     return new KeyValue(row, family, qualifier, Long.MAX_VALUE - inverted,
         KeyValue.Type.codeToType(type), value);
+  }
+
+  /** True when the key is a delete marker's (its last byte holds the inverted type). */
+  static boolean isDeleteMarker(byte[] key) {
+    return PrivateCellUtil.isDelete((byte) (0xFF - (key[key.length - 1] & 0xFF)));
   }
 
   /** The family of a cell key. */

@@ -17,6 +17,14 @@ interface ColumnTracker {
   /** Done with the cell's column: SEEK_NEXT_COL, or SEEK_NEXT_ROW when nothing else is wanted. */
   MatchCode nextRowOrNextColumn(Cell cell);
 
+  /**
+   * The read moves past the cell's column because of the filter or the scan's version count
+   * (HBase's {@code doneWithColumn}): a named-column tracker stops wanting it, so further
+   * versions of that column are no longer shown to the filter. This matters for the empty
+   * qualifier, whose versions a store scanner still walks one by one.
+   */
+  default void doneWithColumn(Cell cell) {}
+
   /** True when every wanted column has been served. */
   boolean done();
 

@@ -61,14 +61,19 @@ final class ExplicitColumns implements ColumnTracker {
 
   @Override
   public MatchCode nextRowOrNextColumn(Cell cell) {
+    doneWithColumn(cell);
+    return done() ? MatchCode.SEEK_NEXT_ROW : MatchCode.SEEK_NEXT_COL;
+  }
+
+  @Override
+  public void doneWithColumn(Cell cell) {
     while (!done()) {
       int cmp = compare(cell);
       latestTs = Long.MIN_VALUE;
-      if (cmp < 0) break;
+      if (cmp < 0) return;
       index++;
-      if (cmp == 0) break;
+      if (cmp == 0) return;
     }
-    return done() ? MatchCode.SEEK_NEXT_ROW : MatchCode.SEEK_NEXT_COL;
   }
 
   @Override

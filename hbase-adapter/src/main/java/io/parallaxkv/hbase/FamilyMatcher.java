@@ -175,8 +175,11 @@ final class FamilyMatcher {
     }
     countAfterFilter++;
     if (countAfterFilter > versionsAfterFilter) {
-      return code == MatchCode.INCLUDE_AND_SEEK_NEXT_ROW ? MatchCode.SEEK_NEXT_ROW
+      code = code == MatchCode.INCLUDE_AND_SEEK_NEXT_ROW ? MatchCode.SEEK_NEXT_ROW
           : MatchCode.SEEK_NEXT_COL;
+    }
+    if (code == MatchCode.INCLUDE_AND_SEEK_NEXT_COL || code == MatchCode.SEEK_NEXT_COL) {
+      columns.doneWithColumn(cell);
     }
     return code;
   }

@@ -19,16 +19,25 @@ final class HBaseVolume {
   private final Path path;
   private final Parallax volume;
   private final Tables tables;
-  private final RowLocks locks = new RowLocks();
+  private final RowLocks locks;
+  private final Sweeper sweeper;
   private int references;
 
-  private HBaseVolume(Path path, Parallax volume, Tables tables) {
+  private HBaseVolume(Path path, Parallax volume, Tables tables, RowLocks locks, Sweeper sweeper) {
     this.path = path;
     this.volume = volume;
     this.tables = tables;
+    this.locks = locks;
+    this.sweeper = sweeper;
   }
 
-  static HBaseVolume acquire(Path path) throws IOException {
+  /**
+   * The open volume at {@code path}, opened now if this process has not yet; the sweep
+   * thresholds ({@link Sweeper#MIN_CELLS}, {@link Sweeper#ROW_CELLS}) are the opening
+   * connection's.
+   */
+  static HBaseVolume acquire(Path path, long sweepMinCells, long sweepRowCells)
+      throws IOException {
     Path key = path.toAbsolutePath().normalize();
     synchronized (OPEN) {
       HBaseVolume v = OPEN.get(key);
@@ -39,9 +48,12 @@ final class HBaseVolume {
         } catch (ParallaxException e) {
           throw new IOException("cannot open the Parallax volume " + key + ": " + e.getMessage(), e);
         }
+        RowLocks locks = new RowLocks();
+        Sweeper sweeper = new Sweeper(sweepMinCells, sweepRowCells, locks);
         try {
-          v = new HBaseVolume(key, volume, new Tables(volume));
+          v = new HBaseVolume(key, volume, new Tables(volume, sweeper), locks, sweeper);
         } catch (IOException | RuntimeException e) {
+          sweeper.close();
           volume.close();
           throw e;
         }
@@ -56,6 +68,7 @@ final class HBaseVolume {
     synchronized (OPEN) {
       if (--references > 0) return;
       OPEN.remove(path);
+      sweeper.close();
       tables.close();
       volume.close();
     }
@@ -67,5 +80,9 @@ final class HBaseVolume {
 
   RowLocks locks() {
     return locks;
+  }
+
+  Sweeper sweeper() {
+    return sweeper;
   }
 }

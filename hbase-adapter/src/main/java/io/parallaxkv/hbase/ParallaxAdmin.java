@@ -178,17 +178,25 @@ public final class ParallaxAdmin {
   }
 
   /**
-   * Drops what an HBase major compaction drops (MajorCompaction), now rather than in the
-   * background: when it returns, the space is garbage for the engine's own compaction.
+   * Drops what an HBase major compaction drops ({@link Compaction.Kind#MAJOR}), now rather than
+   * in the background: when it returns, the space is garbage for the engine's own compaction.
    */
   public void majorCompact(TableName name) throws IOException {
     connection.checkOpen();
-    MajorCompaction.run(tables().get(name), connection.volume().locks());
+    Compaction.run(tables().get(name), connection.volume().locks(), Compaction.Kind.MAJOR,
+        () -> false);
   }
 
-  /** Flushes the table's in-memory level to the device levels. */
+  /**
+   * Drops what an HBase memstore flush drops ({@link Compaction.Kind#FLUSH}, which the
+   * {@link Sweeper} otherwise does in the background) and flushes the table's in-memory level
+   * to the device levels.
+   */
   public void flush(TableName name) throws IOException {
-    tables().get(name).data((region, entry) -> {
+    connection.checkOpen();
+    TableStore table = tables().get(name);
+    connection.volume().sweeper().sweepNow(table);
+    table.data((region, entry) -> {
       region.flush();
       return null;
     });

@@ -54,7 +54,9 @@ public final class ParallaxConnection implements Connection {
           + " the tables");
     }
     this.conf = conf;
-    this.volume = HBaseVolume.acquire(Path.of(path));
+    this.volume = HBaseVolume.acquire(Path.of(path),
+        conf.getLong(Sweeper.MIN_CELLS, Sweeper.DEFAULT_MIN_CELLS),
+        conf.getLong(Sweeper.ROW_CELLS, Sweeper.DEFAULT_ROW_CELLS));
     this.maxKeyValueSize = conf.getLong(ConnectionConfiguration.MAX_KEYVALUE_SIZE_KEY,
         ConnectionConfiguration.MAX_KEYVALUE_SIZE_DEFAULT);
     long rpc = conf.getLong(HConstants.HBASE_RPC_TIMEOUT_KEY, HConstants.DEFAULT_HBASE_RPC_TIMEOUT);

@@ -81,7 +81,7 @@ final class RowWriter {
   /** Applies one mutation; the Result of an Increment or Append, else null. */
   Result mutate(Mutation m) throws IOException {
     return locked(m.getRow(), () -> {
-      Pending p = new Pending(EnvironmentEdgeManager.currentTime());
+      Pending p = new Pending(m.getRow(), EnvironmentEdgeManager.currentTime());
       Result r = stage(m, p);
       p.write(m.getDurability());
       return r;
@@ -94,7 +94,7 @@ final class RowWriter {
   }
 
   private Result mutateRowLocked(RowMutations rm) throws IOException {
-    Pending p = new Pending(EnvironmentEdgeManager.currentTime());
+    Pending p = new Pending(rm.getRow(), EnvironmentEdgeManager.currentTime());
     List<Cell> results = new ArrayList<>();
     Durability durability = Durability.USE_DEFAULT;
     for (Mutation m : rm.getMutations()) {
@@ -117,7 +117,7 @@ final class RowWriter {
         r = mutateRowLocked(rm);
       } else {
         Mutation m = (Mutation) action;
-        Pending p = new Pending(EnvironmentEdgeManager.currentTime());
+        Pending p = new Pending(m.getRow(), EnvironmentEdgeManager.currentTime());
         r = stage(m, p);
         p.write(m.getDurability());
       }
@@ -165,7 +165,7 @@ final class RowWriter {
 
   /**
    * Runs {@code body} holding the table (read side) and then the row's lock, in that order, as
-   * MajorCompaction does: the table's lock first, so that an admin operation waiting for the
+   * Compaction does: the table's lock first, so that an admin operation waiting for the
    * table cannot stand between a row lock holder and the table.
    */
   private <T> T locked(byte[] row, Locked<T> body) throws IOException {
@@ -292,11 +292,13 @@ final class RowWriter {
 
   /** The cells a row's mutations will write, with server-assigned timestamps resolved. */
   private final class Pending {
+    private final byte[] row;
     final long now;
     private final List<byte[]> keys = new ArrayList<>();
     private final List<byte[]> values = new ArrayList<>();
 
-    Pending(long now) {
+    Pending(byte[] row, long now) {
+      this.row = row;
       this.now = now;
     }
 
@@ -326,6 +328,7 @@ final class RowWriter {
         }
         return null;
       });
+      table.wrote(row, keys.size());
     }
   }
 }

@@ -3,6 +3,7 @@ package io.parallaxkv.hbase;
 import io.parallaxkv.ParallaxException;
 import io.parallaxkv.Region;
 import java.io.IOException;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.TableNotEnabledException;
@@ -25,11 +26,54 @@ final class TableStore {
   private final ReentrantReadWriteLock guard = new ReentrantReadWriteLock();
   private volatile TableCatalog.Entry entry;
   private Region region;
+  private final Sweeper sweeper;
+  /** Cells written since the last sweep was queued ({@link Sweeper}). */
+  private final AtomicLong written = new AtomicLong();
+  /** Cells to write before the next sweep; Long.MAX_VALUE while one is queued or running. */
+  private volatile long sweepThreshold;
+  /** A sweep is queued or running. */
+  private volatile boolean sweeping;
 
-  TableStore(TableCatalog.Entry entry, Region region) {
+  TableStore(TableCatalog.Entry entry, Region region, Sweeper sweeper) {
     this.name = entry.descriptor().getTableName();
     this.entry = entry;
     this.region = region;
+    this.sweeper = sweeper;
+    this.sweepThreshold = sweeper.initialThreshold();
+  }
+
+  /** Called after {@code cells} were written to {@code row} (the sweeper may queue a sweep). */
+  void wrote(byte[] row, int cells) {
+    sweeper.wrote(this, row, cells);
+  }
+
+  /**
+   * Counts {@code cells} written; true for exactly one caller once the threshold is reached,
+   * which must then queue a sweep and report its end with {@link #sweepDone}.
+   */
+  boolean addWritten(int cells) {
+    long threshold = sweepThreshold;
+    if (written.addAndGet(cells) < threshold) return false;
+    synchronized (written) {
+      if (sweepThreshold != threshold || threshold == Long.MAX_VALUE) return false;
+      sweepThreshold = Long.MAX_VALUE;
+      sweeping = true;
+      written.set(0);
+      return true;
+    }
+  }
+
+  /** True while a sweep of this table is queued or running. */
+  boolean sweepPending() {
+    return sweeping;
+  }
+
+  /** A sweep ended: the next one is due after {@code nextThreshold} more cells. */
+  void sweepDone(long nextThreshold) {
+    synchronized (written) {
+      sweepThreshold = nextThreshold;
+      sweeping = false;
+    }
   }
 
   static String regionName(long id) {

@@ -33,15 +33,17 @@ import org.apache.hadoop.hbase.util.Bytes;
  */
 final class Tables {
   private final Parallax volume;
+  private final Sweeper sweeper;
   private final TableCatalog catalog;
   private final Map<TableName, TableStore> tables = new TreeMap<>();
 
-  Tables(Parallax volume) throws IOException {
+  Tables(Parallax volume, Sweeper sweeper) throws IOException {
     this.volume = volume;
+    this.sweeper = sweeper;
     this.catalog = new TableCatalog(volume.region(TableCatalog.REGION));
     for (TableCatalog.Entry e : catalog.load().values()) {
       tables.put(e.descriptor().getTableName(),
-          new TableStore(e, volume.region(TableStore.regionName(e.id()))));
+          new TableStore(e, volume.region(TableStore.regionName(e.id())), sweeper));
     }
   }
 
@@ -76,7 +78,7 @@ final class Tables {
       Region region = volume.createRegion(TableStore.regionName(id));
       TableCatalog.Entry e = new TableCatalog.Entry(id, true, desc);
       catalog.save(e);
-      tables.put(name, new TableStore(e, region));
+      tables.put(name, new TableStore(e, region, sweeper));
     } catch (ParallaxException ex) {
       throw Errors.of(ex);
     }

@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Random;
+import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.CellUtil;
 import org.apache.hadoop.hbase.CompareOperator;
@@ -18,6 +19,7 @@ import org.apache.hadoop.hbase.client.CheckAndMutate;
 import org.apache.hadoop.hbase.client.CheckAndMutateResult;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.Connection;
+import org.apache.hadoop.hbase.client.ConnectionFactory;
 import org.apache.hadoop.hbase.client.Delete;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Increment;
@@ -70,7 +72,8 @@ import org.junit.jupiter.api.io.TempDir;
 class DifferentialTest {
   private static final long SERVER_TIME = 1_000_000_000_000L;
   private static final int OPS = Integer.getInteger("hbase.diff.ops", 1500);
-  private static final byte[][] FAMILIES = {Bytes.toBytes("a"), Bytes.toBytes("b"), Bytes.toBytes("c")};
+  private static final byte[][] FAMILIES = {Bytes.toBytes("a"), Bytes.toBytes("b"), Bytes.toBytes("c"),
+      Bytes.toBytes("d")};
   private static final byte[][] QUALIFIERS = {
       Bytes.toBytes(""), Bytes.toBytes("q0"), Bytes.toBytes("q1"), Bytes.toBytes("q10"),
       Bytes.toBytes("r"), new byte[] {'q', 0, 1}};
@@ -92,7 +95,13 @@ class DifferentialTest {
   @BeforeAll
   static void start() throws Exception {
     hbase = new MiniHBase();
-    adapter = Adapter.connect(dir.resolve("volume"));
+    // No background sweep: HBase here never flushes between the major compactions, and after a
+    // sweep (as after an HBase flush) a version beyond the maximum can no longer be uncovered by
+    // a version delete or reached by a time range (docs/hbase.md; SweepTest checks the sweep).
+    Configuration c = Adapter.conf(dir.resolve("volume"));
+    c.setLong(Sweeper.MIN_CELLS, 0);
+    c.setLong(Sweeper.ROW_CELLS, 0);
+    adapter = ConnectionFactory.createConnection(c);
   }
 
   @AfterAll
@@ -107,6 +116,10 @@ class DifferentialTest {
         .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILIES[1]).setMaxVersions(1).build())
         .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILIES[2]).setMaxVersions(5)
             .setMinVersions(1).build())
+        // A TTL of a day: every explicit timestamp (1 to 20) has expired, so only the minimum
+        // versions keep cells visible (server-time increments and appends stay live).
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(FAMILIES[3]).setMaxVersions(4)
+            .setMinVersions(2).setTimeToLive(86_400).build())
         .build();
   }
 
@@ -245,7 +258,7 @@ class DifferentialTest {
       } catch (IOException e) {
         throw new IllegalStateException(e);
       }
-      if (r.nextInt(3) == 0) g.setFilter(randomFilter(r, 0, shape >= 2));
+      if (r.nextInt(3) == 0) g.setFilter(randomFilter(r, 0));
       if (r.nextInt(8) == 0) g.setMaxResultsPerColumnFamily(1 + r.nextInt(3)).setRowOffsetPerColumnFamily(r.nextInt(2));
       return new Op("get " + g, true, t -> cells(t.get(g)));
     }
@@ -266,8 +279,7 @@ class DifferentialTest {
     s.setReversed(reversed);
     s.readVersions(1 + r.nextInt(6));
     if (r.nextInt(3) == 0) s.addFamily(fam);
-    boolean explicit = r.nextInt(5) == 0;
-    if (explicit) s.addColumn(pick(r, FAMILIES), qual);
+    if (r.nextInt(5) == 0) s.addColumn(pick(r, FAMILIES), qual);
     if (r.nextInt(5) == 0) {
       long a = ts(r);
       try {
@@ -276,13 +288,13 @@ class DifferentialTest {
         throw new IllegalStateException(e);
       }
     }
-    if (r.nextInt(2) == 0) s.setFilter(randomFilter(r, 0, reversed || explicit));
+    if (r.nextInt(2) == 0) s.setFilter(randomFilter(r, 0));
     if (r.nextInt(5) == 0) s.setLimit(1 + r.nextInt(4));
-    // Batch only without a limit: HBase counts a limit's rows over batched partial Results in
-    // the client and the server together, depending on the scanner caching.
-    if (r.nextInt(5) == 0 && s.getLimit() < 0
-        && (s.getFilter() == null || !s.getFilter().hasFilterRow())) {
-      s.setBatch(1 + r.nextInt(3));
+    // With a limit, batches of one cell only: for larger batches HBase 2.6.1's client and
+    // region server disagree on where the limit falls (its client fails its own
+    // `assert newLimit >= 0`, ClientScanner.loadCache; docs/hbase.md, "Known differences").
+    if (r.nextInt(5) == 0 && (s.getFilter() == null || !s.getFilter().hasFilterRow())) {
+      s.setBatch(s.getLimit() > 0 ? 1 : 1 + r.nextInt(3));
     }
     s.setCaching(1 + r.nextInt(5));
     return new Op("scan " + s, true, t -> scan(t, s));
@@ -319,20 +331,15 @@ class DifferentialTest {
     return b.build(randomDelete(r, row, pick(r, FAMILIES), pick(r, QUALIFIERS)));
   }
 
-  /** Filters that only include or skip cells: the ones reversed scans are checked with. */
-  private static final int[] NON_SEEKING = {0, 1, 2, 4, 6, 7, 9, 10, 15, 16};
-
   /**
-   * A random filter. Reversed scans and reads of named columns get only filters that never ask
-   * the store scanner to jump between columns: HBase's reversed store scanner does not follow
-   * those jumps as its forward one does, and with named columns HBase returns fewer versions of
-   * the empty qualifier (docs/hbase.md, "Known differences").
+   * A random filter, for any read: forward or reversed, of families or of named columns (the
+   * empty qualifier included), so that the store scanner's column and row seeks, seek hints
+   * and their reversed forms are all exercised.
    */
-  private static Filter randomFilter(Random r, int depth, boolean reversed) {
+  private static Filter randomFilter(Random r, int depth) {
     CompareOperator op = pick(r, new CompareOperator[] {CompareOperator.EQUAL, CompareOperator.LESS,
         CompareOperator.GREATER_OR_EQUAL, CompareOperator.NOT_EQUAL});
     int k = r.nextInt(depth > 0 ? 17 : 19);
-    if (reversed && k < 17) k = NON_SEEKING[r.nextInt(NON_SEEKING.length)];
     return switch (k) {
       case 0 -> new PrefixFilter(Bytes.toBytes("r" + r.nextInt(10)));
       case 1 -> new ValueFilter(op, new BinaryComparator(pick(r, VALUES)));
@@ -357,7 +364,7 @@ class DifferentialTest {
       case 15 -> new SkipFilter(new ValueFilter(CompareOperator.NOT_EQUAL, new BinaryComparator(pick(r, VALUES))));
       case 16 -> new WhileMatchFilter(new RowFilter(CompareOperator.LESS_OR_EQUAL, new BinaryComparator(Bytes.toBytes("r6"))));
       default -> new FilterList(r.nextBoolean() ? FilterList.Operator.MUST_PASS_ALL : FilterList.Operator.MUST_PASS_ONE,
-          randomFilter(r, depth + 1, reversed), randomFilter(r, depth + 1, reversed));
+          randomFilter(r, depth + 1), randomFilter(r, depth + 1));
     };
   }
 
