@@ -240,6 +240,87 @@ static void test_log_stream(void **state) {
   node_free(&si);
 }
 
+static uint64_t wal_segments(par_region *r) {
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  return st.wal_segments;
+}
+
+/* Writes n records of about 1 KiB (about n / 2000 WAL segments), synced. */
+static void load(par_region *r, tu_map *m, uint64_t *rng, int from, int n) {
+  for (int i = from; i < from + n; i++) put_model(r, m, rng, i, 2000);
+  assert_ok(par_sync(r));
+}
+
+/* A log cursor pins the WAL it still needs (a replication slot): flushes
+ * that cover LSNs it has not read do not free their segments. Without the
+ * pin its next read failed (PAR_ENOENT, "trimmed"), and a reader racing a
+ * compaction saw the same now and then. The pin goes with the cursor's
+ * advance and close; a cursor beyond its limit is released instead, and
+ * its reads fail clearly. */
+static void test_cursor_pins_the_log(void **state) {
+  (void)state;
+  node p = {0}, s = {0};
+  node_open(&p, "repl_pin_p", PAR_PLACEMENT_IN_PLACE);
+  node_open(&s, "repl_pin_s", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_pin");
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  load(p.reg, &m, &rng, 0, 2000);
+  /* One small chunk: the cursor now reads inside the first WAL segment. */
+  uint8_t buf[4096];
+  size_t len;
+  uint64_t last, applied;
+  assert_ok(par_repl_cursor_read(c, buf, sizeof buf, &len, &last));
+  assert_true(len > 0);
+  assert_ok(par_repl_apply(s.reg, buf, len, &applied));
+  /* Flushes cover everything, twice (the second reuses freed segments). */
+  load(p.reg, &m, &rng, 2000, 6000);
+  assert_ok(par_flush(p.reg));
+  load(p.reg, &m, &rng, 8000, 4000);
+  assert_ok(par_flush(p.reg));
+  uint64_t kept = wal_segments(p.reg);
+  ship_log(NULL, &c, s.reg); /* no PAR_ENOENT: p is not given */
+  assert_true(kept >= 5);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_LOG_LSN), stat_of(p.reg, PAR_REPL_STAT_LOG_LSN));
+  /* Read to the end: the next flush (of a write: a flush of an empty L0
+   * commits nothing) frees what the pin kept. */
+  load(p.reg, &m, &rng, 20000, 1);
+  assert_ok(par_flush(p.reg));
+  assert_true(wal_segments(p.reg) <= 2);
+  par_repl_cursor_close(c);
+
+  /* A stalled cursor with a limit of 1 segment is released; one within its
+   * limit reads on. */
+  uint64_t from = stat_of(s.reg, PAR_REPL_STAT_LOG_LSN) + 1;
+  par_repl_cursor *stalled, *follower;
+  assert_ok(par_repl_cursor_open(p.reg, from, &stalled));
+  assert_ok(par_repl_cursor_open(p.reg, from, &follower));
+  assert_par(par_repl_cursor_set_limit(stalled, 0), PAR_EINVAL);
+  assert_ok(par_repl_cursor_set_limit(stalled, 1));
+  load(p.reg, &m, &rng, 12000, 8000);
+  assert_ok(par_flush(p.reg));
+  assert_par(par_repl_cursor_read(stalled, buf, sizeof buf, &len, &last), PAR_ENOENT);
+  assert_int_equal(len, 0);
+  assert_par(par_repl_cursor_read(stalled, buf, sizeof buf, &len, &last), PAR_ENOENT);
+  par_repl_cursor_close(stalled);
+  ship_log(NULL, &follower, s.reg);
+  par_repl_cursor_close(follower);
+  assert_ok(par_put(p.reg, "unshipped", 9, "x", 1, PAR_SYNC)); /* not the backup's */
+  assert_ok(par_flush(p.reg));
+  assert_true(wal_segments(p.reg) <= 2);
+
+  /* The backup's log copy holds every write: promoted, it equals the model. */
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+}
+
 /* Send index: the primary's levels, installed after each compaction. */
 static void test_send_index(void **state) {
   (void)state;
@@ -320,6 +401,112 @@ static void test_send_index(void **state) {
   node_free(&fresh);
 }
 
+/* Deletes [begin, end) of the key space on r and in m. */
+static void delete_range_model(par_region *r, tu_map *m, int begin, int end) {
+  char b[32], e[32];
+  int bl = snprintf(b, sizeof b, "key%06d", begin), el = snprintf(e, sizeof e, "key%06d", end);
+  assert_ok(par_delete_range(r, b, (size_t)bl, e, (size_t)el, 0));
+  tu_map_del_range(m, b, (size_t)bl, e, (size_t)el);
+}
+
+/* Send index with range deletes (format 4): a tree's range tombstones go
+ * with its layout, trees of range tombstones alone included, and a backup
+ * promoted after range deletes (shipped in levels, or in the log only)
+ * holds the primary's state. */
+static void test_send_index_range_deletes(void **state) {
+  (void)state;
+  node p = {0}, s = {0}, fresh = {0};
+  node_open(&p, "repl_rd_p", PAR_PLACEMENT_IN_PLACE);
+  node_open(&s, "repl_rd_b", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_rd");
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+
+  /* A tree of range tombstones alone: a flush of an L0 holding only one,
+   * over a last level it must still hide keys of. */
+  uint8_t big[1000];
+  for (int i = 0; i < 6000; i++) { /* 6 MB: more than L1 holds, so it goes to L2 */
+    char key[32];
+    int kl = snprintf(key, sizeof key, "key%06d", i);
+    tu_fill_pattern(big, sizeof big, (uint64_t)i);
+    assert_ok(par_put(p.reg, key, (size_t)kl, big, sizeof big, 0));
+    tu_map_put(&m, key, (size_t)kl, big, sizeof big);
+  }
+  assert_ok(par_compact(p.reg));
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  assert_true(ship_index(p.reg, s.reg) > 0);
+  delete_range_model(p.reg, &m, 100, 2000);
+  assert_ok(par_flush(p.reg));
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  assert_int_equal(ship_index(p.reg, s.reg), 0); /* no node to copy: the last level is held */
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_TREES_INSTALLED), 2);
+
+  uint64_t seen = 0;
+  int installs = 0;
+  for (int i = 0; i < 30000; i++) {
+    put_model(p.reg, &m, &rng, i, 400);
+    if (i % 1500 == 700) {
+      int b = (int)tu_rand_range(&rng, 4000);
+      delete_range_model(p.reg, &m, b, b + 1 + (int)tu_rand_range(&rng, 300));
+    }
+    if (i % 2000 == 1999) {
+      assert_ok(par_sync(p.reg));
+      ship_log(p.reg, &c, s.reg);
+      par_stats st;
+      assert_ok(par_region_stats(p.reg, &st));
+      if (st.compactions != seen) {
+        seen = st.compactions;
+        ship_index(p.reg, s.reg);
+        installs++;
+      }
+    }
+  }
+  assert_true(installs >= 3);
+  /* The last layout holds range tombstones (flushed, not yet at the last level). */
+  delete_range_model(p.reg, &m, 1000, 1500);
+  assert_ok(par_flush(p.reg));
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  ship_index(p.reg, s.reg);
+  assert_int_equal(ship_index(p.reg, s.reg), 0); /* held: trees known with their tombstones */
+
+  /* A fresh backup from the levels alone reads the same as the primary. */
+  node_open(&fresh, "repl_rd_f", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  ship_index(p.reg, fresh.reg);
+  par_repl_cursor *fc;
+  assert_ok(par_repl_cursor_open(p.reg, stat_of(fresh.reg, PAR_REPL_STAT_LOG_LSN) + 1, &fc));
+
+  /* A range delete in the log only, then promotion. */
+  delete_range_model(p.reg, &m, 2000, 2600);
+  for (int i = 30000; i < 30500; i++) put_model(p.reg, &m, &rng, i, 400);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  ship_log(p.reg, &fc, fresh.reg);
+  par_repl_cursor_close(c);
+  par_repl_cursor_close(fc);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_COMPACTIONS), 0);
+  node_close(&s); /* the backup's crash before promotion */
+  node_open(&s, "repl_rd_b", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_PRIMARY));
+  verify(p.reg, &m);
+  verify(s.reg, &m);
+  verify(fresh.reg, &m);
+  assert_ok(par_compact(s.reg)); /* installed tombstones merge like built ones */
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+  node_free(&fresh);
+}
+
 /* What send index cannot take: pointers into a primary's logs, bad layouts. */
 static void test_send_index_refusals(void **state) {
   (void)state;
@@ -369,7 +556,9 @@ static void test_send_index_refusals(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_stream),
+      cmocka_unit_test(test_cursor_pins_the_log),
       cmocka_unit_test(test_send_index),
+      cmocka_unit_test(test_send_index_range_deletes),
       cmocka_unit_test(test_send_index_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,12 +67,24 @@ typedef struct par_repl_cursor par_repl_cursor;
 /* A reader of the region's log from from_lsn (>= 1), which must be the
  * first LSN of a record (the LSN after the last one read, in practice). */
 PAR_API int par_repl_cursor_open(par_region *r, uint64_t from_lsn, par_repl_cursor **out);
+/* A live cursor keeps the WAL segments it still needs (a replication slot):
+ * from the first LSN of the last chunk it returned (from_lsn before its
+ * first read), so that its reader can resend that chunk through a new
+ * cursor opened there before closing this one. Compactions free the
+ * segments they cover once no cursor needs them. A cursor that would keep
+ * more than its limit of segments the levels cover (a stalled reader) is
+ * released instead, so that the log does not grow without bound: its reads
+ * then fail with PAR_ENOENT. The limit is PAR_REPL_CURSOR_LIMIT segments
+ * unless set (> 0) with par_repl_cursor_set_limit. */
+#define PAR_REPL_CURSOR_LIMIT 64u
+PAR_API int par_repl_cursor_set_limit(par_repl_cursor *c, uint32_t segments);
 /* Copies the next whole durable records (as shipped records) into buf, at
  * most cap bytes: *len bytes, the last record ending at LSN *last_lsn
  * (*len = 0 when no durable record follows yet). PAR_ETOOBIG with *len =
  * the size needed when the next record alone does not fit in cap;
  * PAR_ENOENT when the next LSN is no longer in the log (a compaction covered
- * it: the backup needs the levels first). */
+ * it before the cursor was opened, or after the cursor was released: the
+ * backup needs the levels first). */
 PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size_t *len,
                                  uint64_t *last_lsn);
 PAR_API void par_repl_cursor_close(par_repl_cursor *c);

@@ -139,6 +139,10 @@ struct par_region {
   struct {
     atomic_uint_fast64_t applied, skipped, trees, segments;
   } repl_stats;
+  /* The live log cursors (src/repl/log.c), a list under vol->meta_mu: the
+   * WAL segments they still need outlive the compaction that covers them
+   * (region_wal_trimmable). */
+  struct par_repl_cursor *repl_cursors;
 };
 
 struct par_volume {
@@ -232,6 +236,15 @@ enum { CLASS_SMALL, CLASS_MEDIUM, CLASS_LARGE };
  * pointers resolved (malloc'd, the caller frees it; NULL: PAR_ENOMEM), and
  * in *regions each op's region or NULL. */
 wal_op *batch_resolve(const par_batch *b, par_region *const **regions);
+
+/* repl/log.c: how many of d's first WAL segments may be freed once levels
+ * cover LSNs up to covered (vol->meta_mu held): those wholly below both
+ * covered + 1 and every live log cursor's position. A cursor that would
+ * keep more than its limit of segments beyond the covered ones is released
+ * instead (its reads fail with PAR_ENOENT): a stalled reader cannot grow the
+ * log without bound. drop_all: the log restarts (an install on a backup
+ * whose log it skips), every cursor is released. */
+uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t covered, int drop_all);
 
 /* txn.c: whether replay applies the cross-region part [first, last]. */
 int txn_part_committed(const region_desc *d, uint64_t first, uint64_t last);

@@ -73,6 +73,7 @@ static int is_last(const view *w, int dst) {
 }
 
 typedef struct layout_edit {
+  par_region *r;
   const view *w;
   uint64_t covered; /* 0: unchanged */
   seg_list wal_freed;
@@ -105,8 +106,7 @@ static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
     }
   if (e->covered > d->covered_lsn) {
     d->covered_lsn = e->covered;
-    uint32_t drop = 0;
-    while (drop + 1 < d->nwal && d->wal[drop + 1].first_lsn <= e->covered + 1) drop++;
+    uint32_t drop = region_wal_trimmable(e->r, d, e->covered, 0);
     for (uint32_t i = 0; i < drop; i++)
       if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&e->wal_freed, d->wal[i].seg))
         return PAR_ENOMEM;
@@ -125,10 +125,10 @@ static int in_view(const view *w, const dtree *t) {
 }
 
 /* Publishes w as the region's view after recording its layout (view_mu
- * held). Trees that w no longer holds are retired; covered WAL segments are
- * freed at once (only recovery reads them). */
+ * held). Trees that w no longer holds are retired; covered WAL segments no
+ * log cursor needs are freed at once (only recovery and cursors read them). */
 static int publish(par_region *r, view *w, uint64_t covered, const garbage_list *garbage) {
-  layout_edit e = {w, covered, {0}, garbage};
+  layout_edit e = {r, w, covered, {0}, garbage};
   int rc = region_persist(r, edit_layout, &e);
   if (rc) {
     seg_list_free(&e.wal_freed);

@@ -14,7 +14,11 @@
  *
  * Trees are known by an id the primary derives from the tree's description
  * and its root node's checksum: a backup that holds a tree of the layout
- * (an earlier install shipped it) keeps it instead of copying it again. */
+ * (an earlier install shipped it) keeps it instead of copying it again.
+ *
+ * A tree's range tombstones (format 4: a set of key ranges in its catalog
+ * description, not in its nodes) travel in the layout after its segment
+ * list; a tree of range tombstones alone has no root and no segments. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,7 +30,10 @@
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
 #define LAYOUT_MAGIC 0x594c5850u /* "PXLY" */
 #define LAYOUT_HDR 16u           /* magic u32 | covered u64 | ntrees u32 */
-#define TREE_HDR 44u /* level u8 | slot u8 | pad u16 | id u32 | root u64 | height u32 | entries u64 | bytes u64 | nsegs u32 */
+/* level u8 | slot u8 | pad u16 | id u32 | root u64 | height u32 | entries u64 | bytes u64 |
+ * nsegs u32 | rtombs_len u32, then nsegs x segment u32 and rtombs_len bytes of its range
+ * tombstones (range_set_encode; 0 bytes: none). */
+#define TREE_HDR 44u
 #define MAX_TREES (PAR_MAX_LEVELS * LEVEL_TREES)
 
 /* ---- export (primary) ---- */
@@ -47,9 +54,15 @@ static uint32_t tree_id(const par_file *f, const tree_desc *t) {
   enc64(b + 20, t->bytes);
   uint32_t c = crc32c(0, b, sizeof b);
   c = crc32c(c, (const uint8_t *)t->segs.v, t->segs.n * sizeof *t->segs.v);
-  c = crc32c(c, file_map(f) + t->root, 4); /* the root node's own checksum */
+  if (t->root) c = crc32c(c, file_map(f) + t->root, 4); /* the root node's own checksum */
+  for (uint32_t i = 0; i < t->rtombs.n; i++) {
+    c = crc32c(c, t->rtombs.v[i].begin, t->rtombs.v[i].begin_len);
+    c = crc32c(c, t->rtombs.v[i].end, t->rtombs.v[i].end_len);
+  }
   return c ? c : 1;
 }
+
+static size_t rtombs_len(const tree_desc *t) { return t->rtombs.n ? range_set_encoded_size(&t->rtombs) : 0; }
 
 PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   if (!r || !out) return par_error(PAR_EINVAL, "par_repl_export_open: NULL argument");
@@ -74,10 +87,7 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
       if (t->d.msegs.n && !rc)
         rc = par_error(PAR_EINVAL, "level %d of region '%s' points into a transient medium log: send-index needs "
                        "PAR_PLACEMENT_IN_PLACE", i, r->name);
-      if (t->d.rtombs.n && !rc)
-        rc = par_error(PAR_EINVAL, "level %d of region '%s' holds range tombstones, which send-index does not "
-                       "ship: par_compact drops them", i, r->name);
-      len += TREE_HDR + 4ull * t->d.segs.n;
+      len += TREE_HDR + 4ull * t->d.segs.n + rtombs_len(&t->d);
       n++;
     }
   x->layout = rc ? NULL : malloc(len);
@@ -104,9 +114,10 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
       enc64(p + 20, t->d.entries);
       enc64(p + 28, t->d.bytes);
       enc32(p + 36, t->d.segs.n);
-      enc32(p + 40, 0);
+      enc32(p + 40, (uint32_t)rtombs_len(&t->d));
       p += TREE_HDR;
       for (uint32_t k = 0; k < t->d.segs.n; k++, p += 4) enc32(p, t->d.segs.v[k]);
+      if (t->d.rtombs.n) p = range_set_encode(&t->d.rtombs, p);
     }
   x->len = len;
   *out = x;
@@ -154,6 +165,7 @@ typedef struct inst_tree {
   uint64_t entries, bytes;
   uint32_t nsegs;
   const uint8_t *segs; /* the primary's, encoded, in the layout copy */
+  range_set rtombs;
   int held_at;         /* the backup holds it: its level * LEVEL_TREES + slot; -1: copy it */
 } inst_tree;
 
@@ -206,17 +218,21 @@ static int parse_layout(par_repl_install *in, size_t len) {
     t->entries = dec64(p + 20);
     t->bytes = dec64(p + 28);
     t->nsegs = dec32(p + 36);
+    uint32_t rlen = dec32(p + 40);
     p += TREE_HDR;
     if (t->level < 1 || t->level > PAR_MAX_LEVELS || t->slot >= LEVEL_TREES || seen[t->level][t->slot]++)
       return bad_layout("a tree at no level or twice at one");
-    if (!t->id || !t->root || t->height < 1 || t->height >= NODE_MAX_HEIGHT || !t->nsegs ||
-        t->nsegs > (size_t)(end - p) / 4)
+    /* Nodes under a root, or range tombstones alone. */
+    int shape = t->root ? t->height >= 1 && t->height < NODE_MAX_HEIGHT && t->nsegs : !t->height && !t->nsegs && rlen;
+    if (!t->id || !shape || t->nsegs > (size_t)(end - p) / 4 || rlen > (size_t)(end - p) - 4ull * t->nsegs)
       return bad_layout("a tree description out of range");
     t->segs = p;
-    int root_in = 0;
+    int root_in = !t->root;
     for (uint32_t k = 0; k < t->nsegs; k++) root_in |= dec32(p + 4 * k) == t->root / SEG;
     if (!root_in) return bad_layout("a root outside its tree's segments");
     p += 4ull * t->nsegs;
+    if (rlen && range_set_decode(&t->rtombs, p, rlen)) return bad_layout("malformed range tombstones");
+    p += rlen;
   }
   return p == end ? PAR_OK : bad_layout("bytes after the last tree");
 }
@@ -330,6 +346,7 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
 }
 
 typedef struct install_edit {
+  par_region *r;
   const view *w;
   uint64_t covered;
   int restart; /* the log restarts after covered: every WAL segment goes */
@@ -357,10 +374,7 @@ static int edit_install(region_desc *d, void *arg, seg_list *freed) {
       if (e->w->tree[i][j] && tree_desc_copy(t, &e->w->tree[i][j]->d)) return PAR_ENOMEM;
     }
   if (e->covered > d->covered_lsn) d->covered_lsn = e->covered;
-  uint32_t drop = 0;
-  if (e->restart) drop = d->nwal;
-  else
-    while (drop + 1 < d->nwal && d->wal[drop + 1].first_lsn <= d->covered_lsn + 1) drop++;
+  uint32_t drop = region_wal_trimmable(e->r, d, d->covered_lsn, e->restart);
   for (uint32_t i = 0; i < drop; i++)
     if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&e->wal_freed, d->wal[i].seg)) return PAR_ENOMEM;
   if (drop) memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
@@ -389,10 +403,13 @@ static view *install_view(par_repl_install *in, int *rc) {
       dtree_ref(dt);
     } else {
       tree_desc d = {.root = 0, .height = t->height, .entries = t->entries, .bytes = t->bytes};
-      const seg_map *rm = map_find(in, (uint32_t)(t->root / SEG));
-      d.root = seg_offset(rm->bseg) + t->root % SEG;
+      if (t->root) {
+        const seg_map *rm = map_find(in, (uint32_t)(t->root / SEG));
+        d.root = seg_offset(rm->bseg) + t->root % SEG;
+      }
       for (uint32_t k = 0; k < t->nsegs && !*rc; k++)
         if (seg_list_push(&d.segs, map_find(in, dec32(t->segs + 4 * k))->bseg)) *rc = par_error(PAR_ENOMEM, "tree");
+      if (!*rc) *rc = range_set_copy(&d.rtombs, &t->rtombs);
       dt = *rc ? NULL : dtree_create(&r->vol->alloc, &d);
       if (!dt) {
         tree_desc_free(&d);
@@ -436,7 +453,7 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
   int restart = in->covered >= r->next_lsn;
   if (!rc && restart) rc = wal_restart(&r->wal);
   view *n = rc ? NULL : install_view(in, &rc);
-  install_edit e = {n, in->covered, restart, {0}};
+  install_edit e = {r, n, in->covered, restart, {0}};
   if (n) rc = region_persist(r, edit_install, &e);
   if (rc && n) view_unref(n);
   if (!rc) {
@@ -472,6 +489,7 @@ PAR_API void par_repl_install_close(par_repl_install *in) {
   if (!in) return;
   if (!in->committed)
     for (uint32_t i = 0; i < in->nmap; i++) segalloc_free(&in->r->vol->alloc, in->map[i].bseg);
+  for (uint32_t i = 0; i < in->ntrees; i++) range_set_free(&in->t[i].rtombs);
   free(in->map);
   free(in->layout);
   free(in->buf);

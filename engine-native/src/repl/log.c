@@ -3,11 +3,18 @@
  *
  * The cursor reads WAL segments through the volume's memory map, and only
  * records the WAL writer has made durable, so a record it returns is never
- * rolled back by a crash of the primary. A WAL segment is freed as soon as
- * a compaction covers it, so after copying records out of a segment the
- * cursor checks that the segment is still in the region's WAL list: if it
- * is, it was throughout the copy (a list entry, segment + generation + first
- * LSN, is never re-added once removed) and the bytes were the log's. */
+ * rolled back by a crash of the primary. A live cursor pins the WAL from
+ * the first LSN of the last chunk it returned (a replication slot): a
+ * compaction frees only the segments wholly below every pin
+ * (region_wal_trimmable), so the bytes a read copies stay the log's, and a
+ * reader that must send its last chunk again (its peer failed before
+ * answering) can reopen a cursor there before closing this one. The pin
+ * moves forward with each read and goes at the close; segments it kept go
+ * at the next compaction's commit. A cursor that keeps more than its limit
+ * of segments the levels cover (its reader stalled) is released: its reads
+ * fail with PAR_ENOENT, as for an LSN already trimmed, and the reader needs
+ * the levels first. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,18 +31,94 @@ struct par_repl_cursor {
   wal_seg at;      /* segment being read; at.seg == 0: locate next */
   uint32_t off;    /* offset in it of the record carrying expect */
   uint64_t expect; /* LSN of the record at off */
+  /* Under vol->meta_mu: the region's cursor list, the first LSN whose
+   * segment the cursor keeps (<= next), its limit, and whether it was
+   * released for exceeding it. */
+  par_repl_cursor *link;
+  uint64_t pin;
+  uint32_t limit;
+  int released;
 };
 
 PAR_API int par_repl_cursor_open(par_region *r, uint64_t from_lsn, par_repl_cursor **out) {
   if (!r || !out || !from_lsn) return par_error(PAR_EINVAL, "par_repl_cursor_open: NULL argument or LSN 0");
-  *out = calloc(1, sizeof **out);
-  if (!*out) return par_error(PAR_ENOMEM, "log cursor");
-  (*out)->r = r;
-  (*out)->next = from_lsn;
+  par_repl_cursor *c = calloc(1, sizeof *c);
+  if (!c) return par_error(PAR_ENOMEM, "log cursor");
+  c->r = r;
+  c->next = c->pin = from_lsn;
+  c->limit = PAR_REPL_CURSOR_LIMIT;
+  pthread_mutex_lock(&r->vol->meta_mu);
+  c->link = r->repl_cursors;
+  r->repl_cursors = c;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  *out = c;
   return PAR_OK;
 }
 
-PAR_API void par_repl_cursor_close(par_repl_cursor *c) { free(c); }
+PAR_API int par_repl_cursor_set_limit(par_repl_cursor *c, uint32_t segments) {
+  if (!c || !segments) return par_error(PAR_EINVAL, "par_repl_cursor_set_limit: NULL cursor or limit 0");
+  pthread_mutex_lock(&c->r->vol->meta_mu);
+  c->limit = segments;
+  pthread_mutex_unlock(&c->r->vol->meta_mu);
+  return PAR_OK;
+}
+
+PAR_API void par_repl_cursor_close(par_repl_cursor *c) {
+  if (!c) return;
+  pthread_mutex_lock(&c->r->vol->meta_mu);
+  par_repl_cursor **p = &c->r->repl_cursors;
+  while (*p != c) p = &(*p)->link;
+  *p = c->link;
+  pthread_mutex_unlock(&c->r->vol->meta_mu);
+  free(c);
+}
+
+/* The count of d's first segments wholly below lsn. */
+static uint32_t segs_below(const region_desc *d, uint64_t lsn) {
+  uint32_t n = 0;
+  while (n + 1 < d->nwal && d->wal[n + 1].first_lsn <= lsn) n++;
+  return n;
+}
+
+uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t covered, int drop_all) {
+  uint32_t covered_segs = drop_all ? d->nwal : segs_below(d, covered + 1), drop = covered_segs;
+  for (par_repl_cursor *c = r->repl_cursors; c; c = c->link) {
+    if (c->released) continue;
+    uint32_t keep = segs_below(d, c->pin); /* the segments before the pin's */
+    if (keep >= covered_segs) continue;
+    if (drop_all || covered_segs - keep > c->limit) c->released = 1;
+    else if (keep < drop) drop = keep;
+  }
+  return drop;
+}
+
+/* PAR_ENOENT when a compaction released c (see the top). */
+static int released_error(par_repl_cursor *c) {
+  pthread_mutex_lock(&c->r->vol->meta_mu);
+  int released = c->released;
+  uint32_t limit = c->limit;
+  uint64_t pin = c->pin;
+  pthread_mutex_unlock(&c->r->vol->meta_mu);
+  if (!released) return PAR_OK;
+  return par_error(PAR_ENOENT, "the log cursor of region '%s' at LSN %llu kept more than %u WAL segments the levels "
+                   "cover and was released: the log was trimmed past it", c->r->name, (unsigned long long)pin, limit);
+}
+
+/* Moves c's pin to lsn and copies the log's shape (under meta_mu, so that
+ * no commit in between frees a segment from lsn on). */
+static int pin_and_list(par_repl_cursor *c, uint64_t lsn, wal_list *l) {
+  par_region *r = c->r;
+  pthread_mutex_lock(&r->vol->meta_mu);
+  assert(lsn >= c->pin);
+  c->pin = lsn;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  int rc = released_error(c);
+  if (rc) {
+    memset(l, 0, sizeof *l);
+    return rc;
+  }
+  return repl_wal_list(r, l);
+}
 
 static int find_seg(const wal_list *l, const wal_seg *s) {
   for (uint32_t i = 0; i < l->n; i++)
@@ -155,10 +238,8 @@ PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size
   *last_lsn = start - 1;
   uint64_t durable = wal_durable_lsn(&r->wal);
   wal_list l;
-  int rc = repl_wal_list(r, &l);
+  int rc = pin_and_list(c, start, &l);
   size_t pos = 0;
-  wal_seg read_from[4]; /* segments copied from, in order */
-  uint32_t nread = 0;
   while (!rc && c->next <= durable) {
     int idx = c->at.seg ? find_seg(&l, &c->at) : -1;
     if (idx < 0) {
@@ -195,8 +276,6 @@ PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size
         break;
       }
     } else {
-      int known = nread && find_seg(&(wal_list){0, 1, &read_from[nread - 1]}, &c->at) == 0;
-      if (!known && nread == 4) break; /* enough segments for one call: check them first */
       rec_ops o;
       const uint8_t *rec = base + c->off;
       rc = decode_ops(r, rec + WAL_HDR, rec + size, count, 0, &o);
@@ -212,21 +291,14 @@ PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size
       encode_record((uint8_t *)buf + pos, c->expect, &o);
       pos += o.size;
       rec_ops_free(&o);
-      if (!known) read_from[nread++] = c->at;
       c->next = rec_last + 1;
     }
     c->off += size;
     c->expect = rec_last + 1;
   }
   repl_wal_list_free(&l);
-  if (!rc && nread) {
-    /* Were the segments copied from still the log's? (see the top) */
-    rc = repl_wal_list(r, &l);
-    for (uint32_t i = 0; !rc && i < nread; i++)
-      if (find_seg(&l, &read_from[i]) < 0)
-        rc = par_error(PAR_ENOENT, "the log of region '%s' was trimmed while being read", r->name);
-    repl_wal_list_free(&l);
-  }
+  /* Released during the copy: its segments may have been reused. */
+  if (!rc && pos) rc = released_error(c);
   if (rc) {
     /* Nothing returned: the next call starts again from the same LSN. */
     size_t need = rc == PAR_ETOOBIG ? *len : 0;

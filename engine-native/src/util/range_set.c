@@ -1,8 +1,10 @@
 #include "util/range_set.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "parallax/parallax.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -109,4 +111,48 @@ size_t range_set_encoded_size(const range_set *s) {
   size_t n = 4;
   for (uint32_t i = 0; i < s->n; i++) n += 4u + s->v[i].begin_len + s->v[i].end_len;
   return n;
+}
+
+uint8_t *range_set_encode(const range_set *s, uint8_t *out) {
+  enc32(out, s->n);
+  out += 4;
+  for (uint32_t i = 0; i < s->n; i++) {
+    const key_range *r = &s->v[i];
+    enc16(out, r->begin_len);
+    memcpy(out + 2, r->begin, r->begin_len);
+    out += 2u + r->begin_len;
+    enc16(out, r->end_len);
+    memcpy(out + 2, r->end, r->end_len);
+    out += 2u + r->end_len;
+  }
+  return out;
+}
+
+/* The key at *p (u16 length, bytes) if whole and 1 .. PAR_MAX_KEY_SIZE long. */
+static const uint8_t *decode_key(const uint8_t **p, const uint8_t *end, uint16_t *len) {
+  if (end - *p < 2) return NULL;
+  *len = dec16(*p);
+  const uint8_t *k = *p + 2;
+  if (*len < 1 || *len > PAR_MAX_KEY_SIZE || end - k < *len) return NULL;
+  *p = k + *len;
+  return k;
+}
+
+int range_set_decode(range_set *s, const uint8_t *in, size_t len) {
+  assert(!s->n);
+  const uint8_t *p = in + 4, *end = in + len;
+  uint32_t count = len >= 4 ? dec32(in) : 0;
+  int rc = len >= 4 && count <= len / 6 ? PAR_OK : PAR_ECORRUPT;
+  for (uint32_t i = 0; !rc && i < count; i++) {
+    uint16_t bl, el;
+    const uint8_t *b = decode_key(&p, end, &bl), *e = b ? decode_key(&p, end, &el) : NULL;
+    /* Each range non-empty and after the previous one's end. */
+    if (!e || key_cmp(b, bl, e, el) >= 0 || (s->n && key_cmp(s->v[s->n - 1].end, s->v[s->n - 1].end_len, b, bl) >= 0))
+      rc = PAR_ECORRUPT;
+    else
+      rc = range_set_add(s, b, bl, e, el);
+  }
+  if (!rc && p != end) rc = PAR_ECORRUPT;
+  if (rc) range_set_free(s);
+  return rc == PAR_ECORRUPT ? par_error(PAR_ECORRUPT, "a malformed range tombstone set") : rc;
 }

@@ -29,5 +29,12 @@ int range_set_copy(range_set *dst, const range_set *src);
 void range_set_free(range_set *s);
 /* Bytes of its encoding: count u32 | count x (begin_len u16, begin, end_len u16, end). */
 size_t range_set_encoded_size(const range_set *s);
+/* Writes the encoding (range_set_encoded_size bytes) to out; returns the
+ * byte after it. */
+uint8_t *range_set_encode(const range_set *s, uint8_t *out);
+/* Decodes exactly len bytes into an empty set: PAR_ECORRUPT unless they are
+ * one encoding of non-empty ranges, sorted and disjoint, keys of 1 ..
+ * PAR_MAX_KEY_SIZE bytes (the set is then left empty). */
+int range_set_decode(range_set *s, const uint8_t *in, size_t len);
 
 #endif

@@ -153,7 +153,13 @@ public final class Replication {
     }, ParallaxClosedException::new, true);
   }
 
-  /** Reads a primary's log ({@code par_repl_cursor_*}). */
+  /**
+   * Reads a primary's log ({@code par_repl_cursor_*}). While open, a cursor keeps the primary's
+   * WAL from the first LSN of the last chunk it returned (like a replication slot): compactions
+   * do not trim it, so a reader that must send that chunk again opens a new cursor there before
+   * closing this one. A cursor that would keep more than 64 segments (128 MiB) the levels cover
+   * is released instead, and its reads throw {@link NoSuchEntryException}.
+   */
   public static final class LogCursor implements AutoCloseable {
     private final NativeApi api;
     private final HandleState state;
@@ -169,7 +175,8 @@ public final class Replication {
     /**
      * The next durable records, about {@code maxBytes} at most (more when one record alone is
      * larger), or null when none follows yet. Throws {@link NoSuchEntryException} when the next
-     * LSN is no longer in the log (a compaction covered it: ship the index first).
+     * LSN is no longer in the log (a compaction covered it before the cursor opened, or the cursor
+     * was released: ship the index first).
      */
     public Chunk read(int maxBytes) {
       long c = state.acquire();

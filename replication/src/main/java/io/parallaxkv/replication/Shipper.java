@@ -36,7 +36,15 @@ final class Shipper implements AutoCloseable {
   private boolean buildSent;
   private long completeAt = -1;
   private long catchUpTarget = -1;
+  /**
+   * Reads the primary's log from the backup's position. A live cursor keeps the primary's WAL
+   * from the start of the last chunk it returned, so that chunk can be sent again: a new cursor
+   * is always opened before the old one is closed ({@link #reopen}), never leaving the log
+   * unpinned in between.
+   */
   private Replication.LogCursor cursor;
+  /** The last APPLY failed: ask the backup where its log ends before reading on. */
+  private boolean reposition;
   private long indexedCompactions = -1;
   private final Object signal = new Object();
   private long failingSince;
@@ -83,10 +91,11 @@ final class Shipper implements AutoCloseable {
   private void loop() {
     while (running && !primary.isDeposed()) {
       try {
-        if (cursor == null) {
+        if (cursor == null || reposition) {
           long lsn = call(Frame.Type.APPLY, 0, null).num(); // where the backup's log is
           primary.acked(this, lsn);
-          cursor = Replication.openLog(primary.region(), lsn + 1);
+          reopen(lsn + 1);
+          reposition = false;
         }
         Replication.Chunk ch = cursor.read(1 << 20);
         if (ch != null) {
@@ -132,7 +141,7 @@ final class Shipper implements AutoCloseable {
         LOG.warn("region {}: cannot report {}: {}", primary.copy.name, backup, re.toString());
       }
     }
-    closeCursor(); // start again from the backup's position
+    reposition = true; // start again from the backup's position (the cursor keeps the log)
     try {
       Thread.sleep(100);
     } catch (InterruptedException ie) {
@@ -146,23 +155,37 @@ final class Shipper implements AutoCloseable {
     cursor = null;
   }
 
+  /** Moves to a new cursor at lsn, opened before the old one is closed (see {@link #cursor}). */
+  private void reopen(long lsn) {
+    Replication.LogCursor old = cursor;
+    cursor = Replication.openLog(primary.region(), lsn);
+    if (old != null) old.close();
+  }
+
   /** Ships the primary's levels when it compacted since the last time (or must: truncated). */
   private void maybeShipIndex(boolean must) throws Exception {
     long c = primary.region().stats().compactions();
     if (!must && c == indexedCompactions) return;
     try (Replication.IndexExport x = Replication.exportIndex(primary.region())) {
-      ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, 0, x.layout()).a());
-      byte[] seg = new byte[Replication.SEGMENT_SIZE];
-      while (needed.hasRemaining()) {
-        int s = needed.getInt();
-        x.segment(s, seg);
-        call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg, Faults.PRIMARY_MID_INDEX);
+      // The log after the levels, pinned while they are copied: a compaction meanwhile must not
+      // trim what the backup needs after the install.
+      Replication.LogCursor after = Replication.openLog(primary.region(), x.coveredLsn() + 1);
+      try {
+        ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, 0, x.layout()).a());
+        byte[] seg = new byte[Replication.SEGMENT_SIZE];
+        while (needed.hasRemaining()) {
+          int s = needed.getInt();
+          x.segment(s, seg);
+          call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg, Faults.PRIMARY_MID_INDEX);
+        }
+        long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
+        primary.acked(this, lsn);
+        indexedCompactions = c;
+        reopen(lsn + 1);
+        reposition = false;
+      } finally {
+        after.close();
       }
-      long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
-      primary.acked(this, lsn);
-      indexedCompactions = c;
-      closeCursor();
-      cursor = Replication.openLog(primary.region(), lsn + 1);
     }
   }
 
