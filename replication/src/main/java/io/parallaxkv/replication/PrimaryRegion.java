@@ -31,6 +31,14 @@ final class PrimaryRegion implements AutoCloseable {
     void unreachable(String region, long epoch, String backup) throws Exception;
   }
 
+  /**
+   * The largest value a replicated region takes (the engine's {@code PAR_MAX_INLINE_VALUE}):
+   * shipped levels are copied as they are, so their leaves must hold every value; a larger one
+   * would go to the primary's large log, which is not shipped with the levels (send index, and
+   * the state transfer of both modes). Refused before it is written, with a clear error.
+   */
+  static final int MAX_VALUE = 1 << 20;
+
   final LocalCopy copy;
   final boolean sendIndex;
   final Reporter reporter;
@@ -77,6 +85,10 @@ final class PrimaryRegion implements AutoCloseable {
   /** Applies a client write and waits until every backup of the ack set holds it. */
   void write(byte[] key, byte[] value, boolean delete, long timeoutMs)
       throws DeposedException, TimeoutException, InterruptedException {
+    if (!delete && value.length > MAX_VALUE) {
+      throw new IllegalArgumentException("a value of " + value.length + " bytes: a replicated region takes up to "
+          + MAX_VALUE + " (shipped levels hold values in their leaves)");
+    }
     synchronized (this) {
       if (deposed != null) throw new DeposedException(deposed);
     }

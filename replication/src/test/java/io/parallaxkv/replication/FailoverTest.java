@@ -98,6 +98,17 @@ class FailoverTest {
         RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
         waitFor(c, "r1", 30000, r -> true);
         Writers w = new Writers(c, 3, 1000);
+        // Values of the largest size a replicated region takes, in both regions' levels and
+        // logs before the kill; a larger one is refused and not written.
+        for (String k : List.of("A-big-0", "A-big-1", "\u0081-big-0")) {
+          w.attempted.put(k, 1L);
+          c.put(k.getBytes(StandardCharsets.UTF_8), Writers.value(1, PrimaryRegion.MAX_VALUE));
+          w.acked.put(k, 1L);
+        }
+        byte[] tooBig = Writers.value(1, PrimaryRegion.MAX_VALUE + 1);
+        IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class, () -> c.put("A-too-big".getBytes(StandardCharsets.UTF_8), tooBig));
+        assertTrue(refused.getMessage().contains("up to"), refused.getMessage());
         Thread.sleep(4000);
         // The primaries compacted and shipped their levels; the backups installed them.
         long trees = 0;
