@@ -507,6 +507,55 @@ static void test_send_index_range_deletes(void **state) {
   node_free(&fresh);
 }
 
+/* A backup promoted with older levels than another backup's ships them to
+ * it: installing them would lose the LSNs between (that backup's log copy
+ * was trimmed to its newer levels), so they change nothing. Found by the
+ * replication module's kill-cycle soak (an acknowledged write lost). */
+static void test_outdated_layout(void **state) {
+  (void)state;
+  node p = {0}, old = {0}, ahead = {0};
+  node_open(&p, "repl_od_p", PAR_PLACEMENT_IN_PLACE);
+  node_open(&old, "repl_od_o", PAR_PLACEMENT_IN_PLACE);
+  node_open(&ahead, "repl_od_a", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(old.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(ahead.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_od");
+  par_repl_cursor *co, *ca;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &co));
+  assert_ok(par_repl_cursor_open(p.reg, 1, &ca));
+  load(p.reg, &m, &rng, 0, 2000);
+  assert_ok(par_flush(p.reg));
+  ship_log(NULL, &co, old.reg);
+  ship_log(NULL, &ca, ahead.reg);
+  ship_index(p.reg, old.reg); /* old's levels stop here */
+  ship_index(p.reg, ahead.reg);
+  load(p.reg, &m, &rng, 2000, 6000); /* 3 WAL segments more */
+  assert_ok(par_flush(p.reg));
+  ship_log(NULL, &co, old.reg);
+  ship_log(NULL, &ca, ahead.reg);
+  ship_index(p.reg, ahead.reg); /* ahead's log copy is trimmed to them */
+  uint64_t covered = stat_of(ahead.reg, PAR_REPL_STAT_COVERED_LSN);
+  assert_true(covered > stat_of(old.reg, PAR_REPL_STAT_COVERED_LSN));
+  par_repl_cursor_close(co);
+  par_repl_cursor_close(ca);
+
+  /* old becomes the primary; its levels go to ahead: nothing changes. */
+  assert_ok(par_repl_set_role(old.reg, PAR_REPL_PRIMARY));
+  uint64_t trees = stat_of(ahead.reg, PAR_REPL_STAT_TREES_INSTALLED);
+  assert_int_equal(ship_index(old.reg, ahead.reg), 0);
+  assert_int_equal(stat_of(ahead.reg, PAR_REPL_STAT_TREES_INSTALLED), trees);
+  assert_int_equal(stat_of(ahead.reg, PAR_REPL_STAT_COVERED_LSN), covered);
+  assert_ok(par_repl_set_role(ahead.reg, PAR_REPL_PRIMARY));
+  verify(ahead.reg, &m);
+  verify(old.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&old);
+  node_free(&ahead);
+}
+
 /* What send index cannot take: pointers into a primary's logs, bad layouts. */
 static void test_send_index_refusals(void **state) {
   (void)state;
@@ -559,6 +608,7 @@ int main(void) {
       cmocka_unit_test(test_cursor_pins_the_log),
       cmocka_unit_test(test_send_index),
       cmocka_unit_test(test_send_index_range_deletes),
+      cmocka_unit_test(test_outdated_layout),
       cmocka_unit_test(test_send_index_refusals),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -124,7 +124,11 @@ PAR_API void par_repl_export_close(par_repl_export *x);
  * it, rewriting the child addresses of index nodes through the segment map;
  * commit makes the levels the region's (replacing the trees the layout no
  * longer has) and trims the log copy up to the covered LSN, in one catalog
- * record. No compaction runs. close frees the handle and, without a commit,
+ * record. No compaction runs. A layout covering fewer LSNs than the
+ * backup's levels (from a primary promoted with older levels than this
+ * backup's) installs nothing: begin needs no segment and commit changes
+ * nothing, since the log copy no longer holds the LSNs in between. close
+ * frees the handle and, without a commit,
  * the segments it allocated. PAR_EBUSY from commit: the region's levels
  * changed since begin (another install). */
 typedef struct par_repl_install par_repl_install;

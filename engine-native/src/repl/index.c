@@ -185,6 +185,11 @@ struct par_repl_install {
   uint32_t nmap;
   uint8_t *buf;
   int committed;
+  /* The layout covers fewer LSNs than the backup's levels: installing it
+   * would lose those between (the log copy no longer holds them). A new
+   * primary, promoted with older levels than this backup's, sends such
+   * layouts until it flushes; they change nothing. */
+  int outdated;
 };
 
 static int map_cmp(const void *a, const void *b) {
@@ -261,13 +266,17 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
         for (int s = 0; s < LEVEL_TREES; s++)
           if (r->view->tree[l][s] && r->repl_tree_id[l][s] == in->t[i].id) in->t[i].held_at = l * LEVEL_TREES + s;
     }
+    /* The covered LSN changes with the view, both under view_mu. */
+    pthread_mutex_lock(&r->vol->meta_mu);
+    in->outdated = in->covered < catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
+    pthread_mutex_unlock(&r->vol->meta_mu);
     pthread_mutex_unlock(&r->view_mu);
   }
   uint32_t total = 0;
   for (uint32_t i = 0; !rc && i < in->ntrees; i++) total += in->t[i].held_at < 0 ? in->t[i].nsegs : 0;
   in->map = rc ? NULL : calloc(total ? total : 1, sizeof *in->map);
   if (!rc && !in->map) rc = par_error(PAR_ENOMEM, "segment map");
-  for (uint32_t i = 0; !rc && i < in->ntrees; i++)
+  for (uint32_t i = 0; !rc && !in->outdated && i < in->ntrees; i++)
     for (uint32_t k = 0; in->t[i].held_at < 0 && k < in->t[i].nsegs && !rc; k++) {
       seg_map *m = &in->map[in->nmap];
       m->pseg = dec32(in->t[i].segs + 4 * k);
@@ -432,6 +441,10 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
   par_region *r = in->r;
   for (uint32_t i = 0; i < in->nmap; i++)
     if (!in->map[i].written) return par_error(PAR_EINVAL, "segment %u was not shipped", in->map[i].pseg);
+  if (in->outdated) { /* nothing to install (see outdated) */
+    in->committed = 1;
+    return PAR_OK;
+  }
   int rc = in->nmap ? file_sync(&r->vol->file) : PAR_OK;
   if (rc) return rc;
   /* write_mu: no shipped record is applied while the log may restart. */
