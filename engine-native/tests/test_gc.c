@@ -14,10 +14,12 @@
  *              a damaged record in the middle of a segment does not end GC's
  *              walk of it: the live records behind it are relocated before
  *              the segment is freed and reused.
- *  gc_shadow_logged, gc_shadow_unlogged
+ *  gc_shadow_logged, gc_shadow_unlogged, gc_shadow_in_l0
  *              a segment whose record only a newer version in L0 shadows is
  *              emptied only once that version is durable: after a WAL sync
- *              for a logged write, not before a flush for an unlogged one.
+ *              for a logged write, not before a flush for an unlogged one;
+ *              also when the record itself is in L0 (logged and synced),
+ *              not in the levels.
  *  gc_full_volume
  *              overwrites of a small live set through a volume capped at a
  *              few times that set, many times over: GC frees space while
@@ -266,7 +268,7 @@ static void test_gc_damaged_record(void **state) {
  * (PAR_NO_WAL) only at a flush, so GC gives the segment up until then. The
  * segment is collected by calling gc_run directly (the workers never pick
  * it: the threshold is 100%). */
-static void shadow_case(unsigned overwrite_flags) {
+static void shadow_case(unsigned overwrite_flags, int record_flushed) {
   char *dir = tu_make_dir("gc_shadow");
   char *path = tu_path(dir, "gc.px");
   par_options o = gc_options();
@@ -281,9 +283,11 @@ static void shadow_case(unsigned overwrite_flags) {
   char key[32];
   for (uint32_t k = 0; k < KEYS; k++)
     assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, 1, val), 0));
-  assert_ok(par_flush(r));
-  /* Every key of the first segment but one gets a flushed newer version;
-   * the last one gets its newer version in L0 only. */
+  /* The records go to the levels, or stay in L0 with their WAL records
+   * durable: a crash brings them back either way. */
+  assert_ok(record_flushed ? par_flush(r) : par_sync(r));
+  /* Every key of the first segment but one gets a newer version, flushed
+   * (or synced); the last one gets its newer version in L0 only, unsynced. */
   vptr first = value_pointer(r, key, key_of(0, key));
   uint32_t last_in_first = 0;
   for (uint32_t k = 0; k < KEYS; k++)
@@ -291,7 +295,7 @@ static void shadow_case(unsigned overwrite_flags) {
   assert_true(value_pointer(r, key, key_of(KEYS - 1, key)).seg != first.seg); /* it is not the head */
   for (uint32_t k = 0; k < last_in_first; k++)
     assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, 2, val), 0));
-  assert_ok(par_flush(r));
+  assert_ok(record_flushed ? par_flush(r) : par_sync(r));
   assert_ok(par_put(r, key, key_of(last_in_first, key), val, make_value(last_in_first, 2, val), overwrite_flags));
   uint64_t shadow_lsn = atomic_load(&r->last_lsn);
   assert_true(wal_durable_lsn(&r->wal) < shadow_lsn);
@@ -332,12 +336,20 @@ static void shadow_case(unsigned overwrite_flags) {
 
 static void test_gc_shadow_logged(void **state) {
   (void)state;
-  shadow_case(0);
+  shadow_case(0, 1);
 }
 
 static void test_gc_shadow_unlogged(void **state) {
   (void)state;
-  shadow_case(PAR_NO_WAL);
+  shadow_case(PAR_NO_WAL, 1);
+}
+
+/* The record GC judges is in L0 too: the levels do not point at it, yet a
+ * crash that loses the newer write brings it back from the WAL. */
+static void test_gc_shadow_in_l0(void **state) {
+  (void)state;
+  shadow_case(0, 0);
+  shadow_case(PAR_NO_WAL, 0);
 }
 
 /* ---- gc_full_volume ---------------------------------------------------------- */
@@ -1042,6 +1054,7 @@ int main(void) {
       cmocka_unit_test(test_gc_damaged_record),
       cmocka_unit_test(test_gc_shadow_logged),
       cmocka_unit_test(test_gc_shadow_unlogged),
+      cmocka_unit_test(test_gc_shadow_in_l0),
       cmocka_unit_test(test_gc_full_volume),
       cmocka_unit_test_setup_teardown(test_gc_description_limit, save_limit, restore_limit),
       cmocka_unit_test(test_gc_huge),

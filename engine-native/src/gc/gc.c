@@ -244,7 +244,8 @@ static int retire(par_region *r, const gc_task *t, int counted);
 
 /* What GC finds of a record: still its key's newest version (relocated),
  * dead in the device levels (durable), or dead only because of a newer
- * version in L0, which a crash may still lose. */
+ * version in L0, which a crash may still lose: the record (in the levels,
+ * or in L0 with its WAL record durable) would be its key's newest again. */
 enum { REC_LIVE, REC_DEAD, REC_SHADOWED_IN_L0 };
 
 typedef struct live_check {
@@ -279,16 +280,10 @@ static int check_live(void *arg) {
     c->verdict = REC_LIVE;
     return PAR_OK;
   }
-  if (!in_l0(c->w, c->lsn, c->rec->key, c->rec->key_len)) {
-    c->verdict = REC_DEAD; /* the lookup's answer came from the levels */
-    return PAR_OK;
-  }
-  view levels; /* the view without its L0s: what a crash cannot take back */
-  memset(&levels, 0, sizeof levels);
-  memcpy(levels.tree, c->w->tree, sizeof levels.tree);
-  rc = region_lookup(c->r, &levels, c->lsn, c->rec->key, c->rec->key_len, NULL, &e);
-  if (rc && rc != PAR_NOT_FOUND) return rc;
-  c->verdict = points_at(rc, &e, c->p) ? REC_SHADOWED_IN_L0 : REC_DEAD;
+  /* Not in L0: the lookup's answer came from the levels, which a crash
+   * cannot take back. In L0, whether or not the levels point at the record:
+   * the record itself may be in L0 too, logged before the newer write. */
+  c->verdict = in_l0(c->w, c->lsn, c->rec->key, c->rec->key_len) ? REC_SHADOWED_IN_L0 : REC_DEAD;
   return PAR_OK;
 }
 
