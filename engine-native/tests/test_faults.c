@@ -203,7 +203,9 @@ static void test_wal_dead_tail(void **state) {
   uint32_t seg;
   assert_ok(segalloc_alloc(&f->vol->alloc, &seg));
   assert_ok(region_desc_add_wal(&d, (wal_seg){seg, d.wal_gen, st.last_lsn + 500}));
-  assert_ok(redolog_put_region(&f->vol->log, &d, NULL, 0));
+  uint64_t ticket;
+  assert_ok(redolog_put_region(&f->vol->log, &d, NULL, 0, &ticket));
+  assert_ok(redolog_sync(&f->vol->log, ticket));
   assert_ok(catalog_set(&f->vol->cat, &d)); /* takes d's contents */
   pthread_mutex_unlock(&f->vol->meta_mu);
   assert_ok(par_region_open(f->vol, "main", 0, &f->reg));

@@ -1860,6 +1860,12 @@ static int mark_seg(void *arg, uint32_t seg) { return segalloc_mark(arg, seg); }
 
 /* As par_open does: a fresh allocator, load the redo log, mark the catalog's
  * segments (no segment may be referenced twice). Compares with want. */
+static int put_region_durable(redolog *log, const region_desc *d, const uint32_t *freed, uint32_t nfreed) {
+  uint64_t ticket;
+  int rc = redolog_put_region(log, d, freed, nfreed, &ticket);
+  return rc ? rc : redolog_sync(log, ticket);
+}
+
 static void reload(scratch *s, redolog *log, const catalog *want) {
   redolog_close(log);
   segalloc_destroy(&s->alloc);
@@ -1886,7 +1892,7 @@ static void put_region(redolog *log, catalog *want, scratch *s, uint32_t id, uin
   snprintf(name, sizeof name, "region-%u", id);
   seg_src src = {&s->alloc, 0};
   make_desc(&d, id, name, variant, &src);
-  assert_ok(redolog_put_region(log, &d, NULL, 0));
+  assert_ok(put_region_durable(log, &d, NULL, 0));
   catalog_put_copy(want, &d);
   region_desc_free(&d);
 }
@@ -1913,7 +1919,7 @@ static void test_redolog(void **state) {
   region_desc d;
   seg_src src = {&s.alloc, 0};
   make_desc(&d, 2, "region-2", 11, &src);
-  assert_ok(redolog_put_region(&log, &d, freed.v, freed.n));
+  assert_ok(put_region_durable(&log, &d, freed.v, freed.n));
   catalog_put_copy(&want, &d);
   region_desc_free(&d);
   assert_ok(redolog_drop_region(&log, 3));
@@ -1941,7 +1947,7 @@ static void test_redolog(void **state) {
   for (uint32_t i = 0; i < 1200; i++) {
     region_desc *r = catalog_find_id(&want, 1 + i % 2);
     r->covered_lsn += 1000 + i;
-    assert_ok(redolog_put_region(&log, r, NULL, 0));
+    assert_ok(put_region_durable(&log, r, NULL, 0));
   }
   assert_true(log.segs.n >= 2);
   uint32_t stream_segs = log.segs.n;

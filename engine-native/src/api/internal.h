@@ -83,6 +83,10 @@ struct par_region {
   vlog cold;                         /* large log: values GC relocates  */
   uint64_t large_synced;             /* vlog_written of both at the WAL writer's last sync */
 
+  /* One merge commit at a time, taken before view_mu: a commit builds its
+   * layout from the view the previous one published, and syncs it with
+   * view_mu released (compaction.c). */
+  pthread_mutex_t commit_mu;
   pthread_mutex_t view_mu;
   pthread_cond_t view_cv;            /* a view change or a finished compaction */
   view *view;
@@ -108,8 +112,10 @@ struct par_region {
   struct {
     uint32_t seg, inc;
     uint64_t need_seq;
+    int dropping;                    /* gc_reclaim is dropping it */
   } *pending;
   uint32_t npending, pending_cap;
+  int reclaiming;                    /* a gc_reclaim runs (one at a time) */
 
   struct {
     atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
@@ -288,10 +294,15 @@ view *region_acquire_view(par_region *r, uint64_t *lsn);
  * w) and drops the region's reference to the previous one. */
 void region_set_view(par_region *r, view *w);
 
-/* Persists the region's description (under meta_mu) via fn, which edits a
- * copy; the catalog entry changes only if the redo record became durable. */
+/* Persists the region's description via fn, which edits a copy under
+ * meta_mu; the catalog entry changes once the redo record is written, and
+ * the call returns once it is durable (the sync runs without meta_mu). */
 typedef int (*desc_edit_fn)(region_desc *d, void *arg, seg_list *freed);
 int region_persist(par_region *r, desc_edit_fn fn, void *arg);
+/* The same without the sync: durable once redolog_sync(&r->vol->log,
+ * *ticket) returns, and nothing outside the catalog may act on the change
+ * before (meta/redolog.h). */
+int region_persist_unsynced(par_region *r, desc_edit_fn fn, void *arg, uint64_t *ticket);
 /* Whether every WAL and large-log segment r's logs took is listed in its
  * description (a log lists one before its contents must be durable). */
 int region_logs_listed(par_region *r);

@@ -34,7 +34,7 @@ void region_set_view(par_region *r, view *w) {
   view_unref(old);
 }
 
-static int persist(par_region *r, desc_edit_fn fn, void *arg, int leave_reserve) {
+static int persist(par_region *r, desc_edit_fn fn, void *arg, uint64_t *ticket) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->meta_mu);
   region_desc *cur = catalog_find_id(&v->cat, r->id);
@@ -43,14 +43,7 @@ static int persist(par_region *r, desc_edit_fn fn, void *arg, int leave_reserve)
   int rc = region_desc_copy(&d, cur);
   if (!rc) rc = fn(&d, arg, &freed);
   if (!rc) region_desc_prune_parts(&d); /* parts the levels now cover */
-  if (!rc && leave_reserve) {
-    size_t len = redolog_region_payload(&d, freed.n);
-    if (len > region_desc_encode(cur, NULL) + 8 && len + REDO_DESC_RESERVE > redolog_payload_limit)
-      rc = par_error(PAR_ELIMIT, "region %s: its description would take %zu bytes of the %u a redo record "
-                     "holds, %u of which are kept for GC and the WAL", r->name, len,
-                     redolog_payload_limit, REDO_DESC_RESERVE);
-  }
-  if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n);
+  if (!rc) rc = redolog_put_region(&v->log, &d, freed.v, freed.n, ticket);
   if (!rc) {
     region_desc_free(cur);
     *cur = d;
@@ -65,7 +58,17 @@ static int persist(par_region *r, desc_edit_fn fn, void *arg, int leave_reserve)
   return rc;
 }
 
-int region_persist(par_region *r, desc_edit_fn fn, void *arg) { return persist(r, fn, arg, 0); }
+int region_persist_unsynced(par_region *r, desc_edit_fn fn, void *arg, uint64_t *ticket) {
+  return persist(r, fn, arg, ticket);
+}
+
+/* The sync waits without meta_mu: other regions' commits and the logs'
+ * segment listings append meanwhile, and one fdatasync covers several. */
+int region_persist(par_region *r, desc_edit_fn fn, void *arg) {
+  uint64_t ticket = 0;
+  int rc = persist(r, fn, arg, &ticket);
+  return rc ? rc : redolog_sync(&r->vol->log, ticket);
+}
 
 /* ---- WAL segments ---- */
 
@@ -225,6 +228,7 @@ static void region_free(par_region *r) {
   view_unref(r->view);
   free(r->pending);
   pthread_mutex_destroy(&r->write_mu);
+  pthread_mutex_destroy(&r->commit_mu);
   pthread_mutex_destroy(&r->view_mu);
   pthread_mutex_destroy(&r->cur_mu);
   pthread_mutex_destroy(&r->live_mu);
@@ -280,6 +284,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   if (!r) return par_error(PAR_ENOMEM, "region");
   r->vol = v;
   pthread_mutex_init(&r->write_mu, NULL);
+  pthread_mutex_init(&r->commit_mu, NULL);
   pthread_mutex_init(&r->view_mu, NULL);
   pthread_mutex_init(&r->cur_mu, NULL);
   pthread_mutex_init(&r->live_mu, NULL);

@@ -178,7 +178,9 @@ int volume_create_region(par_volume *v, const char *name) {
   memset(&d, 0, sizeof d);
   d.id = v->cat.next_region_id;
   snprintf(d.name, sizeof d.name, "%s", name);
-  int rc = redolog_put_region(&v->log, &d, NULL, 0);
+  uint64_t ticket;
+  int rc = redolog_put_region(&v->log, &d, NULL, 0, &ticket);
+  if (!rc) rc = redolog_sync(&v->log, ticket);
   if (!rc) rc = catalog_set(&v->cat, &d); /* durable: apply it as replay would */
   if (!rc) v->cat.next_region_id = d.id + 1;
   return rc;

@@ -6,10 +6,16 @@
  * L1 can run while L1 spills into L2, and writers stall only when a frozen
  * L0 has to wait for the previous one.
  *
- * Every finished merge publishes a new view and records the level layout
- * in the redo log in one step (under view_mu, then meta_mu): the layout in
- * the catalog is always a layout some view had. The replaced trees free
- * their segments when the last reader lets go of them. */
+ * Every finished merge records the level layout in the redo log and then
+ * publishes it as a new view. The record is written under view_mu (then
+ * meta_mu) and synced with view_mu released, so that a writer freezing a
+ * full L0 meanwhile does not wait on the fdatasync; commit_mu keeps the
+ * region's commits in order. The start of a spill (a tree moving to its
+ * level's spilling slot) is published without a record: the catalog may
+ * hold the tree in the active slot, where recovery spills it again. So the
+ * layout in the catalog is a layout some view had, up to such moves. The
+ * replaced trees free their segments when the last reader lets go of them,
+ * after the record is durable. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,14 +94,23 @@ static int medium_seg_in_view(const view *w, uint32_t seg) {
   return 0;
 }
 
-/* Rewrites the description's levels from the view; trims covered WAL. */
+static int root_in_view(const view *w, uint32_t root) {
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      if (w->tree[i][j] && w->tree[i][j]->d.root == root) return 1;
+  return 0;
+}
+
+/* Rewrites the description's levels from the view; trims covered WAL. A
+ * tree the view holds in another slot (a spill started since the last
+ * record) keeps its segments. */
 static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
   layout_edit *e = arg;
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
       tree_desc *t = &d->level[i][j];
       const dtree *nt = e->w->tree[i][j];
-      if (t->root && !(nt && nt->d.root == t->root)) {
+      if (t->root && !root_in_view(e->w, t->root)) {
         for (uint32_t k = 0; k < t->segs.n; k++)
           if (seg_list_push(freed, t->segs.v[k])) return PAR_ENOMEM;
         for (uint32_t k = 0; k < t->msegs.n; k++)
@@ -124,19 +139,9 @@ static int in_view(const view *w, const dtree *t) {
   return 0;
 }
 
-/* Publishes w as the region's view after recording its layout (view_mu
- * held). Trees that w no longer holds are retired; covered WAL segments no
- * log cursor needs are freed at once (only recovery and cursors read them). */
-static int publish(par_region *r, view *w, uint64_t covered, const garbage_list *garbage) {
-  layout_edit e = {r, w, covered, {0}, garbage};
-  int rc = region_persist(r, edit_layout, &e);
-  if (rc) {
-    seg_list_free(&e.wal_freed);
-    view_unref(w);
-    return rc;
-  }
-  for (uint32_t i = 0; i < e.wal_freed.n; i++) segalloc_free(&r->vol->alloc, e.wal_freed.v[i]);
-  seg_list_free(&e.wal_freed);
+/* Publishes w as the region's view (view_mu held; the reference to w moves
+ * to the region). Trees that w no longer holds are retired. */
+static void publish(par_region *r, view *w) {
   view *old = r->view;
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
@@ -145,20 +150,10 @@ static int publish(par_region *r, view *w, uint64_t covered, const garbage_list 
   r->gc_skip_inc = 0;
   r->gc_stalled = 0;
   pthread_cond_broadcast(&r->view_cv);
-  return PAR_OK;
 }
 
-/* Frees the collected segments no reader can reach any more and picks a
- * segment to collect (view_mu held); 1 if t is a GC task. A merge that
- * failed for space is retried once GC has freed some. */
+/* Picks a segment to collect (view_mu held); 1 if t is a GC task. */
 static int pick_gc(par_region *r, task *t) {
-  uint64_t freed = atomic_load(&r->stats.gc_freed);
-  if (gc_reclaimable(r)) gc_reclaim(r); /* a failure leaves them pending */
-  if (failed_for_room(r->failed) && atomic_load(&r->stats.gc_freed) != freed) {
-    r->failed = 0;
-    r->gc_stalled = 0;
-    pthread_cond_broadcast(&r->view_cv);
-  }
   if (r->gc_stalled || !gc_pick(r, &t->gc, 0)) return 0;
   t->kind = TASK_GC;
   r->running++;
@@ -198,8 +193,7 @@ static int pick(par_region *r, task *t) {
         if (!n) return PAR_ENOMEM;
         n->tree[i][1] = n->tree[i][0];
         n->tree[i][0] = NULL;
-        int rc = publish(r, n, 0, NULL);
-        if (rc) return rc;
+        publish(r, n);
         w = r->view;
       }
       if (w->tree[i][1] && !r->dest_busy[i + 1]) {
@@ -387,23 +381,57 @@ static int merge(par_region *r, task *t, dtree **out) {
   return rc;
 }
 
-/* Installs the merged tree (view_mu held). */
-static int commit(par_region *r, task *t, dtree *nt) {
+/* The region's current view with the merged tree in place of the merge's
+ * sources (view_mu held). Only this task changes those slots while it runs:
+ * its destination is busy, and its source is the frozen L0 or a spilling
+ * tree; a freeze or another level's spill start may change the rest. */
+static view *merged_view(par_region *r, const task *t, dtree *nt) {
   view *n = view_clone(r->view);
-  if (!n) return PAR_ENOMEM;
-  uint64_t covered = 0;
+  if (!n) return NULL;
   if (t->kind == TASK_FLUSH) {
-    covered = n->frozen->max_lsn;
+    assert(n->frozen == t->frozen);
     memtable_unref(n->frozen);
     n->frozen = NULL;
   } else {
+    assert(n->tree[t->dst - 1][1] == t->src);
     dtree_unref(n->tree[t->dst - 1][1]);
     n->tree[t->dst - 1][1] = NULL;
   }
   dtree_unref(n->tree[t->dst][0]);
   n->tree[t->dst][0] = nt;
   if (nt) dtree_ref(nt);
-  return publish(r, n, covered, &t->garbage);
+  return n;
+}
+
+/* Installs the merged tree: its layout recorded under view_mu, synced
+ * without it, then published. Covered WAL segments no log cursor needs are
+ * freed once the record is durable (only recovery and cursors read them).
+ * *recorded: the record was written, so the catalog may hold nt even if the
+ * sync failed (the log is failed then: nt's segments must not be reused). */
+static int commit(par_region *r, task *t, dtree *nt, int *recorded) {
+  pthread_mutex_lock(&r->commit_mu);
+  pthread_mutex_lock(&r->view_mu);
+  view *n = merged_view(r, t, nt);
+  int rc = n ? PAR_OK : par_error(PAR_ENOMEM, "view");
+  layout_edit e = {r, n, t->kind == TASK_FLUSH ? t->frozen->max_lsn : 0, {0}, &t->garbage};
+  uint64_t ticket = 0;
+  if (!rc) rc = region_persist_unsynced(r, edit_layout, &e, &ticket);
+  *recorded = !rc;
+  view_unref(n);
+  pthread_mutex_unlock(&r->view_mu);
+  if (!rc) rc = redolog_sync(&r->vol->log, ticket);
+  pthread_mutex_lock(&r->view_mu);
+  if (!rc) {
+    for (uint32_t i = 0; i < e.wal_freed.n; i++) segalloc_free(&r->vol->alloc, e.wal_freed.v[i]);
+    /* Built again: a freeze or a spill start may have changed the view. */
+    n = merged_view(r, t, nt);
+    if (n) publish(r, n);
+    else rc = par_error(PAR_ENOMEM, "view");
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  pthread_mutex_unlock(&r->commit_mu);
+  seg_list_free(&e.wal_freed);
+  return rc;
 }
 
 /* Runs a task. Its references go before it is counted as done, so that
@@ -421,12 +449,11 @@ static void run(par_region *r, task *t) {
     if (rc && r->failed) r->gc_stalled = 1;
   } else {
     dtree *nt = NULL;
+    int recorded = 0;
     rc = merge(r, t, &nt);
-    pthread_mutex_lock(&r->view_mu);
-    if (!rc) rc = commit(r, t, nt);
-    pthread_mutex_unlock(&r->view_mu);
-    if (rc && nt) dtree_retire(nt); /* never published: give its segments back */
-    dtree_unref(nt);                /* a published view holds its own reference */
+    if (!rc) rc = commit(r, t, nt, &recorded);
+    if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
+    dtree_unref(nt);                             /* a published view holds its own reference */
     task_release(t);
     pthread_mutex_lock(&r->view_mu);
     if (rc) r->failed = rc;
@@ -473,6 +500,7 @@ static void *worker_main(void *arg) {
     pthread_mutex_unlock(&v->sched_mu);
 
     if (atomic_exchange(&r->freeze_wanted, 0)) region_freeze_wanted(r);
+    gc_reclaim(r);
     pthread_mutex_lock(&r->view_mu);
     task t;
     int rc = pick(r, &t);

@@ -223,21 +223,46 @@ static int edit_drop_vlog(region_desc *d, void *arg, seg_list *freed) {
   return PAR_OK;
 }
 
-int gc_reclaim(par_region *r) {
+void gc_reclaim(par_region *r) {
+  pthread_mutex_lock(&r->view_mu);
+  uint32_t n = 0, *incs = NULL;
+  if (!r->reclaiming && gc_reclaimable(r)) incs = malloc(r->npending * sizeof *incs);
   uint64_t oldest = view_oldest_seq(r);
-  for (uint32_t i = 0; i < r->npending;) {
-    if (r->pending[i].need_seq > oldest) {
-      i++;
-      continue;
+  for (uint32_t i = 0; incs && i < r->npending; i++)
+    if (r->pending[i].need_seq <= oldest) {
+      r->pending[i].dropping = 1; /* gc_pick leaves it alone: it stays pending */
+      incs[n++] = r->pending[i].inc;
     }
-    drop_vlog dv = {r->pending[i].inc, 0, 0};
-    int rc = region_persist(r, edit_drop_vlog, &dv);
-    if (rc) return rc; /* stays pending; retried at the next pick */
+  r->reclaiming = n > 0;
+  pthread_mutex_unlock(&r->view_mu);
+  if (!n) {
+    free(incs);
+    return;
+  }
+  /* Each drop is durable before its segments can be taken again. */
+  uint32_t dropped = 0;
+  for (; dropped < n; dropped++) {
+    drop_vlog dv = {incs[dropped], 0, 0};
+    if (region_persist(r, edit_drop_vlog, &dv)) break; /* the rest stay pending, retried later */
     for (uint32_t k = 0; k < dv.nsegs; k++) segalloc_free(&r->vol->alloc, dv.seg + k);
     atomic_fetch_add(&r->stats.gc_freed, dv.nsegs);
-    r->pending[i] = r->pending[--r->npending];
   }
-  return PAR_OK;
+  pthread_mutex_lock(&r->view_mu);
+  for (uint32_t i = 0; i < r->npending;) {
+    int gone = 0;
+    for (uint32_t k = 0; k < dropped && !gone; k++) gone = r->pending[i].inc == incs[k];
+    r->pending[i].dropping = 0;
+    if (gone) r->pending[i] = r->pending[--r->npending];
+    else i++;
+  }
+  r->reclaiming = 0;
+  if (dropped && failed_for_room(r->failed)) { /* space came back: merges may retry */
+    r->failed = 0;
+    r->gc_stalled = 0;
+  }
+  pthread_cond_broadcast(&r->view_cv);
+  pthread_mutex_unlock(&r->view_mu);
+  free(incs);
 }
 
 static int retire(par_region *r, const gc_task *t, int counted);
@@ -391,6 +416,7 @@ static int retire(par_region *r, const gc_task *t, int counted) {
     r->pending[r->npending].seg = t->seg;
     r->pending[r->npending].inc = t->inc;
     r->pending[r->npending].need_seq = n->seq;
+    r->pending[r->npending].dropping = 0;
     r->npending++;
     if (counted) atomic_fetch_add(&r->stats.gc_runs, 1);
   } else if (n) {

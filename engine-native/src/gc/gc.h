@@ -59,11 +59,14 @@ typedef struct gc_task {
 } gc_task;
 
 /* With view_mu held. gc_pick finds the most garbage-laden segment over the
- * threshold (claiming it unless dry); gc_reclaim frees the collected
- * segments no reader can reach any more. */
+ * threshold (claiming it unless dry); gc_reclaimable says whether collected
+ * segments wait that no reader can reach any more. */
 int gc_pick(par_region *r, gc_task *t, int dry);
 int gc_reclaimable(par_region *r);
-int gc_reclaim(par_region *r);
+/* Frees those segments (no locks held: view_mu is taken to choose them and
+ * to let them go, not across the synced redo record that drops them). A
+ * region out of room is let retry its merges once space came back. */
+void gc_reclaim(par_region *r);
 /* Collects one segment (no locks held). */
 int gc_run(par_region *r, const gc_task *t);
 

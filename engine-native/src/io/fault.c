@@ -13,7 +13,9 @@ typedef struct slot {
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static slot slots[FAULT_MAX_RULES];
-static atomic_int armed; /* rules in use: the fast path reads only this */
+static atomic_int armed; /* rules and observers in use: the fast path reads only this */
+static void (*sync_observer)(void *);
+static void *sync_observer_arg;
 
 int fault_arm(const fault_rule *r) {
   pthread_mutex_lock(&mu);
@@ -38,7 +40,16 @@ uint64_t fault_fired(int id) {
 void fault_reset(void) {
   pthread_mutex_lock(&mu);
   for (int i = 0; i < FAULT_MAX_RULES; i++) slots[i] = (slot){0};
+  sync_observer = NULL;
   atomic_store(&armed, 0);
+  pthread_mutex_unlock(&mu);
+}
+
+void fault_observe_syncs(void (*fn)(void *), void *arg) {
+  pthread_mutex_lock(&mu);
+  if (!sync_observer != !fn) atomic_fetch_add(&armed, fn ? 1 : -1);
+  sync_observer = fn;
+  sync_observer_arg = arg;
   pthread_mutex_unlock(&mu);
 }
 
@@ -53,6 +64,8 @@ int fault_check(fault_op op, uint64_t off, size_t *len) {
   if (!atomic_load_explicit(&armed, memory_order_relaxed)) return 0;
   int err = 0;
   pthread_mutex_lock(&mu);
+  void (*observer)(void *) = op == FAULT_FSYNC ? sync_observer : NULL;
+  void *observer_arg = sync_observer_arg;
   for (int i = 0; i < FAULT_MAX_RULES; i++) {
     slot *s = &slots[i];
     if (!s->used || !matches(&s->r, op, off, *len)) continue;
@@ -68,5 +81,6 @@ int fault_check(fault_op op, uint64_t off, size_t *len) {
     break;
   }
   pthread_mutex_unlock(&mu);
+  if (observer) observer(observer_arg);
   return err;
 }

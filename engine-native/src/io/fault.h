@@ -48,6 +48,11 @@ uint64_t fault_fired(int id);
 /* Disarms every rule. */
 void fault_reset(void);
 
+/* Calls fn(arg) on the syncing thread before every fdatasync (fn NULL:
+ * none), for tests that check what a thread holds while it syncs. Cleared
+ * by fault_reset too. */
+void fault_observe_syncs(void (*fn)(void *), void *arg);
+
 /* For io/file.c: 0 to proceed with *len bytes (possibly shortened), or the
  * errno the call must fail with. */
 int fault_check(fault_op op, uint64_t off, size_t *len);

@@ -147,7 +147,9 @@ static int failed_error(const redolog *log) {
   return par_error(PAR_EFAILED, "a catalog write failed earlier (%s): reopen the volume", par_strerror(log->failed));
 }
 
-static int append_sync(redolog *log, uint32_t type, const uint8_t *payload, uint32_t len) {
+/* Appends a record, not yet synced; *ticket is the write count to sync to. */
+static int append_record(redolog *log, uint32_t type, const uint8_t *payload, uint32_t len, uint64_t *ticket) {
+  *ticket = log->writes;
   if (log->failed) return failed_error(log);
   if (log->stale) {
     int rc = redolog_checkpoint(log, log->cat);
@@ -155,11 +157,30 @@ static int append_sync(redolog *log, uint32_t type, const uint8_t *payload, uint
   }
   uint64_t issued = log->writes;
   int rc = append(log, type, payload, len);
-  if (!rc) rc = file_sync(log->file);
+  *ticket = log->writes;
   /* Once a write was issued the record may be durable or not; a failure
    * before any write (a full volume refusing a link segment, a record over
    * the limit) leaves the log as it was. */
   return rc && log->writes != issued ? fail(log, rc) : rc;
+}
+
+int redolog_sync(redolog *log, uint64_t ticket) {
+  if (atomic_load(&log->durable_writes) >= ticket) return PAR_OK;
+  if (log->failed) return failed_error(log);
+  int rc = file_sync(log->file);
+  if (rc) return fail(log, rc);
+  /* Writes issued up to ticket precede this fdatasync: raise the mark to
+   * ticket (another thread's sync may have raised it further). */
+  uint64_t seen = atomic_load(&log->durable_writes);
+  while (seen < ticket && !atomic_compare_exchange_weak(&log->durable_writes, &seen, ticket)) {
+  }
+  return PAR_OK;
+}
+
+static int append_sync(redolog *log, uint32_t type, const uint8_t *payload, uint32_t len) {
+  uint64_t ticket;
+  int rc = append_record(log, type, payload, len, &ticket);
+  return rc ? rc : redolog_sync(log, ticket);
 }
 
 size_t redolog_region_payload(const region_desc *d, uint32_t nfreed) {
@@ -180,11 +201,12 @@ static uint8_t *encode_region(const region_desc *d, const uint32_t *freed, uint3
   return p;
 }
 
-int redolog_put_region(redolog *log, const region_desc *d, const uint32_t *freed, uint32_t nfreed) {
+int redolog_put_region(redolog *log, const region_desc *d, const uint32_t *freed, uint32_t nfreed,
+                       uint64_t *ticket) {
   uint32_t len;
   uint8_t *p = encode_region(d, freed, nfreed, &len);
   if (!p) return par_error(PAR_ENOMEM, "redo record");
-  int rc = append_sync(log, REC_REGION, p, len);
+  int rc = append_record(log, REC_REGION, p, len, ticket);
   free(p);
   return rc;
 }

@@ -11,6 +11,7 @@
 #define PAR_META_REDOLOG_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "alloc/segalloc.h"
@@ -64,8 +65,11 @@ typedef struct redolog {
   /* A write or sync of a record (or of the superblock) failed, so whether
    * it is durable is unknown: nothing more is appended, and the allocator
    * is stopped (segalloc_stop), until the volume is reopened. */
-  int failed;
+  _Atomic int failed;
   uint64_t writes; /* record writes issued */
+  /* Record writes an fdatasync is known to cover: redolog_sync runs
+   * without the caller's lock, so that commits share their syncs. */
+  _Atomic uint64_t durable_writes;
   /* The stream was recovered and not rewritten yet: its tail may hide a
    * torn record, so the next append first checkpoints cat (the catalog the
    * stream was loaded into). Open checkpoints at once; on a full volume
@@ -86,9 +90,19 @@ int redolog_load(redolog *log, par_file *f, segalloc *a, catalog *c);
 int redolog_checkpoint(redolog *log, const catalog *c);
 void redolog_close(redolog *log);
 
+/* Writes a region's new description; *ticket names the write for
+ * redolog_sync, and the record is durable only once that returns: the
+ * caller may change the in-memory catalog at once (later records are built
+ * from it and land after this one), but must not act on the change outside
+ * the catalog (free a segment, publish a view that a crash could take
+ * back) before. freed lists segments the new description stops using. */
+int redolog_put_region(redolog *log, const region_desc *d, const uint32_t *freed, uint32_t nfreed,
+                       uint64_t *ticket);
+/* Makes the records up to ticket durable. Called without the lock that
+ * serializes appends; a failure fails the log, as a failed append does. */
+int redolog_sync(redolog *log, uint64_t ticket);
 /* Each returns once the record is durable; only then may the in-memory
- * catalog change. freed lists segments the new description stops using. */
-int redolog_put_region(redolog *log, const region_desc *d, const uint32_t *freed, uint32_t nfreed);
+ * catalog change. */
 int redolog_drop_region(redolog *log, uint32_t id);
 int redolog_next_id(redolog *log, uint32_t next_id);
 /* Commits a cross-region batch: one record naming each region's part (the

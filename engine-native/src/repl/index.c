@@ -69,7 +69,9 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   par_repl_export *x = calloc(1, sizeof *x);
   if (!x) return par_error(PAR_ENOMEM, "export");
   x->r = r;
-  /* The catalog's covered LSN changes with the view, both under view_mu. */
+  /* The catalog's covered LSN changes with the view under commit_mu (a
+   * merge commit records the layout before it publishes the view). */
+  pthread_mutex_lock(&r->commit_mu);
   pthread_mutex_lock(&r->view_mu);
   x->v = r->view;
   atomic_fetch_add(&x->v->refs, 1);
@@ -77,6 +79,7 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   x->covered = catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
   pthread_mutex_unlock(&r->vol->meta_mu);
   pthread_mutex_unlock(&r->view_mu);
+  pthread_mutex_unlock(&r->commit_mu);
   int rc = PAR_OK;
   size_t len = LAYOUT_HDR;
   uint32_t n = 0;
