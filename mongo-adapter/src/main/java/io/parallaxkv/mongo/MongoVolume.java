@@ -1,5 +1,6 @@
 package io.parallaxkv.mongo;
 
+import io.parallaxkv.NoSuchEntryException;
 import io.parallaxkv.Options;
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Region;
@@ -49,6 +50,20 @@ final class MongoVolume implements AutoCloseable {
     return open.computeIfAbsent(namespace, ns -> {
       Region region = volume.region(REGION_PREFIX + ns);
       return new CollectionStore(region, ns);
+    });
+  }
+
+  /**
+   * The collection {@code namespace} if its region exists (null if not): for readers of the
+   * catalog, which must not bring back a collection a concurrent drop just removed.
+   */
+  CollectionStore openExisting(String namespace) {
+    return open.computeIfAbsent(namespace, ns -> {
+      try {
+        return new CollectionStore(volume.openRegion(REGION_PREFIX + ns), ns);
+      } catch (NoSuchEntryException dropped) {
+        return null;
+      }
     });
   }
 
