@@ -18,20 +18,14 @@ import io.parallaxkv.Options;
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Region;
 import io.parallaxkv.Scanner;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
 import java.net.Socket;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
-import org.bson.RawBsonDocument;
 import org.bson.Document;
-import org.bson.codecs.BsonDocumentCodec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -395,30 +389,9 @@ class AuthTest {
   /** A legacy OP_QUERY on {@code namespace} gets an OP_REPLY whose document is error 13. */
   private static void assertRefusedOverOpQuery(int port, String namespace, BsonDocument query)
       throws Exception {
-    ByteArrayOutputStream body = new ByteArrayOutputStream();
-    body.writeBytes(new byte[4]); // flags
-    body.writeBytes(namespace.getBytes(StandardCharsets.UTF_8));
-    body.write(0);
-    body.writeBytes(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(0).putInt(-1)
-        .array());
-    ByteBuffer raw = new RawBsonDocument(query, new BsonDocumentCodec()).getByteBuffer().asNIO();
-    byte[] bson = new byte[raw.remaining()];
-    raw.get(bson);
-    body.writeBytes(bson);
-    byte[] payload = body.toByteArray();
-    ByteBuffer message = ByteBuffer.allocate(16 + payload.length).order(ByteOrder.LITTLE_ENDIAN);
-    message.putInt(16 + payload.length).putInt(7).putInt(0).putInt(2004).put(payload);
     try (Socket s = new Socket("127.0.0.1", port)) {
       s.setSoTimeout(10_000);
-      s.getOutputStream().write(message.array());
-      InputStream in = s.getInputStream();
-      ByteBuffer head = ByteBuffer.wrap(in.readNBytes(16)).order(ByteOrder.LITTLE_ENDIAN);
-      int length = head.getInt();
-      assertEquals(7, head.getInt(8), "a reply to our request");
-      assertEquals(1, head.getInt(12), "OP_REPLY");
-      byte[] rest = in.readNBytes(length - 16);
-      byte[] document = java.util.Arrays.copyOfRange(rest, 20, rest.length); // after the reply fields
-      BsonDocument reply = new RawBsonDocument(document);
+      BsonDocument reply = LegacyOpQuery.send(s, namespace, query, 0, -1).documents().get(0);
       assertEquals(13, reply.getInt32("code").getValue(), namespace + ": " + reply);
     }
   }

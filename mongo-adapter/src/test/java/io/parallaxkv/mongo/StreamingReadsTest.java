@@ -7,18 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoCollection;
 import com.mongodb.client.MongoDatabase;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
 import java.net.Socket;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.bson.BsonDocument;
-import org.bson.RawBsonDocument;
-import org.bson.codecs.BsonDocumentCodec;
 import org.bson.Document;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -45,7 +38,7 @@ class StreamingReadsTest {
       try (Socket socket = new Socket("127.0.0.1", f.server.port())) {
         socket.setSoTimeout(30_000);
         // The whole collection, 50 at a time.
-        Reply first = opQuery(socket, "legacy.c", new BsonDocument(), 0, 50);
+        LegacyOpQuery.Reply first = LegacyOpQuery.send(socket, "legacy.c", new BsonDocument(), 0, 50);
         assertEquals(50, first.documents().size());
         assertNotEquals(0, first.cursorId());
         StreamingCursor cursor = cursors.get(first.cursorId());
@@ -61,7 +54,7 @@ class StreamingReadsTest {
         // $query/$orderby on the index, with a skip: only the range's entries are read.
         BsonDocument ranged = BsonDocument.parse("{$query: {v: {$gte: 1000, $lt: 2000}},"
             + " $orderby: {v: -1}}");
-        Reply page = opQuery(socket, "legacy.c", ranged, 10, 40);
+        LegacyOpQuery.Reply page = LegacyOpQuery.send(socket, "legacy.c", ranged, 10, 40);
         assertEquals(40, page.documents().size());
         for (int i = 0; i < 40; i++) {
           assertEquals(1989 - i, page.documents().get(i).getInt32("v").getValue());
@@ -69,7 +62,7 @@ class StreamingReadsTest {
         assertTrue(cursors.get(page.cursorId()).documentsRead() <= 51,
             "an index range reads its matches only: " + cursors.get(page.cursorId()).documentsRead());
         // numberToReturn -n: one batch and no cursor.
-        Reply single = opQuery(socket, "legacy.c", ranged, 0, -5);
+        LegacyOpQuery.Reply single = LegacyOpQuery.send(socket, "legacy.c", ranged, 0, -5);
         assertEquals(5, single.documents().size());
         assertEquals(0, single.cursorId());
         f.client.getDatabase("legacy").runCommand(new Document("killCursors", "c")
@@ -159,44 +152,5 @@ class StreamingReadsTest {
         docs.clear();
       }
     }
-  }
-
-  /** An OP_REPLY: its cursor id and documents. */
-  private record Reply(long cursorId, List<BsonDocument> documents) {}
-
-  /** Sends a legacy OP_QUERY on {@code namespace} and reads its OP_REPLY. */
-  private static Reply opQuery(Socket socket, String namespace, BsonDocument query, int skip,
-      int numberToReturn) throws Exception {
-    ByteArrayOutputStream body = new ByteArrayOutputStream();
-    body.writeBytes(new byte[4]); // flags
-    body.writeBytes(namespace.getBytes(StandardCharsets.UTF_8));
-    body.write(0);
-    body.writeBytes(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(skip)
-        .putInt(numberToReturn).array());
-    ByteBuffer raw = new RawBsonDocument(query, new BsonDocumentCodec()).getByteBuffer().asNIO();
-    byte[] bson = new byte[raw.remaining()];
-    raw.get(bson);
-    body.writeBytes(bson);
-    byte[] payload = body.toByteArray();
-    ByteBuffer message = ByteBuffer.allocate(16 + payload.length).order(ByteOrder.LITTLE_ENDIAN);
-    message.putInt(16 + payload.length).putInt(7).putInt(0).putInt(2004).put(payload);
-    socket.getOutputStream().write(message.array());
-    InputStream in = socket.getInputStream();
-    ByteBuffer head = ByteBuffer.wrap(in.readNBytes(16)).order(ByteOrder.LITTLE_ENDIAN);
-    int length = head.getInt();
-    assertEquals(1, head.getInt(12), "OP_REPLY");
-    ByteBuffer rest = ByteBuffer.wrap(in.readNBytes(length - 16)).order(ByteOrder.LITTLE_ENDIAN);
-    rest.getInt(); // responseFlags
-    long cursorId = rest.getLong();
-    rest.getInt(); // startingFrom
-    int returned = rest.getInt();
-    List<BsonDocument> documents = new ArrayList<>();
-    for (int i = 0; i < returned; i++) {
-      int size = rest.getInt(rest.position());
-      byte[] document = new byte[size];
-      rest.get(document);
-      documents.add(new RawBsonDocument(document));
-    }
-    return new Reply(cursorId, documents);
   }
 }
