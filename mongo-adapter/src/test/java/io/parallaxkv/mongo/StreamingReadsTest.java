@@ -111,21 +111,23 @@ class StreamingReadsTest {
   }
 
   /**
-   * The server as a child JVM with a 48 MB heap, over a collection of ~120 MB of documents:
-   * count, distinct, countDocuments and a full find answer, which they could not if they held
-   * the matching documents.
+   * The server as a child JVM with a 48 MB heap, over ~145 MB of documents whose {@code _id}s
+   * alone are ~45 MB (900-byte strings): count, distinct, countDocuments and a full find answer,
+   * which they could not if they held the matching documents, or even their ids (as the
+   * library's count did).
    */
   @Test
   void readsOfMoreThanTheHeapAnswer() throws Exception {
-    int docs = 40_000;
-    String pad = "p".repeat(3000);
+    int docs = 50_000;
+    String pad = "p".repeat(2000);
+    String longId = "k".repeat(900);
     try (ServerProcess server = new ServerProcess(dir, List.of("-Xmx48m",
             "-XX:MaxDirectMemorySize=256m"));
          MongoClient client = MongoFixture.client(server.uri())) {
       MongoCollection<Document> c = client.getDatabase("big").getCollection("c");
       List<Document> batch = new ArrayList<>();
       for (int i = 0; i < docs; i++) {
-        batch.add(new Document("_id", i).append("g", i % 5).append("pad", pad));
+        batch.add(new Document("_id", longId + i).append("g", i % 5).append("pad", pad));
         if (batch.size() == 500) {
           c.insertMany(batch);
           batch.clear();
