@@ -55,9 +55,10 @@ final class MongoVolume implements AutoCloseable {
 
   /**
    * The collection {@code namespace} if its region exists (null if not): for readers of the
-   * catalog, which must not bring back a collection a concurrent drop just removed.
+   * catalog, which must not bring back a collection a concurrent drop just removed. Serialized
+   * with {@link #drop}, so it finds the region either before the drop began or gone.
    */
-  CollectionStore openExisting(String namespace) {
+  synchronized CollectionStore openExisting(String namespace) {
     return open.computeIfAbsent(namespace, ns -> {
       try {
         return new CollectionStore(volume.openRegion(REGION_PREFIX + ns), ns);
@@ -76,7 +77,7 @@ final class MongoVolume implements AutoCloseable {
   }
 
   /** Closes and drops the region of {@code namespace}: its documents, indexes and catalog. */
-  void drop(String namespace) {
+  synchronized void drop(String namespace) {
     CollectionStore store = open.remove(namespace);
     if (store != null) store.close();
     volume.dropRegion(REGION_PREFIX + namespace);

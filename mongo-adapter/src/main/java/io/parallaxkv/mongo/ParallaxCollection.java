@@ -417,7 +417,9 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
    */
   @Override
   public Document handleDistinct(Document query) {
-    String key = (String) query.get("key");
+    if (!(query.get("key") instanceof String key)) {
+      throw new MongoServerError(14, "TypeMismatch", "distinct's 'key' must be a string");
+    }
     Document filter = query.get("query") instanceof Document q ? q : new Document();
     Set<Object> values = new TreeSet<>(ValueComparator.ascWithoutListHandling());
     try (Stream<Document> matches = matching(filter)) {
