@@ -10,6 +10,7 @@ import java.net.InetSocketAddress;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * Authentication: SCRAM-SHA-256 over {@code saslStart}/{@code saslContinue}, the user commands
@@ -60,10 +61,55 @@ final class Authenticator {
       return "command " + command + " requires authentication";
     }
     if (CommandActions.isOpen(command)) return null;
-    int nul = user.indexOf('\0');
-    List<Document> roles = users.roles(user.substring(0, nul), user.substring(nul + 1));
+    List<Document> roles = roles(channel);
     if (roles != null && Roles.grants(roles, CommandActions.of(command, body), db)) return null;
     return "not authorized on " + db + " to execute command { " + command + " }";
+  }
+
+  /**
+   * Who owns the cursors {@code channel} opens now: its authenticated user ({@code db NUL user}),
+   * or null when authentication is off (then any connection may use any cursor, as in MongoDB).
+   */
+  String cursorOwner(Channel channel) {
+    return required ? channel.attr(USER).get() : null;
+  }
+
+  /**
+   * Whether {@code channel}'s user may kill cursors of other users: MongoDB's {@code
+   * killAnyCursor}, which {@code root} and {@code clusterAdmin} grant.
+   */
+  boolean mayKillAnyCursor(Channel channel, String db) {
+    List<Document> roles = roles(channel);
+    return roles != null && Roles.grants(roles, Roles.Action.CLUSTER, db);
+  }
+
+  /**
+   * The databases {@code listDatabases} shows {@code channel}'s user, as MongoDB decides with
+   * its {@code authorizedDatabases} option ({@code authorized}: true, false or null when unset):
+   * every database to a user with the {@code listDatabases} privilege unless it asks for its
+   * authorized ones only; to any other user the databases its roles grant something on, or error
+   * 13 if it asked for all. Every database when authentication is off.
+   */
+  Predicate<String> listableDatabases(Channel channel, Object authorized) {
+    if (!required) return db -> true;
+    List<Document> roles = roles(channel);
+    if (roles == null) return db -> false;
+    boolean privileged = Roles.listsAllDatabases(roles);
+    if (authorized != null && !Utils.isTrue(authorized) && !privileged) {
+      throw new MongoServerError(13, "Unauthorized",
+          "not authorized on admin to execute command { listDatabases } with "
+              + "authorizedDatabases: false");
+    }
+    if (privileged && !Utils.isTrue(authorized)) return db -> true;
+    return db -> Roles.grantsAnythingOn(roles, db);
+  }
+
+  /** The roles of {@code channel}'s authenticated user; null if it has not authenticated. */
+  private List<Document> roles(Channel channel) {
+    String user = channel.attr(USER).get();
+    if (user == null) return null;
+    int nul = user.indexOf('\0');
+    return users.roles(user.substring(0, nul), user.substring(nul + 1));
   }
 
   /** Runs {@code command} if it is one of authentication's; null if it is not. */

@@ -53,19 +53,35 @@ final class CursorReaper implements AutoCloseable {
   }
 
   /**
-   * Refuses a getMore or killCursors ({@code command}, body {@code query}) sent on database
-   * {@code db} that names an open cursor of another collection, with MongoDB's error 13: the
-   * request's database is what roles are checked against, so a cursor is read or killed only
-   * through its own namespace.
+   * Refuses, with MongoDB's error 13 (Unauthorized), a getMore or killCursors ({@code command},
+   * body {@code query}) sent on database {@code db} by {@code requester} ({@link
+   * Authenticator#cursorOwner}) that names an open cursor it may not use, as MongoDB does:
+   *
+   * <ul>
+   *   <li>a cursor opened by another user: a getMore is refused whatever the requester's roles;
+   *       a killCursors is refused as a whole (nothing is killed) unless {@code mayKillAny}
+   *       (MongoDB's {@code killAnyCursor}, of {@code root} and {@code clusterAdmin});
+   *   <li>a cursor of another namespace: the request's database is what roles are checked
+   *       against, so a cursor is read or killed only through its own namespace.
+   * </ul>
+   *
+   * Ids of no open cursor pass: the library answers them (error 43, or {@code cursorsNotFound}).
    */
-  void checkNamespace(String db, String command, Document query) {
+  void checkAccess(String db, String command, Document query, String requester,
+      boolean mayKillAny) {
     boolean getMore = command.equalsIgnoreCase("getMore");
     String namespace = db + "." + query.get(getMore ? "collection" : "killCursors");
     List<?> ids = getMore ? List.of(query.get("getMore"))
         : query.get("cursors") instanceof List<?> l ? l : List.of();
     for (Object id : ids) {
       StreamingCursor cursor = id instanceof Number n ? open.get(n.longValue()) : null;
-      if (cursor != null && !cursor.namespace().equals(namespace)) {
+      if (cursor == null) continue;
+      boolean othersCursor = cursor.owner() != null && !cursor.owner().equals(requester);
+      if (othersCursor && (getMore || !mayKillAny)) {
+        throw new MongoServerError(13, "Unauthorized", "cursor id " + id
+            + " was not created by the authenticated user");
+      }
+      if (!cursor.namespace().equals(namespace)) {
         throw new MongoServerError(13, "Unauthorized", "Requested " + command + " on namespace '"
             + namespace + "', but cursor " + id + " belongs to a different namespace "
             + cursor.namespace());

@@ -1,5 +1,6 @@
 package io.parallaxkv.mongo;
 
+import io.parallaxkv.NoSuchEntryException;
 import io.parallaxkv.Options;
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Region;
@@ -53,6 +54,21 @@ final class MongoVolume implements AutoCloseable {
   }
 
   /**
+   * The collection {@code namespace} if its region exists (null if not): for readers of the
+   * catalog, which must not bring back a collection a concurrent drop just removed. Serialized
+   * with {@link #drop}, so it finds the region either before the drop began or gone.
+   */
+  synchronized CollectionStore openExisting(String namespace) {
+    return open.computeIfAbsent(namespace, ns -> {
+      try {
+        return new CollectionStore(volume.openRegion(REGION_PREFIX + ns), ns);
+      } catch (NoSuchEntryException dropped) {
+        return null;
+      }
+    });
+  }
+
+  /**
    * The region of the server's users ({@link UserStore}); its name is outside the collections'
    * prefix, so it is no database's collection.
    */
@@ -61,7 +77,7 @@ final class MongoVolume implements AutoCloseable {
   }
 
   /** Closes and drops the region of {@code namespace}: its documents, indexes and catalog. */
-  void drop(String namespace) {
+  synchronized void drop(String namespace) {
     CollectionStore store = open.remove(namespace);
     if (store != null) store.close();
     volume.dropRegion(REGION_PREFIX + namespace);

@@ -2,16 +2,21 @@ package io.parallaxkv.mongo;
 
 import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.backend.AbstractMongoBackend;
+import de.bwaldvogel.mongo.backend.DefaultQueryMatcher;
+import de.bwaldvogel.mongo.backend.QueryMatcher;
 import de.bwaldvogel.mongo.backend.Utils;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import io.netty.channel.Channel;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Predicate;
 
 /**
  * The storage-engine swap: mongo-java-server's backend whose databases and collections live in
@@ -40,7 +45,7 @@ final class ParallaxBackend extends AbstractMongoBackend {
   @Override
   protected MongoDatabase openOrCreateDatabase(String databaseName) {
     return databases.computeIfAbsent(databaseName,
-        name -> new ParallaxDatabase(name, volume, getCursorRegistry(), cursors));
+        name -> new ParallaxDatabase(name, volume, getCursorRegistry(), cursors, authenticator));
   }
 
   @Override
@@ -69,7 +74,14 @@ final class ParallaxBackend extends AbstractMongoBackend {
       return reply;
     }
     if (command.equalsIgnoreCase("getMore") || command.equalsIgnoreCase("killCursors")) {
-      cursors.checkNamespace(databaseName, command, query);
+      boolean mayKillAny = command.equalsIgnoreCase("killCursors")
+          && authenticator.mayKillAnyCursor(channel, databaseName);
+      cursors.checkAccess(databaseName, command, query, authenticator.cursorOwner(channel),
+          mayKillAny);
+    }
+    if (command.equalsIgnoreCase("listDatabases") && databaseName.equals("admin")) {
+      return listDatabases(query, authenticator.listableDatabases(channel,
+          query.get("authorizedDatabases")));
     }
     if (command.equalsIgnoreCase("fsync")) {
       volume.syncAll();
@@ -83,6 +95,39 @@ final class ParallaxBackend extends AbstractMongoBackend {
           "renameCollection is not supported by the Parallax storage engine");
     }
     return super.handleCommand(channel, databaseName, command, query);
+  }
+
+  /**
+   * MongoDB's {@code listDatabases}: the databases {@code visible} lets the user see, each as
+   * {@code {name, sizeOnDisk, empty}} — sizeOnDisk is the BSON bytes of its documents, the
+   * engine keeping no per-region disk account — kept if they match {@code filter}, and only
+   * their names with {@code nameOnly}.
+   */
+  private Document listDatabases(Document query, Predicate<String> visible) {
+    Document filter = query.get("filter") instanceof Document f ? f : new Document();
+    boolean nameOnly = Utils.isTrue(query.get("nameOnly"));
+    Map<String, Long> sizes = new TreeMap<>();
+    for (String ns : volume.namespaces()) {
+      String db = Utils.getDatabaseNameFromFullName(ns);
+      CollectionStore store = visible.test(db) ? volume.openExisting(ns) : null;
+      if (store != null) sizes.merge(db, store.dataSize(), Long::sum);
+    }
+    QueryMatcher matcher = new DefaultQueryMatcher();
+    List<Document> databases = new ArrayList<>();
+    long totalSize = 0;
+    for (Map.Entry<String, Long> db : sizes.entrySet()) {
+      Document described = new Document("name", db.getKey()).append("sizeOnDisk", db.getValue())
+          .append("empty", false);
+      if (!matcher.matches(described, filter)) continue;
+      databases.add(nameOnly ? new Document("name", db.getKey()) : described);
+      totalSize += db.getValue();
+    }
+    Document response = new Document("databases", databases);
+    if (!nameOnly) {
+      response.append("totalSize", totalSize).append("totalSizeMb", totalSize >> 20);
+    }
+    Utils.markOkay(response);
+    return response;
   }
 
   /** killCursors releases the snapshots of streaming cursors at once. */

@@ -10,9 +10,11 @@ import de.bwaldvogel.mongo.backend.DocumentWithPosition;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
 import de.bwaldvogel.mongo.backend.KeyValue;
+import de.bwaldvogel.mongo.backend.Missing;
 import de.bwaldvogel.mongo.backend.QueryMatcher;
 import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.Utils;
+import de.bwaldvogel.mongo.backend.ValueComparator;
 import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.bson.ObjectId;
@@ -21,6 +23,7 @@ import de.bwaldvogel.mongo.exception.IndexBuildFailedException;
 import de.bwaldvogel.mongo.exception.IndexKeySpecsConflictException;
 import de.bwaldvogel.mongo.exception.InvalidIdFieldError;
 import de.bwaldvogel.mongo.exception.MongoServerError;
+import de.bwaldvogel.mongo.wire.message.MongoQuery;
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Scanner;
 import io.parallaxkv.WriteBatch;
@@ -34,6 +37,7 @@ import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeSet;
 import java.util.stream.Collectors;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
@@ -207,12 +211,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     return (int) Math.min(Integer.MAX_VALUE, store.count());
   }
 
-  // The library leaves these unsynchronized; they read the index list that addIndex changes.
-
-  @Override
-  public synchronized int count(Document query, int skip, int limit) {
-    return super.count(query, skip, limit);
-  }
+  // The library leaves it unsynchronized; it reads the index list that addIndex changes.
 
   @Override
   public synchronized Document getStats() {
@@ -307,10 +306,10 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
 
   /**
    * The {@code find} command, with a cursor that streams ({@link StreamingCursor}): the first
-   * batch is read now and the rest on each getMore, from the snapshot taken here. Returns the
-   * command's reply.
+   * batch is read now and the rest on each getMore, from the snapshot taken here; the cursor
+   * belongs to {@code owner} ({@link StreamingCursor#owner}). Returns the command's reply.
    */
-  Document find(Document command, CursorReaper cursors) {
+  Document find(Document command, CursorReaper cursors, String owner) {
     Document filter = command.get("filter") instanceof Document f ? f : new Document();
     Document sort = command.get("sort") instanceof Document o && !o.isEmpty() ? o : null;
     Document projection = command.get("projection") instanceof Document p ? p : null;
@@ -320,8 +319,49 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     int firstBatch = batchOption == null
         ? StreamingCursor.DEFAULT_FIRST_BATCH : intOption(command, "batchSize", 0);
     boolean singleBatch = Utils.isTrue(command.get("singleBatch")) || limit < 0;
-    limit = Math.abs(limit);
+    QueryResult first = streamingFind(filter, sort, projection, skip, Math.abs(limit),
+        firstBatch, singleBatch, cursors, owner);
+    return cursorReply(first);
+  }
 
+  /**
+   * A legacy OP_QUERY find, on a cursor that streams as the find command's does. The selector is
+   * the filter, or wraps it with its modifiers ({@code $query}/{@code query} and {@code
+   * $orderby}/{@code orderby}, as the library reads them; other modifiers are ignored).
+   * numberToReturn is MongoDB's: 0 the default first batch, {@code n > 1} a batch of n, 1 or
+   * {@code -n} a single batch. The reply's cursor id is 0 when no more remain; the rest is read
+   * with the getMore command (the library does not take OP_GET_MORE).
+   */
+  QueryResult legacyFind(MongoQuery query, CursorReaper cursors, String owner) {
+    Document selector = query.getQuery();
+    Document filter = selector;
+    Document sort = null;
+    for (String wrapper : List.of("$query", "query")) {
+      if (selector.get(wrapper) instanceof Document wrapped) {
+        filter = wrapped;
+        String orderBy = wrapper.equals("$query") ? "$orderby" : "orderby";
+        if (selector.get(orderBy) instanceof Document o && !o.isEmpty()) sort = o;
+        break;
+      }
+    }
+    int toReturn = query.getNumberToReturn();
+    boolean singleBatch = toReturn < 0 || toReturn == 1;
+    int firstBatch = toReturn == 0 ? StreamingCursor.DEFAULT_FIRST_BATCH : Math.abs(toReturn);
+    if (query.getNumberToSkip() < 0) {
+      throw new MongoServerError(2, "BadValue", "numberToSkip must be >= 0");
+    }
+    return streamingFind(filter, sort, query.getReturnFieldSelector(), query.getNumberToSkip(),
+        0, firstBatch, singleBatch, cursors, owner);
+  }
+
+  /**
+   * The documents matching {@code filter} in {@code sort}'s order, after {@code skip}, at most
+   * {@code limit} ({@code 0}: no limit), projected: the first {@code firstBatch} now, the rest
+   * on a {@link StreamingCursor} of {@code owner} unless {@code singleBatch}.
+   */
+  private QueryResult streamingFind(Document filter, Document sort, Document projection,
+      int skip, int limit, int firstBatch, boolean singleBatch, CursorReaper cursors,
+      String owner) {
     QueryPlan.Counters counters = new QueryPlan.Counters();
     Stream<Document> results = planned(filter, sort, counters);
     if (skip > 0) results = results.skip(skip);
@@ -330,7 +370,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
         ? UnaryOperator.identity()
         : batch -> matchDocumentsFromStream(new Document(), batch.stream(), 0, 0, 0, null,
             projection).collectDocuments();
-    return openCursor(results, project, counters, firstBatch, singleBatch, cursors);
+    return openCursor(results, project, counters, firstBatch, singleBatch, cursors, owner);
   }
 
   /**
@@ -340,10 +380,62 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
    * a find with the same filter and sort needs, plus one batch.
    */
   Document aggregate(Document filter, Document sort, Aggregation stages,
-      int firstBatch, CursorReaper cursors) {
+      int firstBatch, CursorReaper cursors, String owner) {
     QueryPlan.Counters counters = new QueryPlan.Counters();
     Stream<Document> results = stages.runStagesAsStream(planned(filter, sort, counters));
-    return openCursor(results, UnaryOperator.identity(), counters, firstBatch, false, cursors);
+    QueryResult first = openCursor(results, UnaryOperator.identity(), counters, firstBatch,
+        false, cursors, owner);
+    return cursorReply(first);
+  }
+
+  /**
+   * The count command with a filter: the matches are counted as the plan streams them from one
+   * snapshot (an index when the filter allows), holding none; the library would collect them.
+   * An empty filter reads the collection's counter.
+   */
+  @Override
+  public int count(Document query, int skip, int limit) {
+    if (query == null || query.isEmpty()) return super.count(query, skip, limit);
+    try (Stream<Document> matches = matching(query)) {
+      Stream<Document> counted = skip > 0 ? matches.skip(skip) : matches;
+      return (int) Math.min(Integer.MAX_VALUE, (limit > 0 ? counted.limit(limit) : counted).count());
+    }
+  }
+
+  /**
+   * The documents matching {@code filter} as the plan reads them, lazily, from a snapshot taken
+   * now (close the stream).
+   */
+  Stream<Document> matching(Document filter) {
+    return planned(filter, null, new QueryPlan.Counters());
+  }
+
+  /**
+   * The distinct command: the values of {@code key} among the documents matching {@code query},
+   * read as the plan streams them from one snapshot (an index when the query allows); memory is
+   * the set of distinct values, as in MongoDB (the library would collect the documents first).
+   */
+  @Override
+  public Document handleDistinct(Document query) {
+    if (!(query.get("key") instanceof String key)) {
+      throw new MongoServerError(14, "TypeMismatch", "distinct's 'key' must be a string");
+    }
+    Document filter = query.get("query") instanceof Document q ? q : new Document();
+    Set<Object> values = new TreeSet<>(ValueComparator.ascWithoutListHandling());
+    try (Stream<Document> matches = matching(filter)) {
+      matches.forEach(document -> {
+        Object value = Utils.getSubdocumentValueCollectionAware(document, key);
+        if (value instanceof Missing) return;
+        if (value instanceof Collection<?> elements) {
+          values.addAll(elements);
+        } else {
+          values.add(value);
+        }
+      });
+    }
+    Document response = new Document("values", values);
+    Utils.markOkay(response);
+    return response;
   }
 
   /**
@@ -366,11 +458,20 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     return order == null ? results : results.sorted(order);
   }
 
-  /** A cursor over {@code results} and the reply that hands out its first batch. */
-  private Document openCursor(Stream<Document> results, UnaryOperator<List<Document>> project,
-      QueryPlan.Counters counters, int firstBatch, boolean singleBatch, CursorReaper cursors) {
+  /** The reply of a command that opened a cursor: its id and first batch. */
+  private Document cursorReply(QueryResult first) {
+    Document reply = new Document("cursor", new Document("id", first.getCursorId())
+        .append("ns", getFullName()).append("firstBatch", first.collectDocuments()));
+    Utils.markOkay(reply);
+    return reply;
+  }
+
+  /** A cursor over {@code results}: its first batch, and its id (0 if it ended with it). */
+  private QueryResult openCursor(Stream<Document> results, UnaryOperator<List<Document>> project,
+      QueryPlan.Counters counters, int firstBatch, boolean singleBatch, CursorReaper cursors,
+      String owner) {
     StreamingCursor cursor = new StreamingCursor(cursorRegistry.generateCursorId(), getFullName(),
-        results, project, counters, cursors);
+        owner, results, project, counters, cursors);
     List<Document> batch;
     try {
       batch = firstBatch == 0 ? List.of() : cursor.takeDocuments(firstBatch);
@@ -385,10 +486,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
       cursors.add(cursor);
       cursorId = cursor.getId();
     }
-    Document reply = new Document("cursor", new Document("id", cursorId)
-        .append("ns", getFullName()).append("firstBatch", batch));
-    Utils.markOkay(reply);
-    return reply;
+    return new QueryResult(batch, cursorId);
   }
 
   private static int intOption(Document command, String name, int otherwise) {

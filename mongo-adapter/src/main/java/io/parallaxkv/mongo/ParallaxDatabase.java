@@ -7,12 +7,14 @@ import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.DatabaseResolver;
 import de.bwaldvogel.mongo.backend.Index;
 import de.bwaldvogel.mongo.backend.IndexKey;
+import de.bwaldvogel.mongo.backend.QueryResult;
 import de.bwaldvogel.mongo.backend.Utils;
 import de.bwaldvogel.mongo.backend.aggregation.Aggregation;
 import de.bwaldvogel.mongo.backend.memory.MemoryCollection;
 import de.bwaldvogel.mongo.bson.Document;
 import de.bwaldvogel.mongo.exception.MongoServerError;
 import de.bwaldvogel.mongo.oplog.Oplog;
+import de.bwaldvogel.mongo.wire.message.MongoQuery;
 import io.netty.channel.Channel;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -21,6 +23,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.stream.Stream;
 
 /**
  * A database: the collections whose regions are named {@code mongo/<name>.*}.
@@ -42,12 +45,14 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
 
   private final MongoVolume volume;
   private final CursorReaper cursors;
+  private final Authenticator authenticator;
 
   ParallaxDatabase(String databaseName, MongoVolume volume, CursorRegistry cursorRegistry,
-      CursorReaper cursors) {
+      CursorReaper cursors, Authenticator authenticator) {
     super(databaseName, cursorRegistry);
     this.volume = volume;
     this.cursors = cursors;
+    this.authenticator = authenticator;
     initializeNamespacesAndIndexes();
   }
 
@@ -162,10 +167,11 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
     if (name.equals("explain")) return explain(query);
     if (name.equals("find")
         && resolveCollection(String.valueOf(query.get(command)), false) instanceof ParallaxCollection c) {
-      return c.find(query, cursors);
+      return c.find(query, cursors, authenticator.cursorOwner(channel));
     }
     if (name.equals("aggregate")) {
-      Document streamed = streamingAggregate(query, databaseResolver, oplog);
+      Document streamed = streamingAggregate(query, databaseResolver, oplog,
+          authenticator.cursorOwner(channel));
       if (streamed != null) return streamed;
       Document pushedDown = aggregateFromIndex(query, databaseResolver, oplog);
       if (pushedDown != null) return pushedDown;
@@ -231,10 +237,10 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
    * planner (an index scan in the sort's order needs no memory for the sort), the other stages
    * per document as the batches are read, the first batch ({@code cursor.batchSize}, else 101)
    * now and the rest on each getMore. Null for any other pipeline, or a collection not stored
-   * here.
+   * here. The cursor belongs to {@code owner}.
    */
   private Document streamingAggregate(Document query, DatabaseResolver databaseResolver,
-      Oplog oplog) {
+      Oplog oplog, String owner) {
     PipelineInput input = PipelineInput.of(query.get("pipeline"));
     if (input == null || !input.streams() || query.containsKey("let")
         || Utils.isTrue(query.get("explain"))) {
@@ -255,13 +261,14 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
       }
       firstBatch = n.intValue();
     }
-    return collection.aggregate(input.filter(), input.sort(), rest, firstBatch, cursors);
+    return collection.aggregate(input.filter(), input.sort(), rest, firstBatch, cursors, owner);
   }
 
   /**
    * A pipeline that starts with {@code $match} (as the drivers' countDocuments does) reads its
-   * input through the query planner, so the match can use an index; the library would scan the
-   * whole collection. The stages, {@code $match} included, then run as the library runs them.
+   * input through the query planner, so the match can use an index, streaming from one snapshot;
+   * the library would scan and collect the whole collection. The stages, {@code $match}
+   * included, then run as the library runs them.
    * Null when the pipeline does not start with a match on a stored collection.
    */
   private Document aggregateFromIndex(Document query, DatabaseResolver databaseResolver,
@@ -277,14 +284,31 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
     Aggregation aggregation = Aggregation.fromPipeline(stages, databaseResolver, this, collection,
         oplog);
     aggregation.validate(query);
-    List<Document> input = collection.handleQuery(match, 0, 0).collectDocuments();
+    List<Document> result;
+    // The input streams from the plan: memory is what the stages keep ($group its groups).
+    try (Stream<Document> input = collection.matching(match)) {
+      result = aggregation.runStages(input);
+    }
     // The whole result in the first batch, as the library answers an aggregate.
     Document cursor = new Document("id", 0L)
         .append("ns", getFullCollectionNamespace(collectionName))
-        .append("firstBatch", aggregation.runStages(input.stream()));
+        .append("firstBatch", result);
     Document response = new Document("cursor", cursor);
     Utils.markOkay(response);
     return response;
+  }
+
+  /**
+   * A legacy OP_QUERY find on a stored collection streams as the find command does ({@link
+   * ParallaxCollection#legacyFind}); the library would collect every match first.
+   */
+  @Override
+  public QueryResult handleQuery(MongoQuery query) {
+    if (resolveCollection(query.getCollectionName(), false) instanceof ParallaxCollection c) {
+      clearLastStatus(query.getChannel());
+      return c.legacyFind(query, cursors, authenticator.cursorOwner(query.getChannel()));
+    }
+    return super.handleQuery(query);
   }
 
   /** Dropping a collection drops its region: see CollectionStore#beginDrop. */
@@ -311,9 +335,12 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
     Document explained = (Document) query.get("explain");
     String verb = explained.keySet().iterator().next();
     if (verb.equalsIgnoreCase("aggregate")) return explainAggregate(explained);
+    if (verb.equalsIgnoreCase("count") || verb.equalsIgnoreCase("distinct")) {
+      return explainCountOrDistinct(verb, explained);
+    }
     if (!verb.equalsIgnoreCase("find")) {
       throw new MongoServerError(115, "CommandNotSupported",
-          "explain is implemented for find and aggregate only, not " + verb);
+          "explain is implemented for find, aggregate, count and distinct only, not " + verb);
     }
     String collectionName = String.valueOf(explained.get(verb));
     MongoCollection<RecordKey> collection = resolveCollection(collectionName, false);
@@ -329,6 +356,42 @@ final class ParallaxDatabase extends AbstractSynchronizedMongoDatabase<RecordKey
         .append("executionStats", new Document("nReturned", 0).append("totalKeysExamined", 0)
             .append("totalDocsExamined", 0).append("executionStages", eof));
     Utils.markOkay(response);
+    return response;
+  }
+
+  /**
+   * The explain of a count or distinct: the plan that reads the documents matching its {@code
+   * query} and what running it examined. A count is a {@code COUNT} stage (with {@code
+   * nCounted}) over that plan, or over {@code RECORD_STORE_FAST_COUNT} — the collection's
+   * counter, no document read — when it has no query.
+   */
+  private Document explainCountOrDistinct(String verb, Document explained) {
+    Document filter = explained.get("query") instanceof Document q ? q : new Document();
+    boolean count = verb.equalsIgnoreCase("count");
+    int skip = count ? ((Number) explained.getOrDefault("skip", 0)).intValue() : 0;
+    int limit = count ? Math.abs(((Number) explained.getOrDefault("limit", 0)).intValue()) : 0;
+    String collectionName = String.valueOf(explained.get(verb));
+    if (!(resolveCollection(collectionName, false) instanceof ParallaxCollection c)) {
+      return explain(new Document("explain", new Document("find", collectionName)));
+    }
+    if (!count) return c.explainFind(filter, null, 0, 0);
+    if (filter.isEmpty()) {
+      Document fast = new Document("stage", "COUNT").append("nCounted", c.count(filter, skip, limit))
+          .append("inputStage", new Document("stage", "RECORD_STORE_FAST_COUNT"));
+      Document response = new Document("queryPlanner", new Document("namespace", c.getFullName())
+          .append("winningPlan", fast)).append("executionStats", new Document("nReturned", 0)
+          .append("totalKeysExamined", 0).append("totalDocsExamined", 0)
+          .append("executionStages", fast));
+      Utils.markOkay(response);
+      return response;
+    }
+    Document response = c.explainFind(filter, null, skip, limit);
+    Document execution = (Document) response.get("executionStats");
+    Document counted = new Document("stage", "COUNT").append("nCounted", execution.get("nReturned"))
+        .append("inputStage", execution.get("executionStages"));
+    ((Document) response.get("queryPlanner")).put("winningPlan", counted);
+    execution.put("executionStages", counted);
+    execution.put("nReturned", 0);
     return response;
   }
 

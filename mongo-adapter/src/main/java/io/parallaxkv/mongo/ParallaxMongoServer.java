@@ -75,7 +75,32 @@ public final class ParallaxMongoServer implements AutoCloseable {
    */
   public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
       boolean insecureNoAuth) {
-    return start(dbPath, bindIp, port, auth, insecureNoAuth, null);
+    return start(dbPath, bindIp, port, auth, insecureNoAuth, (Tls) null);
+  }
+
+  /**
+   * TLS settings, as mongod's options name them.
+   *
+   * @param certificateKeyFile the server's certificate chain and PKCS#8 private key, in PEM
+   *     ({@code --tlsCertificateKeyFile}; see {@link TlsCertificateKeyFile})
+   * @param caFile null, or the PEM certificates of the authorities whose certificates clients
+   *     must present ({@code --tlsCAFile}); a client without one, or with one they did not sign,
+   *     fails the handshake
+   * @param allowConnectionsWithoutCertificates with {@code caFile}: a client that presents no
+   *     certificate is let in, one that presents a certificate must still present a valid one
+   *     ({@code --tlsAllowConnectionsWithoutCertificates})
+   */
+  public record Tls(Path certificateKeyFile, Path caFile,
+      boolean allowConnectionsWithoutCertificates) {
+    public Tls {
+      if (certificateKeyFile == null) {
+        throw new IllegalArgumentException("TLS needs --tlsCertificateKeyFile");
+      }
+      if (caFile == null && allowConnectionsWithoutCertificates) {
+        throw new IllegalArgumentException(
+            "--tlsAllowConnectionsWithoutCertificates needs --tlsCAFile");
+      }
+    }
   }
 
   /**
@@ -89,6 +114,20 @@ public final class ParallaxMongoServer implements AutoCloseable {
    */
   public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
       boolean insecureNoAuth, Path tlsCertificateKeyFile) {
+    return start(dbPath, bindIp, port, auth, insecureNoAuth,
+        tlsCertificateKeyFile == null ? null : new Tls(tlsCertificateKeyFile, null, false));
+  }
+
+  /**
+   * Starts a server on {@code bindIp}:{@code port} that speaks TLS only, as {@code tls} says
+   * (verifying client certificates when it names a CA file), or plaintext only when it is null.
+   *
+   * @param auth whether connections must authenticate
+   * @throws IllegalArgumentException if {@code bindIp} is not a loopback address and neither
+   *     {@code auth} nor {@code insecureNoAuth} is set, or a TLS file is not usable
+   */
+  public static ParallaxMongoServer start(Path dbPath, String bindIp, int port, boolean auth,
+      boolean insecureNoAuth, Tls tlsSettings) {
     InetAddress ip;
     try {
       ip = InetAddress.getByName(bindIp);
@@ -101,8 +140,9 @@ public final class ParallaxMongoServer implements AutoCloseable {
           + "Pass --auth (and create a user), bind to 127.0.0.1, or pass --insecure-no-auth "
           + "to accept that.");
     }
-    SslContext tls = tlsCertificateKeyFile == null
-        ? null : TlsCertificateKeyFile.serverContext(tlsCertificateKeyFile);
+    SslContext tls = tlsSettings == null ? null : TlsCertificateKeyFile.serverContext(
+        tlsSettings.certificateKeyFile(), tlsSettings.caFile(),
+        tlsSettings.allowConnectionsWithoutCertificates());
     ParallaxBackend backend = new ParallaxBackend(dbPath, auth);
     EventLoopGroup boss = new NioEventLoopGroup(1, new MongoThreadFactory("mongo-server-boss"));
     EventLoopGroup workers = new NioEventLoopGroup(0, new MongoThreadFactory("mongo-server-worker"));
@@ -118,7 +158,8 @@ public final class ParallaxMongoServer implements AutoCloseable {
           .childHandler(new ChannelInitializer<SocketChannel>() {
             @Override
             protected void initChannel(SocketChannel ch) {
-              // A client that does not speak TLS fails the handshake and is disconnected.
+              // A client that does not speak TLS, or lacks a certificate the CA file asks for,
+              // fails the handshake and is disconnected.
               if (tls != null) ch.pipeline().addLast(tls.newHandler(ch.alloc()));
               // Outbound messages pass Replies before the encoders turn them into bytes.
               ch.pipeline().addLast(new MongoWireReplyEncoder(), new MongoWireMessageEncoder(),

@@ -85,6 +85,30 @@ final class Roles {
     return out;
   }
 
+  /**
+   * Whether {@code roles} hold MongoDB's {@code listDatabases} action on the cluster: every
+   * server role does (the AnyDatabase roles, clusterAdmin and root).
+   */
+  static boolean listsAllDatabases(List<Document> roles) {
+    for (Document role : roles) {
+      if (SERVER_ROLES.containsKey((String) role.get("role")) && "admin".equals(role.get("db"))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  /** Whether {@code roles} grant anything at all on {@code db}. */
+  static boolean grantsAnythingOn(List<Document> roles, String db) {
+    if (listsAllDatabases(roles)) return true;
+    for (Document role : roles) {
+      if (DATABASE_ROLES.containsKey((String) role.get("role")) && db.equals(role.get("db"))) {
+        return true;
+      }
+    }
+    return false;
+  }
+
   /** Whether {@code roles}, as {@link #parse} gives them, allow {@code action} on {@code db}. */
   static boolean grants(List<Document> roles, Action action, String db) {
     for (Document role : roles) {

@@ -9,7 +9,8 @@ import picocli.CommandLine.Option;
 
 /**
  * {@code java -jar parallax-mongo.jar --dbpath DIR [--port 27017] [--bind_ip 127.0.0.1] [--auth]
- * [--create-user USER] [--tlsCertificateKeyFile PEM]}.
+ * [--create-user USER] [--tlsCertificateKeyFile PEM [--tlsCAFile PEM
+ * [--tlsAllowConnectionsWithoutCertificates]]]}.
  */
 @Command(name = "parallax-mongo", mixinStandardHelpOptions = true,
     description = "A MongoDB wire-protocol server storing its data in a Parallax volume.")
@@ -41,6 +42,16 @@ public final class ServerCommand implements Callable<Integer> {
       description = "Speak TLS only, with the certificate and PKCS#8 private key in this PEM file.")
   Path tlsCertificateKeyFile;
 
+  @Option(names = "--tlsCAFile", paramLabel = "PEM",
+      description = "With --tlsCertificateKeyFile: clients must present a certificate signed by "
+          + "one of the authorities in this PEM file.")
+  Path tlsCaFile;
+
+  @Option(names = "--tlsAllowConnectionsWithoutCertificates",
+      description = "With --tlsCAFile: let in clients that present no certificate (one that "
+          + "presents a certificate must still present a valid one).")
+  boolean tlsAllowConnectionsWithoutCertificates;
+
   static final String PASSWORD_VARIABLE = "PARALLAX_MONGO_PASSWORD";
 
   public static void main(String[] args) {
@@ -54,10 +65,18 @@ public final class ServerCommand implements Callable<Integer> {
       System.err.println("parallax-mongo: --create-user needs the password in " + PASSWORD_VARIABLE);
       return 2;
     }
+    if (tlsCertificateKeyFile == null
+        && (tlsCaFile != null || tlsAllowConnectionsWithoutCertificates)) {
+      System.err.println("parallax-mongo: --tlsCAFile and --tlsAllowConnectionsWithoutCertificates "
+          + "need --tlsCertificateKeyFile");
+      return 2;
+    }
     ParallaxMongoServer server;
     try {
-      server = ParallaxMongoServer.start(dbPath, bindIp, port, auth, insecureNoAuth,
-          tlsCertificateKeyFile);
+      ParallaxMongoServer.Tls tls = tlsCertificateKeyFile == null ? null
+          : new ParallaxMongoServer.Tls(tlsCertificateKeyFile, tlsCaFile,
+              tlsAllowConnectionsWithoutCertificates);
+      server = ParallaxMongoServer.start(dbPath, bindIp, port, auth, insecureNoAuth, tls);
     } catch (IllegalArgumentException e) {
       System.err.println("parallax-mongo: " + e.getMessage());
       return 2;

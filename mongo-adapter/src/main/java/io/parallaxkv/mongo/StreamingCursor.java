@@ -29,6 +29,7 @@ final class StreamingCursor extends AbstractCursor {
   static final int BATCH_BYTES = 16 << 20;
 
   private final String namespace;
+  private final String owner;
   private final Stream<Document> results;
   private final Iterator<Document> iterator;
   private final UnaryOperator<List<Document>> projection;
@@ -38,14 +39,16 @@ final class StreamingCursor extends AbstractCursor {
   private boolean closed;
 
   /**
+   * @param owner the user who opened it ({@link Authenticator#cursorOwner}), null for anyone
    * @param results the query's documents in their final order, skip and limit applied; closing
    *     it releases the snapshot
    * @param projection applied to each batch (the library's projection)
    */
-  StreamingCursor(long id, String namespace, Stream<Document> results,
+  StreamingCursor(long id, String namespace, String owner, Stream<Document> results,
       UnaryOperator<List<Document>> projection, QueryPlan.Counters counters, CursorReaper reaper) {
     super(id);
     this.namespace = namespace;
+    this.owner = owner;
     this.results = results;
     this.iterator = results.iterator();
     this.projection = projection;
@@ -56,6 +59,11 @@ final class StreamingCursor extends AbstractCursor {
   /** The collection it reads, {@code db.collection}. */
   String namespace() {
     return namespace;
+  }
+
+  /** The user who opened it, who alone may read it on; null when anyone may. */
+  String owner() {
+    return owner;
   }
 
   /** Documents the plan has read so far (for tests: a cursor does not read ahead of its batches). */

@@ -1,5 +1,6 @@
 package io.parallaxkv.mongo;
 
+import io.netty.handler.ssl.ClientAuth;
 import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import java.io.ByteArrayInputStream;
@@ -14,7 +15,8 @@ import javax.net.ssl.SSLException;
 /**
  * The server's TLS identity from a PEM file holding its certificate chain and its private key,
  * as {@code mongod --tlsCertificateKeyFile} takes it. The key must be unencrypted PKCS#8
- * ({@code BEGIN PRIVATE KEY}); {@code openssl pkcs8 -topk8 -nocrypt} converts others.
+ * ({@code BEGIN PRIVATE KEY}); {@code openssl pkcs8 -topk8 -nocrypt} converts others. With
+ * {@code --tlsCAFile}, the authorities whose certificates clients must present.
  */
 final class TlsCertificateKeyFile {
   private static final Pattern BLOCK = Pattern.compile(
@@ -23,18 +25,15 @@ final class TlsCertificateKeyFile {
   private TlsCertificateKeyFile() {}
 
   /**
-   * The server's TLS context (JDK provider, the JDK's default protocols and ciphers).
+   * The server's TLS context (JDK provider, the JDK's default protocols and ciphers). With a
+   * {@code caFile} (PEM certificates, {@code --tlsCAFile}) clients must present a certificate
+   * one of them signed — or, if {@code allowWithoutCertificates}, either none or such a one.
    *
-   * @throws IllegalArgumentException if the file cannot be read, lacks a certificate or a
-   *     PKCS#8 key, or they do not make a TLS identity
+   * @throws IllegalArgumentException if a file cannot be read, the key file lacks a certificate
+   *     or a PKCS#8 key, they do not make a TLS identity, or the CA file holds no certificate
    */
-  static SslContext serverContext(Path file) {
-    String pem;
-    try {
-      pem = Files.readString(file, StandardCharsets.US_ASCII);
-    } catch (IOException e) {
-      throw new IllegalArgumentException("cannot read --tlsCertificateKeyFile " + file + ": " + e, e);
-    }
+  static SslContext serverContext(Path file, Path caFile, boolean allowWithoutCertificates) {
+    String pem = read(file, "--tlsCertificateKeyFile");
     StringBuilder certificates = new StringBuilder();
     String key = null;
     Matcher m = BLOCK.matcher(pem);
@@ -53,12 +52,36 @@ final class TlsCertificateKeyFile {
       throw new IllegalArgumentException(file + " must hold the server's certificate and its "
           + "private key in PEM (BEGIN CERTIFICATE, BEGIN PRIVATE KEY)");
     }
+    SslContextBuilder builder = SslContextBuilder.forServer(
+        new ByteArrayInputStream(certificates.toString().getBytes(StandardCharsets.US_ASCII)),
+        new ByteArrayInputStream(key.getBytes(StandardCharsets.US_ASCII)));
+    if (caFile != null) {
+      String authorities = read(caFile, "--tlsCAFile");
+      if (!authorities.contains("-----BEGIN CERTIFICATE-----")) {
+        throw new IllegalArgumentException("--tlsCAFile " + caFile
+            + " holds no PEM certificate (BEGIN CERTIFICATE)");
+      }
+      try {
+        builder.trustManager(
+            new ByteArrayInputStream(authorities.getBytes(StandardCharsets.US_ASCII)));
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(caFile + ": not usable as --tlsCAFile: " + e, e);
+      }
+      builder.clientAuth(allowWithoutCertificates ? ClientAuth.OPTIONAL : ClientAuth.REQUIRE);
+    }
     try {
-      return SslContextBuilder.forServer(
-          new ByteArrayInputStream(certificates.toString().getBytes(StandardCharsets.US_ASCII)),
-          new ByteArrayInputStream(key.getBytes(StandardCharsets.US_ASCII))).build();
+      return builder.build();
     } catch (SSLException | IllegalArgumentException e) {
-      throw new IllegalArgumentException(file + ": not a usable TLS certificate and key: " + e, e);
+      throw new IllegalArgumentException(file + ": not a usable TLS certificate and key"
+          + (caFile == null ? "" : ", or " + caFile + " not usable as CA certificates") + ": " + e, e);
+    }
+  }
+
+  private static String read(Path file, String option) {
+    try {
+      return Files.readString(file, StandardCharsets.US_ASCII);
+    } catch (IOException e) {
+      throw new IllegalArgumentException("cannot read " + option + " " + file + ": " + e, e);
     }
   }
 }

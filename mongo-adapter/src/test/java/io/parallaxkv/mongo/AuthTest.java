@@ -13,24 +13,19 @@ import com.mongodb.ServerAddress;
 import com.mongodb.client.MongoClient;
 import com.mongodb.client.MongoClients;
 import com.mongodb.client.MongoCollection;
+import com.mongodb.client.MongoCursor;
 import io.parallaxkv.Options;
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Region;
 import io.parallaxkv.Scanner;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
 import java.net.Socket;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.bson.BsonDocument;
 import org.bson.BsonInt32;
-import org.bson.RawBsonDocument;
 import org.bson.Document;
-import org.bson.codecs.BsonDocumentCodec;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -216,6 +211,134 @@ class AuthTest {
     }
   }
 
+  /**
+   * A cursor belongs to the user who opened it, as in MongoDB: another user's getMore is refused
+   * with 13 even when it may read the collection, and so is root's; another user's killCursors is
+   * refused as a whole (the cursor lives on), root's (killAnyCursor) is not.
+   */
+  @Test
+  void cursorsBelongToTheUserWhoOpenedThem() {
+    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, "127.0.0.1", 0, true, false)) {
+      int port = server.port();
+      assertTrue(server.createUser("admin", "root", PASSWORD));
+      try (MongoClient root = client(port, MongoCredential.createCredential("root", "admin",
+          PASSWORD.toCharArray()))) {
+        List<Document> docs = new java.util.ArrayList<>();
+        for (int i = 0; i < 20; i++) docs.add(new Document("_id", i));
+        root.getDatabase("app").getCollection("c").insertMany(docs);
+        for (String user : List.of("alice", "bob")) {
+          root.getDatabase("app").runCommand(new Document("createUser", user)
+              .append("pwd", user).append("roles", List.of("read")));
+        }
+      }
+      try (MongoClient alice = client(port, MongoCredential.createScramSha256Credential(
+              "alice", "app", "alice".toCharArray()));
+          MongoClient bob = client(port, MongoCredential.createScramSha256Credential(
+              "bob", "app", "bob".toCharArray()));
+          MongoClient root = client(port, MongoCredential.createCredential("root", "admin",
+              PASSWORD.toCharArray()))) {
+        MongoCursor<Document> mine = alice.getDatabase("app").getCollection("c").find()
+            .batchSize(2).iterator();
+        assertEquals(0, mine.next().getInteger("_id"));
+        long id = mine.getServerCursor().getId();
+        Document getMore = new Document("getMore", id).append("collection", "c")
+            .append("batchSize", 2);
+        Document kill = new Document("killCursors", "c").append("cursors", List.of(id));
+
+        MongoCommandException refused = assertThrows(MongoCommandException.class,
+            () -> bob.getDatabase("app").runCommand(getMore));
+        assertEquals(13, refused.getErrorCode());
+        assertTrue(refused.getMessage().contains("was not created by the authenticated user"),
+            refused.getMessage());
+        assertUnauthorized(() -> bob.getDatabase("app").runCommand(kill));
+        assertUnauthorized(() -> root.getDatabase("app").runCommand(getMore));
+        // Bob's attempts changed nothing: Alice reads on.
+        for (int i = 1; i < 6; i++) assertEquals(i, mine.next().getInteger("_id"));
+
+        Document killed = root.getDatabase("app").runCommand(kill);
+        assertEquals(List.of(id), killed.getList("cursorsKilled", Long.class));
+        assertThrows(com.mongodb.MongoCursorNotFoundException.class, () -> {
+          while (mine.hasNext()) mine.next();
+        });
+        mine.close();
+
+        // A user's own killCursors, and getMore on its own cursor, work.
+        MongoCursor<Document> second = alice.getDatabase("app").getCollection("c").find()
+            .batchSize(2).iterator();
+        second.next();
+        long secondId = second.getServerCursor().getId();
+        assertEquals(2, alice.getDatabase("app").runCommand(new Document("getMore", secondId)
+            .append("collection", "c").append("batchSize", 2)).get("cursor", Document.class)
+            .getList("nextBatch", Document.class).size());
+        assertEquals(List.of(secondId), alice.getDatabase("app").runCommand(
+            new Document("killCursors", "c").append("cursors", List.of(secondId)))
+            .getList("cursorsKilled", Long.class));
+        second.close();
+      }
+    }
+  }
+
+  /**
+   * listDatabases as MongoDB answers it: a user without the listDatabases privilege sees the
+   * databases its roles grant something on (and is refused the full list when it insists with
+   * authorizedDatabases: false); a readAnyDatabase user sees all; nameOnly and filter are honoured.
+   */
+  @Test
+  void listDatabasesShowsTheDatabasesAUserMaySee() {
+    try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, "127.0.0.1", 0, true, false)) {
+      int port = server.port();
+      assertTrue(server.createUser("admin", "root", PASSWORD));
+      try (MongoClient root = client(port, MongoCredential.createCredential("root", "admin",
+          PASSWORD.toCharArray()))) {
+        for (String db : List.of("app", "other", "third")) {
+          root.getDatabase(db).getCollection("c").insertOne(new Document("_id", 1)
+              .append("pad", "x".repeat(db.equals("third") ? 1000 : 10)));
+        }
+        root.getDatabase("app").runCommand(new Document("createUser", "mixed").append("pwd", "m")
+            .append("roles", List.of("read", new Document("role", "readWrite").append("db", "other"))));
+        root.getDatabase("app").runCommand(new Document("createUser", "none").append("pwd", "n")
+            .append("roles", List.of()));
+        root.getDatabase("admin").runCommand(new Document("createUser", "any").append("pwd", "a")
+            .append("roles", List.of("readAnyDatabase")));
+
+        List<String> all = List.of("app", "other", "third");
+        assertEquals(all, root.listDatabaseNames().into(new java.util.ArrayList<>()));
+        Document full = root.listDatabases().first();
+        assertEquals("app", full.getString("name"));
+        assertEquals(Boolean.FALSE, full.getBoolean("empty"));
+        assertTrue(((Number) full.get("sizeOnDisk")).longValue() > 0, full.toJson());
+        assertEquals(List.of(new Document("name", "app")),
+            root.listDatabases().nameOnly(true).filter(new Document("name", "app"))
+                .into(new java.util.ArrayList<>()));
+        assertEquals(List.of("other"), root.listDatabases().nameOnly(true)
+            .filter(new Document("name", new Document("$regex", "^o"))).map(d -> d.getString("name"))
+            .into(new java.util.ArrayList<>()));
+        assertEquals(List.of("third"), root.listDatabases()
+            .filter(new Document("sizeOnDisk", new Document("$gt", 500)))
+            .map(d -> d.getString("name")).into(new java.util.ArrayList<>()));
+      }
+      try (MongoClient mixed = client(port, MongoCredential.createScramSha256Credential("mixed",
+          "app", "m".toCharArray()))) {
+        assertEquals(List.of("app", "other"), mixed.listDatabaseNames().into(new java.util.ArrayList<>()));
+        assertEquals(List.of("app", "other"), mixed.listDatabases().authorizedDatabasesOnly(true)
+            .map(d -> d.getString("name")).into(new java.util.ArrayList<>()));
+        assertUnauthorized(() -> mixed.getDatabase("admin").runCommand(
+            new Document("listDatabases", 1).append("authorizedDatabases", false)));
+      }
+      try (MongoClient none = client(port, MongoCredential.createScramSha256Credential("none",
+          "app", "n".toCharArray()))) {
+        assertEquals(List.of(), none.listDatabaseNames().into(new java.util.ArrayList<>()));
+      }
+      try (MongoClient any = client(port, MongoCredential.createScramSha256Credential("any",
+          "admin", "a".toCharArray()))) {
+        assertEquals(List.of("app", "other", "third"),
+            any.listDatabaseNames().into(new java.util.ArrayList<>()));
+        assertEquals(3, any.getDatabase("admin").runCommand(new Document("listDatabases", 1)
+            .append("authorizedDatabases", false)).getList("databases", Document.class).size());
+      }
+    }
+  }
+
   private static void assertUnauthorized(org.junit.jupiter.api.function.Executable command) {
     MongoCommandException e = assertThrows(MongoCommandException.class, command);
     assertEquals(13, e.getErrorCode(), e.getMessage());
@@ -266,30 +389,9 @@ class AuthTest {
   /** A legacy OP_QUERY on {@code namespace} gets an OP_REPLY whose document is error 13. */
   private static void assertRefusedOverOpQuery(int port, String namespace, BsonDocument query)
       throws Exception {
-    ByteArrayOutputStream body = new ByteArrayOutputStream();
-    body.writeBytes(new byte[4]); // flags
-    body.writeBytes(namespace.getBytes(StandardCharsets.UTF_8));
-    body.write(0);
-    body.writeBytes(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(0).putInt(-1)
-        .array());
-    ByteBuffer raw = new RawBsonDocument(query, new BsonDocumentCodec()).getByteBuffer().asNIO();
-    byte[] bson = new byte[raw.remaining()];
-    raw.get(bson);
-    body.writeBytes(bson);
-    byte[] payload = body.toByteArray();
-    ByteBuffer message = ByteBuffer.allocate(16 + payload.length).order(ByteOrder.LITTLE_ENDIAN);
-    message.putInt(16 + payload.length).putInt(7).putInt(0).putInt(2004).put(payload);
     try (Socket s = new Socket("127.0.0.1", port)) {
       s.setSoTimeout(10_000);
-      s.getOutputStream().write(message.array());
-      InputStream in = s.getInputStream();
-      ByteBuffer head = ByteBuffer.wrap(in.readNBytes(16)).order(ByteOrder.LITTLE_ENDIAN);
-      int length = head.getInt();
-      assertEquals(7, head.getInt(8), "a reply to our request");
-      assertEquals(1, head.getInt(12), "OP_REPLY");
-      byte[] rest = in.readNBytes(length - 16);
-      byte[] document = java.util.Arrays.copyOfRange(rest, 20, rest.length); // after the reply fields
-      BsonDocument reply = new RawBsonDocument(document);
+      BsonDocument reply = LegacyOpQuery.send(s, namespace, query, 0, -1).documents().get(0);
       assertEquals(13, reply.getInt32("code").getValue(), namespace + ": " + reply);
     }
   }

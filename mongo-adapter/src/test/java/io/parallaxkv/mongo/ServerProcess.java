@@ -21,9 +21,14 @@ final class ServerProcess implements AutoCloseable {
   private final StringBuffer output = new StringBuffer();
 
   ServerProcess(Path dbPath) throws Exception {
+    this(dbPath, List.of("-Xmx512m"));
+  }
+
+  /** With {@code jvmOptions} (its heap size, say) instead of the default's {@code -Xmx512m}. */
+  ServerProcess(Path dbPath, List<String> jvmOptions) throws Exception {
     List<String> cmd = new ArrayList<>();
     cmd.add(System.getProperty("mongo.java", Path.of(System.getProperty("java.home"), "bin", "java").toString()));
-    cmd.add("-Xmx512m");
+    cmd.addAll(jvmOptions);
     for (String p : List.of("parallax.backend", "parallax.cache.dir")) {
       if (System.getProperty(p) != null) cmd.add("-D" + p + "=" + System.getProperty(p));
     }

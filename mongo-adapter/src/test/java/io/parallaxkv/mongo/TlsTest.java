@@ -18,13 +18,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.KeyStore;
-import java.security.PrivateKey;
 import java.security.cert.Certificate;
-import java.util.Base64;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import javax.net.ssl.SSLContext;
-import javax.net.ssl.TrustManagerFactory;
 import org.bson.Document;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -36,40 +33,16 @@ import org.junit.jupiter.api.io.TempDir;
  * a clear error.
  */
 class TlsTest {
-  private static final char[] STORE_PASSWORD = "changeit".toCharArray();
-
   @TempDir Path dir;
 
   @Test
   void javaDriverOverTls() throws Exception {
-    Path keyStore = dir.resolve("server.p12");
-    Process keytool = new ProcessBuilder(Path.of(System.getProperty("java.home"), "bin", "keytool")
-        .toString(), "-genkeypair", "-alias", "server", "-keyalg", "RSA", "-keysize", "2048",
-        "-validity", "2", "-dname", "CN=localhost", "-ext", "SAN=ip:127.0.0.1,dns:localhost",
-        "-storetype", "PKCS12", "-keystore", keyStore.toString(),
-        "-storepass", new String(STORE_PASSWORD), "-keypass", new String(STORE_PASSWORD))
-        .redirectErrorStream(true).start();
-    String keytoolOutput = new String(keytool.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
-    assertTrue(keytool.waitFor(60, TimeUnit.SECONDS), "keytool did not finish");
-    assertEquals(0, keytool.exitValue(), keytoolOutput);
-    KeyStore store = KeyStore.getInstance("PKCS12");
-    try (InputStream in = Files.newInputStream(keyStore)) {
-      store.load(in, STORE_PASSWORD);
-    }
-    Certificate certificate = store.getCertificate("server");
-    PrivateKey key = (PrivateKey) store.getKey("server", STORE_PASSWORD);
+    KeyStore.PrivateKeyEntry identity = new TestCertificates(dir).selfSigned("server",
+        "CN=localhost", "SAN=ip:127.0.0.1,dns:localhost");
+    Certificate certificate = identity.getCertificate();
     Path pem = dir.resolve("server.pem");
-    Files.writeString(pem, pem("CERTIFICATE", certificate.getEncoded())
-        + pem("PRIVATE KEY", key.getEncoded()), StandardCharsets.US_ASCII);
-
-    KeyStore trusted = KeyStore.getInstance("PKCS12");
-    trusted.load(null, null);
-    trusted.setCertificateEntry("server", certificate);
-    TrustManagerFactory trust = TrustManagerFactory.getInstance(
-        TrustManagerFactory.getDefaultAlgorithm());
-    trust.init(trusted);
-    SSLContext trusting = SSLContext.getInstance("TLS");
-    trusting.init(null, trust.getTrustManagers(), null);
+    Files.writeString(pem, TestCertificates.pem(identity), StandardCharsets.US_ASCII);
+    SSLContext trusting = TestCertificates.context(null, certificate);
 
     try (ParallaxMongoServer server = ParallaxMongoServer.start(dir.resolve("data"), "127.0.0.1",
         0, false, false, pem)) {
@@ -112,17 +85,68 @@ class TlsTest {
     }
 
     Path certificateOnly = dir.resolve("cert-only.pem");
-    Files.writeString(certificateOnly, pem("CERTIFICATE", certificate.getEncoded()));
+    Files.writeString(certificateOnly, TestCertificates.pem("CERTIFICATE", certificate.getEncoded()));
     IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
         () -> ParallaxMongoServer.start(dir.resolve("data2"), "127.0.0.1", 0, false, false,
             certificateOnly));
     assertTrue(refused.getMessage().contains("private key"), refused.getMessage());
   }
 
-  private static String pem(String type, byte[] der) {
-    return "-----BEGIN " + type + "-----\n"
-        + Base64.getMimeEncoder(64, new byte[] {'\n'}).encodeToString(der)
-        + "\n-----END " + type + "-----\n";
+  /**
+   * {@code --tlsCAFile}: a client presenting a certificate the CA signed gets in; one presenting
+   * none, or a certificate of another authority, fails its handshake and the server serves on.
+   * With {@code --tlsAllowConnectionsWithoutCertificates} a client without a certificate gets in
+   * as well, one with a certificate of another authority still does not.
+   */
+  @Test
+  void clientCertificatesAreCheckedAgainstTheCaFile() throws Exception {
+    TestCertificates certificates = new TestCertificates(dir);
+    KeyStore.PrivateKeyEntry ca = certificates.selfSigned("ca", "CN=Parallax Test CA", "bc:c");
+    KeyStore.PrivateKeyEntry server = certificates.selfSigned("server", "CN=localhost",
+        "SAN=ip:127.0.0.1,dns:localhost");
+    KeyStore.PrivateKeyEntry signed = certificates.signedBy("ca", ca, "client", "CN=client");
+    KeyStore.PrivateKeyEntry foreign = certificates.selfSigned("foreign", "CN=client");
+    Path serverPem = dir.resolve("server.pem");
+    Files.writeString(serverPem, TestCertificates.pem(server), StandardCharsets.US_ASCII);
+    Path caPem = dir.resolve("ca.pem");
+    Files.writeString(caPem, TestCertificates.pem("CERTIFICATE", ca.getCertificate().getEncoded()),
+        StandardCharsets.US_ASCII);
+    Certificate serverCertificate = server.getCertificate();
+    SSLContext withSigned = TestCertificates.context(signed, serverCertificate);
+    SSLContext withForeign = TestCertificates.context(foreign, serverCertificate);
+    SSLContext withNone = TestCertificates.context(null, serverCertificate);
+
+    for (boolean allowWithout : new boolean[] {false, true}) {
+      try (ParallaxMongoServer mongo = ParallaxMongoServer.start(dir.resolve("data-" + allowWithout),
+          "127.0.0.1", 0, false, false, new ParallaxMongoServer.Tls(serverPem, caPem, allowWithout))) {
+        int port = mongo.port();
+        try (MongoClient client = client(port, true, withSigned)) {
+          MongoCollection<Document> c = client.getDatabase("tls").getCollection("c");
+          c.insertOne(new Document("_id", 1).append("v", "signed"));
+          assertEquals("signed", c.find().first().getString("v"));
+        }
+        try (MongoClient client = client(port, true, withForeign)) {
+          assertThrows(MongoTimeoutException.class,
+              () -> client.getDatabase("tls").getCollection("c").find().first());
+        }
+        try (MongoClient client = client(port, true, withNone)) {
+          if (allowWithout) {
+            assertEquals(1, client.getDatabase("tls").getCollection("c").countDocuments());
+          } else {
+            assertThrows(MongoTimeoutException.class,
+                () -> client.getDatabase("tls").getCollection("c").find().first());
+          }
+        }
+        try (MongoClient client = client(port, true, withSigned)) {
+          assertEquals(1, client.getDatabase("tls").getCollection("c").countDocuments(),
+              "the server serves on after the refused handshakes");
+        }
+      }
+    }
+    IllegalArgumentException refused = assertThrows(IllegalArgumentException.class,
+        () -> ParallaxMongoServer.start(dir.resolve("data-bad-ca"), "127.0.0.1", 0, false, false,
+            new ParallaxMongoServer.Tls(serverPem, serverPem.resolveSibling("missing.pem"), false)));
+    assertTrue(refused.getMessage().contains("--tlsCAFile"), refused.getMessage());
   }
 
   private static MongoClient client(int port, boolean tls, SSLContext context) {
