@@ -1,5 +1,6 @@
 #include "meta/redolog.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -147,7 +148,12 @@ static int failed_error(const redolog *log) {
   return par_error(PAR_EFAILED, "a catalog write failed earlier (%s): reopen the volume", par_strerror(log->failed));
 }
 
-/* Appends a record, not yet synced; *ticket is the write count to sync to. */
+/* Appends a record, not yet synced; *ticket is the write count to sync to.
+ * Every earlier record is made durable first: a power cut may then tear only
+ * the stream's last record, which is what loading tells from damage (a
+ * damaged record with valid ones after it is corruption). So a record
+ * another thread has yet to sync is synced here, under the caller's lock,
+ * which happens only when two changes overlap. */
 static int append_record(redolog *log, uint32_t type, const uint8_t *payload, uint32_t len, uint64_t *ticket) {
   *ticket = log->writes;
   if (log->failed) return failed_error(log);
@@ -155,8 +161,11 @@ static int append_record(redolog *log, uint32_t type, const uint8_t *payload, ui
     int rc = redolog_checkpoint(log, log->cat);
     if (rc) return rc;
   }
+  int rc = redolog_sync(log, log->writes);
+  if (rc) return rc;
+  assert(atomic_load(&log->durable_writes) >= log->writes);
   uint64_t issued = log->writes;
-  int rc = append(log, type, payload, len);
+  rc = append(log, type, payload, len);
   *ticket = log->writes;
   /* Once a write was issued the record may be durable or not; a failure
    * before any write (a full volume refusing a link segment, a record over
