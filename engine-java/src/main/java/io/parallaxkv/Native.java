@@ -1,6 +1,7 @@
 package io.parallaxkv;
 
 import io.parallaxkv.internal.Backend;
+import io.parallaxkv.internal.HandleState;
 import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.Scratch;
 import java.nio.ByteBuffer;
@@ -18,6 +19,29 @@ final class Native {
     } catch (IllegalStateException e) {
       throw new NativeLibraryException(e.getMessage(), e.getCause() != null ? e.getCause() : e);
     }
+  }
+
+  /** The exceptions {@link HandleState} throws. */
+  static final HandleState.Errors HANDLE_ERRORS = new HandleState.Errors() {
+    @Override
+    public RuntimeException closed(String message) {
+      return new ParallaxClosedException(message);
+    }
+
+    @Override
+    public RuntimeException busy(String message) {
+      return new BusyException(ParallaxException.EBUSY, message);
+    }
+
+    @Override
+    public RuntimeException failed(String message, RuntimeException first) {
+      return ParallaxException.of(first instanceof ParallaxException p ? p.status() : 0, message);
+    }
+  };
+
+  /** The error of a native close's status, or null for success (for {@link HandleState}). */
+  static ParallaxException closeError(NativeApi api, int rc) {
+    return rc < 0 ? error(api, rc) : null;
   }
 
   /** Throws the exception for a negative status. */

@@ -59,8 +59,8 @@ public final class Parallax implements AutoCloseable {
   private Parallax(NativeApi api, long ptr, Path path) {
     this.api = api;
     this.path = path;
-    this.state = new HandleState("Volume " + path, ptr, null, p -> api.close(p),
-        ParallaxClosedException::new, true);
+    this.state = new HandleState("Volume " + path, ptr, null,
+        p -> Native.closeError(api, api.close(p)), Native.HANDLE_ERRORS, true);
     state.register(this);
   }
 
@@ -423,15 +423,21 @@ public final class Parallax implements AutoCloseable {
 
   /**
    * Closes the open regions (and their scanners and snapshots), waits for calls in flight,
-   * makes every write durable and releases the volume. Idempotent.
+   * makes every write durable and releases the volume. Every region is closed even when closing
+   * another fails. Idempotent once the volume is freed.
    *
-   * @throws ParallaxException if the engine reports an error while closing (the handle is
-   *     closed anyway)
+   * @throws ParallaxException the engine's error closing the volume (it is closed and freed
+   *     anyway), or, when only regions failed, a {@code ParallaxException} naming them, with the
+   *     status of the first; the regions' errors are suppressed in it (a region's failed close
+   *     still freed that region)
+   * @throws BusyException if a snapshot could not be released yet (a call still reads one of
+   *     its views): every other handle is closed and freed, the volume and that snapshot's region
+   *     are closed to callers but stay allocated, and closing the volume again frees them (see
+   *     {@link Snapshot#close()})
    */
   @Override
   public void close() {
-    int rc = state.close();
-    if (rc < 0) throw Native.error(api, rc);
+    state.close();
   }
 
   @Override

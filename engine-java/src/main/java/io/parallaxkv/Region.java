@@ -5,6 +5,7 @@ import io.parallaxkv.internal.Layout;
 import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.NativeMemory;
 import io.parallaxkv.internal.Scratch;
+import io.parallaxkv.internal.SnapshotViews;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -47,8 +48,8 @@ public final class Region implements AutoCloseable {
     this.api = a;
     this.volume = volume;
     this.name = name;
-    this.state = new HandleState("Region '" + name + "'", ptr, volume.state, p -> a.regionClose(p),
-        ParallaxClosedException::new, true);
+    this.state = new HandleState("Region '" + name + "'", ptr, volume.state,
+        p -> Native.closeError(a, a.regionClose(p)), Native.HANDLE_ERRORS, true);
     state.register(this);
   }
 
@@ -609,12 +610,18 @@ public final class Region implements AutoCloseable {
 
   /**
    * Closes the region's scanners and snapshots, waits for calls in flight and closes the
-   * region. Idempotent.
+   * region. Every handle is closed even when closing one of them fails. Idempotent once the
+   * region is freed.
+   *
+   * @throws ParallaxException the engine's error closing the region (it is closed and freed
+   *     anyway), or, when only a scanner or snapshot failed, a {@code ParallaxException} naming
+   *     them; the errors of the scanners and snapshots are suppressed in it
+   * @throws BusyException if a snapshot could not be released yet, so the region is closed but
+   *     not freed; closing again frees it (see {@link Snapshot#close()})
    */
   @Override
   public void close() {
-    int rc = state.close();
-    if (rc < 0) throw Native.error(api, rc);
+    state.close();
   }
 
   @Override
@@ -715,7 +722,7 @@ public final class Region implements AutoCloseable {
   }
 
   /** A view of the value through {@code snap}; see {@link Snapshot#getView(byte[])}. */
-  ByteBuffer doGetView(HandleState snap, ByteBuffer key, Object scope) {
+  ByteBuffer doGetView(HandleState snap, ByteBuffer key, SnapshotViews views) {
     int kl = Native.checkKey(key, "key");
     long r = state.acquire();
     try {
@@ -729,7 +736,7 @@ public final class Region implements AutoCloseable {
           Native.check(api, rc);
           long addr = s.out(0);
           int len = (int) s.out(1);
-          if (scope != null) return api.view(scope, addr, len);
+          if (views != null) return views.view(addr, len);
           ByteBuffer copy = ByteBuffer.allocateDirect(len);
           if (len > 0) api.copyMemory(addr, api.addressAtPosition(copy), len);
           return copy.asReadOnlyBuffer();

@@ -441,7 +441,18 @@ final class FfmBackend extends NativeApi {
   }
 
   @Override
-  public void closeViewScope(Object scope) {
+  public boolean tryCloseViewScope(Object scope) {
+    Arena arena = (Arena) scope;
+    try {
+      arena.close();
+      return true;
+    } catch (IllegalStateException held) { // or closed already
+      return !arena.scope().isAlive();
+    }
+  }
+
+  @Override
+  public void closeThreadViewScope(Object scope) {
     ((Arena) scope).close();
   }
 
