@@ -57,12 +57,12 @@ final class Native {
   }
 
   static int checkKey(byte[] key, String what) {
-    if (key == null) throw new InvalidArgumentException(what + " is null");
+    Objects.requireNonNull(key, what + " is null");
     return checkKeyLength(key.length, what);
   }
 
   static int checkKey(ByteBuffer key, String what) {
-    if (key == null) throw new InvalidArgumentException(what + " is null");
+    Objects.requireNonNull(key, what + " is null");
     return checkKeyLength(key.remaining(), what);
   }
 
@@ -91,12 +91,12 @@ final class Native {
   }
 
   static int checkValue(byte[] value) {
-    if (value == null) throw new InvalidArgumentException("value is null");
+    Objects.requireNonNull(value, "value is null");
     return checkValueLength(value.length);
   }
 
   static int checkValue(ByteBuffer value) {
-    if (value == null) throw new InvalidArgumentException("value is null");
+    Objects.requireNonNull(value, "value is null");
     return checkValueLength(value.remaining());
   }
 
@@ -109,12 +109,12 @@ final class Native {
   }
 
   static WriteOptions opts(WriteOptions o) {
-    if (o == null) throw new InvalidArgumentException("write options are null");
+    Objects.requireNonNull(o, "write options are null");
     return o;
   }
 
   static void checkOut(ByteBuffer dst) {
-    if (dst == null) throw new InvalidArgumentException("destination buffer is null");
+    Objects.requireNonNull(dst, "destination buffer is null");
     if (dst.isReadOnly()) throw new InvalidArgumentException("destination buffer is read-only");
   }
 
@@ -146,7 +146,7 @@ final class Native {
 
   /** Region name bytes with their terminating NUL, validated. */
   static byte[] name(String name) {
-    if (name == null) throw new InvalidArgumentException("region name is null");
+    Objects.requireNonNull(name, "region name is null");
     byte[] b = name.getBytes(StandardCharsets.UTF_8);
     if (b.length == 0) throw new InvalidArgumentException("region name is empty");
     if (b.length > Parallax.MAX_REGION_NAME) {

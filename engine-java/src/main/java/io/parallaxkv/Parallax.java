@@ -39,6 +39,13 @@ import java.util.Objects;
  * scanners and snapshots), waits for calls in flight, and makes every write durable; afterwards
  * every method throws {@link ParallaxClosedException}. A volume is used by one handle at a time
  * (a second open fails with {@link BusyException}).
+ *
+ * <h2>Errors</h2>
+ * Every exception the API throws for the engine is a {@link ParallaxException}, unchecked, with
+ * the engine's status code. Two Java conventions hold across the API: a null argument throws
+ * {@link NullPointerException} (except where a method documents null as meaning "none", such as
+ * a range bound), and a call that needs a state the object is not in throws
+ * {@link IllegalStateException} (a scanner not on an entry).
  */
 public final class Parallax implements AutoCloseable {
   /** Largest key in bytes (keys are 1..1024 bytes). */
@@ -79,8 +86,8 @@ public final class Parallax implements AutoCloseable {
    * @throws NativeLibraryException the engine could not be loaded
    */
   public static Parallax open(Path path, Options options) {
-    if (path == null) throw new InvalidArgumentException("path is null");
-    if (options == null) throw new InvalidArgumentException("options are null");
+    Objects.requireNonNull(path, "path is null");
+    Objects.requireNonNull(options, "options are null");
     NativeApi api = Native.api();
     Path abs = path.toAbsolutePath();
     byte[] p = abs.toString().getBytes(pathCharset());

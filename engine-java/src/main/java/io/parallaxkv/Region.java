@@ -11,6 +11,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.LongFunction;
 
 /**
@@ -233,7 +234,7 @@ public final class Region implements AutoCloseable {
    * them or none are present. The batch is unchanged (clear it to reuse it).
    */
   public void write(WriteBatch batch, WriteOptions options) {
-    if (batch == null) throw new InvalidArgumentException("batch is null");
+    Objects.requireNonNull(batch, "batch is null");
     int flags = Native.opts(options).flags();
     long r = state.acquire();
     try {
@@ -354,7 +355,7 @@ public final class Region implements AutoCloseable {
    * {@code keys.get(i)}, or null when absent; keys may repeat and come in any order.
    */
   public List<byte[]> multiGet(List<byte[]> keys) {
-    if (keys == null) throw new InvalidArgumentException("keys are null");
+    Objects.requireNonNull(keys, "keys are null");
     return inOwnSnapshot(snap -> multiGetIn(snap, keys));
   }
 
@@ -393,9 +394,9 @@ public final class Region implements AutoCloseable {
   }
 
   static void checkMultiGetInto(List<ByteBuffer> keys, ByteBuffer dst, int[] lengths) {
-    if (keys == null) throw new InvalidArgumentException("keys are null");
+    Objects.requireNonNull(keys, "keys are null");
     Native.checkOut(dst);
-    if (lengths == null) throw new InvalidArgumentException("lengths is null");
+    Objects.requireNonNull(lengths, "lengths is null");
     if (lengths.length < keys.size()) {
       throw new InvalidArgumentException("lengths holds " + lengths.length + " elements for "
           + keys.size() + " keys");
@@ -797,7 +798,7 @@ public final class Region implements AutoCloseable {
   }
 
   Scanner openScanner(Snapshot snapshot, ScanOptions options) {
-    if (options == null) throw new InvalidArgumentException("scan options are null");
+    Objects.requireNonNull(options, "scan options are null");
     long r = state.acquire();
     try {
       HandleState snap = snapshot == null ? null : snapshot.state;

@@ -218,11 +218,11 @@ public final class Scanner implements AutoCloseable {
   }
 
   private static void checkKey(byte[] key) {
-    Native.checkKey(Objects.requireNonNull(key, "key"), "key");
+    Native.checkKey(key, "key");
   }
 
   private static void checkKey(ByteBuffer key) {
-    Native.checkKey(Objects.requireNonNull(key, "key"), "key");
+    Native.checkKey(key, "key");
   }
 
   private boolean seek(ByteBuffer key, int mode) {

@@ -4,6 +4,7 @@ import io.parallaxkv.internal.HandleState;
 import io.parallaxkv.internal.SnapshotViews;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A consistent, read-only view of a {@link Region} as of its creation: reads through it ignore
@@ -61,7 +62,7 @@ public final class Snapshot implements AutoCloseable {
 
   /** Like {@link Region#multiGet}, in this snapshot. */
   public List<byte[]> multiGet(List<byte[]> keys) {
-    if (keys == null) throw new InvalidArgumentException("keys are null");
+    Objects.requireNonNull(keys, "keys are null");
     long r = region.state.acquire();
     try {
       long sp = state.acquire();
