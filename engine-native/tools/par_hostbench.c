@@ -5,10 +5,11 @@
  *
  * Into DIR/host.vol, each on a region (or set of regions) of its own, PAIRS
  * pairs of VALUE_BYTES are written: one par_put at a time with the WAL, the
- * same with PAR_NO_WAL, in par_write batches of BATCH ops in one region, and
- * in par_write_volume batches of BATCH ops spread round-robin over REGIONS
- * regions (atomic across them, also across a crash). Each load ends with a
- * par_sync (par_flush for the unlogged one), counted in its time. Then it
+ * same with PAR_NO_WAL, in par_write batches of BATCH ops in one region
+ * (without and with PAR_SYNC), and in par_write_volume batches of BATCH ops
+ * spread round-robin over REGIONS regions (atomic across them, also across a
+ * crash, and so durable when the call returns, like PAR_SYNC). Each load ends
+ * with a par_sync (par_flush for the unlogged one), counted in its time. Then it
  * times par_snapshot_create_many over the REGIONS regions against REGIONS
  * par_snapshot_create calls (10 000 of each), and par_compact of the
  * logged region. Page-cache mode unless run in a cgroup.
@@ -47,8 +48,8 @@ static void report(const char *label, long pairs, double t) {
 }
 
 /* Loads pairs through batches of batch ops over the n regions r[0..n). */
-static void load_batches(par_volume *v, par_region **r, int n, long pairs, int batch, const char *val,
-                         size_t vlen) {
+static void load_batches(par_volume *v, par_region **r, int n, long pairs, int batch, unsigned flags,
+                         const char *val, size_t vlen) {
   par_batch *b;
   check(par_batch_create(&b), "batch");
   char key[32];
@@ -58,7 +59,7 @@ static void load_batches(par_volume *v, par_region **r, int n, long pairs, int b
                  : par_batch_put_in(b, r[i % n], key, (size_t)kl, val, vlen),
           "batch put");
     if ((long)par_batch_count(b) == batch || i == pairs - 1) {
-      check(n == 1 ? par_write(r[0], b, 0) : par_write_volume(v, b, 0), "write");
+      check(n == 1 ? par_write(r[0], b, flags) : par_write_volume(v, b, flags), "write");
       par_batch_clear(b);
     }
   }
@@ -98,8 +99,14 @@ int main(int argc, char **argv) {
 
   par_region *one = open_region(v, "batched");
   t = now_s();
-  load_batches(v, &one, 1, pairs, batch, val, vlen);
+  load_batches(v, &one, 1, pairs, batch, 0, val, vlen);
   snprintf(label, sizeof label, "par_write, %d ops a batch", batch);
+  report(label, pairs, now_s() - t);
+
+  par_region *synced = open_region(v, "synced");
+  t = now_s();
+  load_batches(v, &synced, 1, pairs, batch, PAR_SYNC, val, vlen);
+  snprintf(label, sizeof label, "par_write PAR_SYNC, %d ops a batch", batch);
   report(label, pairs, now_s() - t);
 
   par_region *many[MAX_REGIONS];
@@ -109,7 +116,7 @@ int main(int argc, char **argv) {
     many[i] = open_region(v, name);
   }
   t = now_s();
-  load_batches(v, many, nreg, pairs, batch, val, vlen);
+  load_batches(v, many, nreg, pairs, batch, 0, val, vlen);
   snprintf(label, sizeof label, "par_write_volume, %d regions", nreg);
   report(label, pairs, now_s() - t);
 
@@ -133,8 +140,8 @@ int main(int argc, char **argv) {
   printf("par_compact of the par_put region (%.1f MiB of keys and values): %.2f s\n",
          pairs * (15.0 + (double)vlen) / 1048576.0, now_s() - t);
 
-  par_region *all[] = {logged, unlogged, one};
-  for (int i = 0; i < 3; i++) check(par_region_close(all[i]), "region close");
+  par_region *all[] = {logged, unlogged, one, synced};
+  for (int i = 0; i < 4; i++) check(par_region_close(all[i]), "region close");
   for (int i = 0; i < nreg; i++) check(par_region_close(many[i]), "region close");
   check(par_close(v), "close");
   remove(path);
