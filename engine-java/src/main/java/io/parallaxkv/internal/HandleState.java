@@ -204,7 +204,7 @@ public final class HandleState {
       try {
         error = closer.free(ptr);
       } catch (RuntimeException notFreed) {
-        assert childErrors.isEmpty();
+        for (RuntimeException e : childErrors) notFreed.addSuppressed(e);
         return notFreed;
       }
       ptr = 0;
