@@ -11,7 +11,12 @@
  * which also checks what range estimates guarantee whatever the data: an
  * empty range is 0 and every live key counts. Now and then a checkpoint is
  * taken (into one target, so mostly incremental), opened, and compared
- * with the model's state at that point.
+ * with the model's state at that point. Some puts and deletes skip the WAL
+ * (PAR_NO_WAL): a clean close or a flush makes them durable, so the model
+ * holds them across reopens (test_nowal.c covers crashes); a checkpoint
+ * leaves out the unlogged writes no flush covered yet, so the model flushes
+ * before one when there are any. Now and then par_compact merges the whole
+ * region into its last level.
  *
  * Values range over all three size classes (small < 120 B, medium, large
  * >= 1 KiB, up to 64 KiB), so overwrites move keys between classes; the
@@ -48,6 +53,8 @@ typedef struct model {
   uint64_t gc_runs;         /* large-log collections, over all sessions */
   uint64_t stalls, compactions;
   uint64_t checkpoints, ckpt_segments, ckpt_copied; /* par_checkpoint into one target */
+  int unlogged;     /* a PAR_NO_WAL write since the last flush, compaction or reopen */
+  uint64_t unlogged_writes, full_compactions;
   double ckpt_seconds;                              /* taking, opening and checking them */
 } model;
 
@@ -90,6 +97,7 @@ static size_t model_value_size(model *m, int in_batch) {
 }
 
 static void model_open(model *m) {
+  m->unlogged = 0; /* the close flushed them */
   MOK(m, par_open(m->path, &m->opts, &m->vol));
   MOK(m, par_region_open(m->vol, "model", 1, &m->reg));
 }
@@ -292,6 +300,10 @@ static double seconds_now(void) {
 
 static void model_checkpoint(model *m) {
   double t0 = seconds_now();
+  if (m->unlogged) { /* the checkpoint is to hold every write the model does */
+    MOK(m, par_flush(m->reg));
+    m->unlogged = 0;
+  }
   char *ck = tu_path(m->dir, "ckpt.px");
   par_checkpoint_stats st;
   MOK(m, par_checkpoint(m->vol, ck, NULL, 0, &st));
@@ -310,6 +322,18 @@ static void model_checkpoint(model *m) {
   m->ckpt_seconds += seconds_now() - t0;
 }
 
+/* A write's flags: mostly none, 1 in 100 PAR_SYNC, 1 in 10 PAR_NO_WAL. */
+static unsigned model_write_flags(model *m) {
+  uint64_t c = tu_rand_range(&m->rng, 100);
+  if (c == 0) return PAR_SYNC;
+  if (c > 89) {
+    m->unlogged = 1;
+    m->unlogged_writes++;
+    return PAR_NO_WAL;
+  }
+  return 0;
+}
+
 static void model_step(model *m) {
   uint8_t key[PAR_MAX_KEY_SIZE];
   uint32_t id = (uint32_t)tu_rand_range(&m->rng, m->keyspace);
@@ -319,11 +343,11 @@ static void model_step(model *m) {
   if (c < 400) { /* put */
     size_t vl = model_value_size(m, 0);
     tu_rand_bytes(&m->rng, m->val, vl);
-    unsigned flags = tu_rand_range(&m->rng, 100) == 0 ? PAR_SYNC : 0;
+    unsigned flags = model_write_flags(m);
     MOK(m, par_put(m->reg, key, kl, m->val, vl, flags));
     tu_map_put(&m->ref, key, kl, m->val, vl);
   } else if (c < 520) { /* delete */
-    int rc = par_delete(m->reg, key, kl, tu_rand_range(&m->rng, 100) == 0 ? PAR_SYNC : 0);
+    int rc = par_delete(m->reg, key, kl, model_write_flags(m));
     if (rc != PAR_OK && rc != PAR_NOT_FOUND) MFAIL(m, "delete: %s", par_strerror(rc));
     tu_map_del(&m->ref, key, kl);
   } else if (c < 720) { /* get */
@@ -365,7 +389,7 @@ static void model_step(model *m) {
       }
     }
     if (par_batch_count(b) != (size_t)n) MFAIL(m, "batch count %zu != %d", par_batch_count(b), n);
-    MOK(m, par_write(m->reg, b, tu_rand_range(&m->rng, 20) == 0 ? PAR_SYNC : 0));
+    MOK(m, par_write(m->reg, b, model_write_flags(m)));
     par_batch_destroy(b);
     for (int i = 0; i < n; i++) {
       tu_entry *e = &saved[i];
@@ -393,7 +417,15 @@ static void model_step(model *m) {
       m->snap_until = m->op + 2000 + (long)tu_rand_range(&m->rng, 20000);
     }
   } else if (c < 966) {
-    if (tu_rand_range(&m->rng, 4) == 0) MOK(m, par_flush(m->reg));
+    uint64_t what = tu_rand_range(&m->rng, 8);
+    if (what < 2) {
+      MOK(m, par_flush(m->reg));
+      m->unlogged = 0;
+    } else if (what == 2) {
+      MOK(m, par_compact(m->reg));
+      m->unlogged = 0;
+      m->full_compactions++;
+    }
   } else if (c < 968) {
     if (tu_rand_range(&m->rng, 4) == 0) MOK(m, par_sync(m->reg));
   } else if (c < 972) { /* range delete: ids id .. id + w of one key class */
@@ -420,7 +452,7 @@ static void model_step(model *m) {
       tu_map_del_range(&m->ref, key, kl, end, el);
       tu_map_put(&m->ref, key, kl, m->val, vl);
     } else {
-      MOK(m, par_delete_range(m->reg, key, kl, end, el, tu_rand_range(&m->rng, 20) == 0 ? PAR_SYNC : 0));
+      MOK(m, par_delete_range(m->reg, key, kl, end, el, model_write_flags(m)));
       tu_map_del_range(&m->ref, key, kl, end, el);
     }
   } else if (c < 973) {
@@ -507,11 +539,13 @@ static void test_model(void **state) {
     MFAIL(m, "placement %d left the large log empty", (int)placement);
   m->gc_runs += st.gc_runs;
   fprintf(stderr, "model: up to %llu transient medium-log segments; %llu now; %llu GC runs; %llu checkpoints "
-          "(%llu of %llu segments copied, %.1f s)\n",
+          "(%llu of %llu segments copied, %.1f s); %llu unlogged writes; %llu par_compact\n",
           (unsigned long long)m->max_medium_segs, (unsigned long long)st.medium_log_segments,
           (unsigned long long)m->gc_runs, (unsigned long long)m->checkpoints, (unsigned long long)m->ckpt_copied,
-          (unsigned long long)m->ckpt_segments, m->ckpt_seconds);
+          (unsigned long long)m->ckpt_segments, m->ckpt_seconds, (unsigned long long)m->unlogged_writes,
+          (unsigned long long)m->full_compactions);
   if (ops >= 100000 && !m->checkpoints) MFAIL(m, "no checkpoint was taken");
+  if (ops >= 100000 && !m->full_compactions) MFAIL(m, "par_compact never ran");
   if (placement != PAR_PLACEMENT_IN_PLACE && ops >= 100000 && !m->gc_runs)
     MFAIL(m, "the large log was never garbage collected");
   if (placement == PAR_PLACEMENT_HYBRID && ops >= 100000 && !m->max_medium_segs)

@@ -1,6 +1,9 @@
 package io.parallaxkv;
 
-/** A null or empty argument, a bad option or an unusable buffer ({@code PAR_EINVAL}). */
+/**
+ * An empty argument, a bad option or an unusable buffer ({@code PAR_EINVAL}). A null argument
+ * throws {@link NullPointerException} instead, as Java APIs do.
+ */
 public class InvalidArgumentException extends ParallaxException {
   private static final long serialVersionUID = 1L;
 

@@ -1,6 +1,7 @@
 package io.parallaxkv;
 
 import io.parallaxkv.internal.Backend;
+import io.parallaxkv.internal.HandleState;
 import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.Scratch;
 import java.nio.ByteBuffer;
@@ -20,6 +21,29 @@ final class Native {
     }
   }
 
+  /** The exceptions {@link HandleState} throws. */
+  static final HandleState.Errors HANDLE_ERRORS = new HandleState.Errors() {
+    @Override
+    public RuntimeException closed(String message) {
+      return new ParallaxClosedException(message);
+    }
+
+    @Override
+    public RuntimeException busy(String message) {
+      return new BusyException(ParallaxException.EBUSY, message);
+    }
+
+    @Override
+    public RuntimeException failed(String message, RuntimeException first) {
+      return ParallaxException.of(first instanceof ParallaxException p ? p.status() : 0, message);
+    }
+  };
+
+  /** The error of a native close's status, or null for success (for {@link HandleState}). */
+  static ParallaxException closeError(NativeApi api, int rc) {
+    return rc < 0 ? error(api, rc) : null;
+  }
+
   /** Throws the exception for a negative status. */
   static void check(NativeApi api, int rc) {
     if (rc < 0) throw error(api, rc);
@@ -33,12 +57,12 @@ final class Native {
   }
 
   static int checkKey(byte[] key, String what) {
-    if (key == null) throw new InvalidArgumentException(what + " is null");
+    Objects.requireNonNull(key, what + " is null");
     return checkKeyLength(key.length, what);
   }
 
   static int checkKey(ByteBuffer key, String what) {
-    if (key == null) throw new InvalidArgumentException(what + " is null");
+    Objects.requireNonNull(key, what + " is null");
     return checkKeyLength(key.remaining(), what);
   }
 
@@ -67,12 +91,12 @@ final class Native {
   }
 
   static int checkValue(byte[] value) {
-    if (value == null) throw new InvalidArgumentException("value is null");
+    Objects.requireNonNull(value, "value is null");
     return checkValueLength(value.length);
   }
 
   static int checkValue(ByteBuffer value) {
-    if (value == null) throw new InvalidArgumentException("value is null");
+    Objects.requireNonNull(value, "value is null");
     return checkValueLength(value.remaining());
   }
 
@@ -85,12 +109,12 @@ final class Native {
   }
 
   static WriteOptions opts(WriteOptions o) {
-    if (o == null) throw new InvalidArgumentException("write options are null");
+    Objects.requireNonNull(o, "write options are null");
     return o;
   }
 
   static void checkOut(ByteBuffer dst) {
-    if (dst == null) throw new InvalidArgumentException("destination buffer is null");
+    Objects.requireNonNull(dst, "destination buffer is null");
     if (dst.isReadOnly()) throw new InvalidArgumentException("destination buffer is read-only");
   }
 
@@ -122,7 +146,7 @@ final class Native {
 
   /** Region name bytes with their terminating NUL, validated. */
   static byte[] name(String name) {
-    if (name == null) throw new InvalidArgumentException("region name is null");
+    Objects.requireNonNull(name, "region name is null");
     byte[] b = name.getBytes(StandardCharsets.UTF_8);
     if (b.length == 0) throw new InvalidArgumentException("region name is empty");
     if (b.length > Parallax.MAX_REGION_NAME) {

@@ -1,6 +1,7 @@
 package io.parallaxkv;
 
 import java.time.Duration;
+import java.util.Objects;
 
 /**
  * Engine options for {@link Parallax#open(java.nio.file.Path, Options)}: every field of the C
@@ -130,7 +131,7 @@ public final class Options {
 
     /** Writes without {@link WriteOptions#sync()} are durable within this (default 100 ms). */
     public Builder durabilityInterval(Duration interval) {
-      require(interval != null, "durabilityInterval must not be null");
+      Objects.requireNonNull(interval, "durabilityInterval");
       require(!interval.isNegative() && !interval.isZero() && interval.toMillis() <= Integer.MAX_VALUE,
           "durabilityInterval must be between 1 ms and 2^31 ms");
       durabilityIntervalMs = (int) Math.max(1, interval.toMillis());
@@ -168,7 +169,7 @@ public final class Options {
 
     /** Value placement policy (default {@link Placement#HYBRID}). */
     public Builder placement(Placement p) {
-      require(p != null, "placement is null");
+      Objects.requireNonNull(p, "placement");
       placement = p;
       return this;
     }

@@ -39,6 +39,13 @@ import java.util.Objects;
  * scanners and snapshots), waits for calls in flight, and makes every write durable; afterwards
  * every method throws {@link ParallaxClosedException}. A volume is used by one handle at a time
  * (a second open fails with {@link BusyException}).
+ *
+ * <h2>Errors</h2>
+ * Every exception the API throws for the engine is a {@link ParallaxException}, unchecked, with
+ * the engine's status code. Two Java conventions hold across the API: a null argument throws
+ * {@link NullPointerException} (except where a method documents null as meaning "none", such as
+ * a range bound), and a call that needs a state the object is not in throws
+ * {@link IllegalStateException} (a scanner not on an entry).
  */
 public final class Parallax implements AutoCloseable {
   /** Largest key in bytes (keys are 1..1024 bytes). */
@@ -59,8 +66,8 @@ public final class Parallax implements AutoCloseable {
   private Parallax(NativeApi api, long ptr, Path path) {
     this.api = api;
     this.path = path;
-    this.state = new HandleState("Volume " + path, ptr, null, p -> api.close(p),
-        ParallaxClosedException::new, true);
+    this.state = new HandleState("Volume " + path, ptr, null,
+        p -> Native.closeError(api, api.close(p)), Native.HANDLE_ERRORS, true);
     state.register(this);
   }
 
@@ -79,8 +86,8 @@ public final class Parallax implements AutoCloseable {
    * @throws NativeLibraryException the engine could not be loaded
    */
   public static Parallax open(Path path, Options options) {
-    if (path == null) throw new InvalidArgumentException("path is null");
-    if (options == null) throw new InvalidArgumentException("options are null");
+    Objects.requireNonNull(path, "path is null");
+    Objects.requireNonNull(options, "options are null");
     NativeApi api = Native.api();
     Path abs = path.toAbsolutePath();
     byte[] p = abs.toString().getBytes(pathCharset());
@@ -423,15 +430,21 @@ public final class Parallax implements AutoCloseable {
 
   /**
    * Closes the open regions (and their scanners and snapshots), waits for calls in flight,
-   * makes every write durable and releases the volume. Idempotent.
+   * makes every write durable and releases the volume. Every region is closed even when closing
+   * another fails. Idempotent once the volume is freed.
    *
-   * @throws ParallaxException if the engine reports an error while closing (the handle is
-   *     closed anyway)
+   * @throws ParallaxException the engine's error closing the volume (it is closed and freed
+   *     anyway), or, when only regions failed, a {@code ParallaxException} naming them, with the
+   *     status of the first; the regions' errors are suppressed in it (a region's failed close
+   *     still freed that region)
+   * @throws BusyException if a snapshot could not be released yet (a call still reads one of
+   *     its views): every other handle is closed and freed, the volume and that snapshot's region
+   *     are closed to callers but stay allocated, and closing the volume again frees them (see
+   *     {@link Snapshot#close()})
    */
   @Override
   public void close() {
-    int rc = state.close();
-    if (rc < 0) throw Native.error(api, rc);
+    state.close();
   }
 
   @Override

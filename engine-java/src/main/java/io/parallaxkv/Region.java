@@ -5,11 +5,13 @@ import io.parallaxkv.internal.Layout;
 import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.NativeMemory;
 import io.parallaxkv.internal.Scratch;
+import io.parallaxkv.internal.SnapshotViews;
 import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Objects;
 import java.util.function.LongFunction;
 
 /**
@@ -47,8 +49,8 @@ public final class Region implements AutoCloseable {
     this.api = a;
     this.volume = volume;
     this.name = name;
-    this.state = new HandleState("Region '" + name + "'", ptr, volume.state, p -> a.regionClose(p),
-        ParallaxClosedException::new, true);
+    this.state = new HandleState("Region '" + name + "'", ptr, volume.state,
+        p -> Native.closeError(a, a.regionClose(p)), Native.HANDLE_ERRORS, true);
     state.register(this);
   }
 
@@ -232,7 +234,7 @@ public final class Region implements AutoCloseable {
    * them or none are present. The batch is unchanged (clear it to reuse it).
    */
   public void write(WriteBatch batch, WriteOptions options) {
-    if (batch == null) throw new InvalidArgumentException("batch is null");
+    Objects.requireNonNull(batch, "batch is null");
     int flags = Native.opts(options).flags();
     long r = state.acquire();
     try {
@@ -353,7 +355,7 @@ public final class Region implements AutoCloseable {
    * {@code keys.get(i)}, or null when absent; keys may repeat and come in any order.
    */
   public List<byte[]> multiGet(List<byte[]> keys) {
-    if (keys == null) throw new InvalidArgumentException("keys are null");
+    Objects.requireNonNull(keys, "keys are null");
     return inOwnSnapshot(snap -> multiGetIn(snap, keys));
   }
 
@@ -392,9 +394,9 @@ public final class Region implements AutoCloseable {
   }
 
   static void checkMultiGetInto(List<ByteBuffer> keys, ByteBuffer dst, int[] lengths) {
-    if (keys == null) throw new InvalidArgumentException("keys are null");
+    Objects.requireNonNull(keys, "keys are null");
     Native.checkOut(dst);
-    if (lengths == null) throw new InvalidArgumentException("lengths is null");
+    Objects.requireNonNull(lengths, "lengths is null");
     if (lengths.length < keys.size()) {
       throw new InvalidArgumentException("lengths holds " + lengths.length + " elements for "
           + keys.size() + " keys");
@@ -609,12 +611,18 @@ public final class Region implements AutoCloseable {
 
   /**
    * Closes the region's scanners and snapshots, waits for calls in flight and closes the
-   * region. Idempotent.
+   * region. Every handle is closed even when closing one of them fails. Idempotent once the
+   * region is freed.
+   *
+   * @throws ParallaxException the engine's error closing the region (it is closed and freed
+   *     anyway), or, when only a scanner or snapshot failed, a {@code ParallaxException} naming
+   *     them; the errors of the scanners and snapshots are suppressed in it
+   * @throws BusyException if a snapshot could not be released yet, so the region is closed but
+   *     not freed; closing again frees it (see {@link Snapshot#close()})
    */
   @Override
   public void close() {
-    int rc = state.close();
-    if (rc < 0) throw Native.error(api, rc);
+    state.close();
   }
 
   @Override
@@ -715,7 +723,7 @@ public final class Region implements AutoCloseable {
   }
 
   /** A view of the value through {@code snap}; see {@link Snapshot#getView(byte[])}. */
-  ByteBuffer doGetView(HandleState snap, ByteBuffer key, Object scope) {
+  ByteBuffer doGetView(HandleState snap, ByteBuffer key, SnapshotViews views) {
     int kl = Native.checkKey(key, "key");
     long r = state.acquire();
     try {
@@ -729,7 +737,7 @@ public final class Region implements AutoCloseable {
           Native.check(api, rc);
           long addr = s.out(0);
           int len = (int) s.out(1);
-          if (scope != null) return api.view(scope, addr, len);
+          if (views != null) return views.view(addr, len);
           ByteBuffer copy = ByteBuffer.allocateDirect(len);
           if (len > 0) api.copyMemory(addr, api.addressAtPosition(copy), len);
           return copy.asReadOnlyBuffer();
@@ -790,7 +798,7 @@ public final class Region implements AutoCloseable {
   }
 
   Scanner openScanner(Snapshot snapshot, ScanOptions options) {
-    if (options == null) throw new InvalidArgumentException("scan options are null");
+    Objects.requireNonNull(options, "scan options are null");
     long r = state.acquire();
     try {
       HandleState snap = snapshot == null ? null : snapshot.state;

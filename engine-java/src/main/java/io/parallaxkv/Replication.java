@@ -149,8 +149,8 @@ public final class Replication {
       java.util.function.LongConsumer close) {
     return new HandleState(kind + " of region '" + region.name() + "'", ptr, region.state, p -> {
       close.accept(p);
-      return 0;
-    }, ParallaxClosedException::new, true);
+      return null;
+    }, Native.HANDLE_ERRORS, true);
   }
 
   /**

@@ -1,6 +1,7 @@
 package io.parallaxkv;
 
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
  * Range of a {@link Scanner}: optional lower and upper bounds (each inclusive or exclusive) and
@@ -44,7 +45,7 @@ public final class ScanOptions {
     private Builder() {}
 
     private static byte[] key(byte[] k) {
-      if (k == null) throw new InvalidArgumentException("bound is null");
+      Objects.requireNonNull(k, "bound is null");
       if (k.length == 0) throw new InvalidArgumentException("bound is empty");
       if (k.length > Parallax.MAX_KEY_SIZE) {
         throw new TooBigException("bound of " + k.length + " bytes is over the key limit");

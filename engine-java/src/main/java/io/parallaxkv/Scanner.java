@@ -120,8 +120,8 @@ public final class Scanner implements AutoCloseable {
         p -> {
           if (v != null) v.awaitReleased(); // the engine frees the entry's memory below
           a.scannerClose(p);
-          return 0;
-        }, ParallaxClosedException::new, false, v == null ? null : v::releaseOwn);
+          return null;
+        }, Native.HANDLE_ERRORS, false, v == null ? null : v::releaseOwn);
     state.register(this);
     byte[] lo = o.lower;
     boolean loInc = o.lowerInclusive;
@@ -218,11 +218,11 @@ public final class Scanner implements AutoCloseable {
   }
 
   private static void checkKey(byte[] key) {
-    Native.checkKey(Objects.requireNonNull(key, "key"), "key");
+    Native.checkKey(key, "key");
   }
 
   private static void checkKey(ByteBuffer key) {
-    Native.checkKey(Objects.requireNonNull(key, "key"), "key");
+    Native.checkKey(key, "key");
   }
 
   private boolean seek(ByteBuffer key, int mode) {

@@ -1,8 +1,10 @@
 package io.parallaxkv;
 
 import io.parallaxkv.internal.HandleState;
+import io.parallaxkv.internal.SnapshotViews;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.Objects;
 
 /**
  * A consistent, read-only view of a {@link Region} as of its creation: reads through it ignore
@@ -13,20 +15,24 @@ import java.util.List;
 public final class Snapshot implements AutoCloseable {
   final HandleState state;
   private final Region region;
-  /** Bounds the lifetime of {@link #getView} buffers (null: the backend copies). */
-  private final Object viewScope;
+  /** The {@link #getView} buffers of the FFM backend (null: the backend copies). */
+  private final SnapshotViews views;
 
   Snapshot(Region region, long ptr) {
     var api = region.api;
     this.region = region;
-    Object scope = api.openViewScope();
-    this.viewScope = scope;
-    this.state = new HandleState("Snapshot of region '" + region.name() + "'", ptr, region.state,
-        p -> {
-          if (scope != null) api.closeViewScope(scope); // views throw from here on
-          api.snapshotRelease(p);
-          return 0;
-        }, ParallaxClosedException::new, true);
+    SnapshotViews v = SnapshotViews.create(api);
+    this.views = v;
+    String kind = "Snapshot of region '" + region.name() + "'";
+    this.state = new HandleState(kind, ptr, region.state, p -> {
+      if (v != null && !v.close()) {
+        throw new BusyException(ParallaxException.EBUSY, kind + " is closed but not freed: a "
+            + "call still reads one of its getView buffers (an I/O call or a downcall given it); "
+            + "close it again once that call has ended");
+      }
+      api.snapshotRelease(p); // the views end above: none can read the memory freed here
+      return null;
+    }, Native.HANDLE_ERRORS, true);
     state.register(this);
   }
 
@@ -35,15 +41,18 @@ public final class Snapshot implements AutoCloseable {
    * the buffer is the engine's own memory — no copy — and it stays valid until this snapshot
    * closes; reading it afterwards throws {@link IllegalStateException}. On the JNI backend it is
    * a copy (a direct buffer's memory cannot be revoked), valid for as long as it is referenced.
+   *
+   * <p>A call that reads the buffer's memory directly (an NIO write of it to a channel, say)
+   * delays closing the snapshot, its region or its volume: see {@link #close()}.
    */
   public ByteBuffer getView(byte[] key) {
     Native.checkKey(key, "key");
-    return region.doGetView(state, ByteBuffer.wrap(key), viewScope);
+    return region.doGetView(state, ByteBuffer.wrap(key), views);
   }
 
   /** Like {@link #getView(byte[])} with the key given by the remaining bytes of {@code key}. */
   public ByteBuffer getView(ByteBuffer key) {
-    return region.doGetView(state, key, viewScope);
+    return region.doGetView(state, key, views);
   }
 
   /** The region this snapshot reads. */
@@ -53,7 +62,7 @@ public final class Snapshot implements AutoCloseable {
 
   /** Like {@link Region#multiGet}, in this snapshot. */
   public List<byte[]> multiGet(List<byte[]> keys) {
-    if (keys == null) throw new InvalidArgumentException("keys are null");
+    Objects.requireNonNull(keys, "keys are null");
     long r = region.state.acquire();
     try {
       long sp = state.acquire();
@@ -124,7 +133,23 @@ public final class Snapshot implements AutoCloseable {
     return !state.isClosed();
   }
 
-  /** Releases the snapshot (waits for reads in flight). Scanners opened from it stay usable. */
+  /**
+   * Releases the snapshot (waits for reads in flight). Scanners opened from it stay usable.
+   * Idempotent once it has released the snapshot.
+   *
+   * <p>On the FFM backend a {@link #getView} buffer may be in use by a call that holds its memory
+   * (an NIO read or write of the buffer, a downcall given it): the close waits for that call, for
+   * up to {@code -Dparallax.viewCloseWaitMillis} milliseconds (10 000 by default). If the call has
+   * not ended by then, releasing the snapshot would free the memory the call reads, so the
+   * snapshot is closed to callers but not released: this method throws {@link BusyException},
+   * and calling it again once the call has ended releases it. A region or volume close that
+   * reaches such a snapshot does the same: it closes and frees everything else, keeps the
+   * snapshot's region and volume allocated (their memory holds the views), and throws
+   * {@link BusyException} with the snapshot's suppressed; closing the volume (or region) again
+   * frees them.
+   *
+   * @throws BusyException if a call still holds a view at the end of the wait
+   */
   @Override
   public void close() {
     state.close();

@@ -40,8 +40,8 @@ public final class WriteBatch implements AutoCloseable {
     Native.check(a, a.batchCreate(s.address() + Scratch.OUT));
     this.state = new HandleState("WriteBatch", s.out(0), null, p -> {
       a.batchDestroy(p);
-      return 0;
-    }, ParallaxClosedException::new, false);
+      return null;
+    }, Native.HANDLE_ERRORS, false);
     state.register(this);
   }
 

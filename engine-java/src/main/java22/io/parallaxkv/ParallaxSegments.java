@@ -3,6 +3,7 @@ package io.parallaxkv;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.ref.Reference;
+import java.util.Objects;
 
 /**
  * {@link MemorySegment} variants of the region, snapshot, batch and scanner operations (JDK 22+;
@@ -17,8 +18,7 @@ public final class ParallaxSegments {
   private ParallaxSegments() {}
 
   private static <T> T nonNull(T s, String what) {
-    if (s == null) throw new InvalidArgumentException(what + " is null");
-    return s;
+    return Objects.requireNonNull(s, what);
   }
 
   /** Runs {@code body} with native copies of heap segments. */
@@ -144,16 +144,11 @@ public final class ParallaxSegments {
    * {@link IllegalStateException}); on the JNI backend a copy the scanner reuses for later entries.
    */
   public static MemorySegment key(Scanner scanner) {
-    return MemorySegment.ofBuffer(nonNullScanner(scanner).keyView());
+    return MemorySegment.ofBuffer(nonNull(scanner, "scanner").keyView());
   }
 
   /** Like {@link #key(Scanner)}, for the current value ({@link Scanner#valueView()}). */
   public static MemorySegment value(Scanner scanner) {
-    return MemorySegment.ofBuffer(nonNullScanner(scanner).valueView());
-  }
-
-  private static Scanner nonNullScanner(Scanner s) {
-    if (s == null) throw new InvalidArgumentException("scanner is null");
-    return s;
+    return MemorySegment.ofBuffer(nonNull(scanner, "scanner").valueView());
   }
 }

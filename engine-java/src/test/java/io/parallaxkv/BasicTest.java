@@ -203,8 +203,8 @@ class BasicTest {
     try (Parallax db = TestSupport.open(dir)) {
       assertThrows(BusyException.class, () -> TestSupport.open(dir));
     }
-    assertThrows(InvalidArgumentException.class, () -> Parallax.open(null));
-    assertThrows(InvalidArgumentException.class, () -> Parallax.open(dir.resolve("x"), null));
+    assertThrows(NullPointerException.class, () -> Parallax.open(null));
+    assertThrows(NullPointerException.class, () -> Parallax.open(dir.resolve("x"), null));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().l0Size(0));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().growthFactor(1));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().memoryBudget(100 << 10));
@@ -262,7 +262,7 @@ class BasicTest {
       byte[] v = new byte[1 << 20];
       batch.put(b("x1"), v);
       assertThrows(TooBigException.class, () -> batch.put(b("x2"), v));
-      assertThrows(InvalidArgumentException.class, () -> r.write(null));
+      assertThrows(NullPointerException.class, () -> r.write(null));
     }
   }
 

@@ -98,7 +98,7 @@ class BufferVariantsTest {
     r.put(b("k"), b("v"));
     assertThrows(InvalidArgumentException.class,
         () -> r.get(ByteBuffer.wrap(b("k")), ByteBuffer.allocate(4).asReadOnlyBuffer()));
-    assertThrows(InvalidArgumentException.class,
+    assertThrows(NullPointerException.class,
         () -> r.get(ByteBuffer.wrap(b("k")), (ByteBuffer) null));
   }
 

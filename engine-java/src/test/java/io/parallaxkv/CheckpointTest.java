@@ -202,17 +202,7 @@ class CheckpointTest {
     int opened = 0, refused = 0;
     for (int cycle = 0; cycle < 3; cycle++) {
       Path src = dir.resolve("k" + cycle + ".vol"), ck = dir.resolve("k" + cycle + ".ck");
-      List<String> cmd = new ArrayList<>();
-      cmd.add(ProcessHandle.current().info().command().orElse("java"));
-      for (String k : System.getProperties().stringPropertyNames())
-        if (k.startsWith("parallax.")) cmd.add("-D" + k + "=" + System.getProperty(k));
-      if (Runtime.version().feature() >= 22) cmd.add("--enable-native-access=ALL-UNNAMED");
-      cmd.add("-cp");
-      cmd.add(System.getProperty("java.class.path"));
-      cmd.add(CheckpointChild.class.getName());
-      cmd.add(src.toString());
-      cmd.add(ck.toString());
-      Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+      Process p = TestSupport.startChild(CheckpointChild.class, src.toString(), ck.toString());
       long done = -1;
       List<String> other = new ArrayList<>();
       try (BufferedReader in = new BufferedReader(

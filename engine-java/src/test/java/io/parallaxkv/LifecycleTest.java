@@ -67,17 +67,17 @@ class LifecycleTest {
   @Test
   void badInput() {
     try (Parallax db = TestSupport.open(dir); Region r = db.region("r")) {
-      assertThrows(InvalidArgumentException.class, () -> r.put((byte[]) null, b("v")));
-      assertThrows(InvalidArgumentException.class, () -> r.put(b("k"), (byte[]) null));
-      assertThrows(InvalidArgumentException.class, () -> r.put((ByteBuffer) null, ByteBuffer.allocate(1)));
-      assertThrows(InvalidArgumentException.class, () -> r.put(b("k"), b("v"), null));
-      assertThrows(InvalidArgumentException.class, () -> r.get((byte[]) null));
+      assertThrows(NullPointerException.class, () -> r.put((byte[]) null, b("v")));
+      assertThrows(NullPointerException.class, () -> r.put(b("k"), (byte[]) null));
+      assertThrows(NullPointerException.class, () -> r.put((ByteBuffer) null, ByteBuffer.allocate(1)));
+      assertThrows(NullPointerException.class, () -> r.put(b("k"), b("v"), null));
+      assertThrows(NullPointerException.class, () -> r.get((byte[]) null));
       assertThrows(InvalidArgumentException.class, () -> r.get(new byte[0]));
       assertThrows(InvalidArgumentException.class, () -> r.get(ByteBuffer.allocate(0)));
       assertThrows(TooBigException.class, () -> r.get(new byte[Parallax.MAX_KEY_SIZE + 1]));
-      assertThrows(InvalidArgumentException.class, () -> r.delete((byte[]) null));
-      assertThrows(InvalidArgumentException.class, () -> r.exists((byte[]) null));
-      assertThrows(InvalidArgumentException.class, () -> r.scanner(null));
+      assertThrows(NullPointerException.class, () -> r.delete((byte[]) null));
+      assertThrows(NullPointerException.class, () -> r.exists((byte[]) null));
+      assertThrows(NullPointerException.class, () -> r.scanner(null));
       assertThrows(TooBigException.class,
           () -> r.put(ByteBuffer.allocateDirect(Parallax.MAX_KEY_SIZE + 1), ByteBuffer.allocate(1)));
       assertThrows(TooBigException.class,
@@ -88,10 +88,10 @@ class LifecycleTest {
         assertThrows(IllegalStateException.class, s::value); // empty region: not on an entry
       }
       try (WriteBatch wb = new WriteBatch()) {
-        assertThrows(InvalidArgumentException.class, () -> wb.put((byte[]) null, b("v")));
+        assertThrows(NullPointerException.class, () -> wb.put((byte[]) null, b("v")));
         assertThrows(TooBigException.class, () -> wb.delete(new byte[Parallax.MAX_KEY_SIZE + 1]));
       }
-      assertThrows(InvalidArgumentException.class, () -> ScanOptions.builder().prefix(null));
+      assertThrows(NullPointerException.class, () -> ScanOptions.builder().prefix(null));
       r.put(b("still"), b("works"));
       assertEquals("works", TestSupport.s(r.get(b("still"))));
     }

@@ -17,7 +17,10 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Random operations against a TreeMap model, across reopenings and compactions (256 KiB L0);
  * range deletes (alone and in batches), scans forward and reverse, with bounds and prefixes and
- * changes of direction.
+ * changes of direction, multi-gets, compactRange. A tenth of the writes skip the WAL
+ * ({@link WriteOptions#NO_WAL}: a close flushes them, so the model keeps them across reopens);
+ * a long-lived snapshot is read (gets, multi-gets, full scans both ways) against a copy of the
+ * model taken with it while the writes go on.
  */
 class ModelTest {
   @TempDir Path dir;
@@ -44,6 +47,10 @@ class ModelTest {
   }
 
   /** An end for a range delete from k: a key 1..20 numbers on (about 1% of the key space). */
+  private static WriteOptions writeOptions(Random rnd) {
+    return rnd.nextInt(10) == 0 ? WriteOptions.NO_WAL : WriteOptions.DEFAULT;
+  }
+
   static byte[] nearbyEnd(byte[] k, Random rnd) {
     byte[] e = k.clone();
     int n = ((k[0] & 0xff) << 8 | (k[1] & 0xff)) + 1 + rnd.nextInt(20);
@@ -60,6 +67,8 @@ class ModelTest {
     String ctx = "seed " + seed;
     int rounds = 4;
     for (int round = 0; round < rounds; round++) {
+      Snapshot snap = null;
+      TreeMap<byte[], byte[]> snapModel = null;
       try (Parallax db = TestSupport.open(dir); Region r = db.region("model")) {
         verifyAll(r, model, ctx + " after reopen " + round);
         for (int op = 0; op < 6000; op++) {
@@ -70,21 +79,26 @@ class ModelTest {
             if (rnd.nextInt(3) == 0) {
               try (WriteBatch wb = new WriteBatch()) {
                 byte[] v = value(rnd);
-                r.write(wb.deleteRange(k, end).put(k, v)); // the put comes after the range delete
+                // the put comes after the range delete
+                r.write(wb.deleteRange(k, end).put(k, v), writeOptions(rnd));
                 model.subMap(k, true, end, false).clear();
                 model.put(k, v);
               }
             } else {
-              r.deleteRange(k, end);
+              r.deleteRange(k, end, writeOptions(rnd));
               model.subMap(k, true, end, false).clear();
             }
           } else if (what < 55) {
             byte[] v = value(rnd);
-            if (rnd.nextBoolean()) r.put(k, v);
-            else r.put(ByteBuffer.allocateDirect(k.length).put(k).flip(), ByteBuffer.wrap(v));
+            if (rnd.nextBoolean()) {
+              r.put(k, v, writeOptions(rnd));
+            } else {
+              r.put(ByteBuffer.allocateDirect(k.length).put(k).flip(), ByteBuffer.wrap(v),
+                  writeOptions(rnd));
+            }
             model.put(k, v);
           } else if (what < 70) {
-            r.delete(k);
+            r.delete(k, writeOptions(rnd));
             model.remove(k);
           } else if (what < 75) {
             try (WriteBatch wb = new WriteBatch()) {
@@ -99,7 +113,7 @@ class ModelTest {
                   model.put(bk, v);
                 }
               }
-              r.write(wb);
+              r.write(wb, writeOptions(rnd));
             }
           } else if (what < 94) {
             assertArrayEquals(model.get(k), r.get(k), ctx);
@@ -112,8 +126,24 @@ class ModelTest {
             for (int i = 0; i < keys.size(); i++) {
               assertArrayEquals(model.get(keys.get(i)), got.get(i), ctx + " multiGet " + i);
             }
-          } else if (what < 97) {
+          } else if (what < 96) {
             checkScan(r, model, k, rnd.nextBoolean(), ctx);
+          } else if (what < 97) {
+            if (snap == null) {
+              snap = r.snapshot();
+              snapModel = new TreeMap<>(model);
+            } else if (rnd.nextInt(10) == 0) {
+              verifySnapshot(snap, snapModel, ctx + " snapshot at op " + op);
+              snap.close();
+              snap = null;
+            } else {
+              assertArrayEquals(snapModel.get(k), snap.get(k), ctx + " snapshot get");
+              List<byte[]> keys = List.of(k, key(rnd), key(rnd));
+              List<byte[]> got = snap.multiGet(keys);
+              for (int i = 0; i < keys.size(); i++) {
+                assertArrayEquals(snapModel.get(keys.get(i)), got.get(i), ctx + " snapshot multiGet");
+              }
+            }
           } else if (what < 99) {
             checkWalk(r, model, k, rnd, ctx);
           } else if (rnd.nextInt(4) == 0) {
@@ -124,6 +154,7 @@ class ModelTest {
         }
         assertTrue(r.stats().compactions() > 0 || round == 0, ctx);
         verifyAll(r, model, ctx + " round " + round);
+        if (snap != null) verifySnapshot(snap, snapModel, ctx + " snapshot at round end");
       }
     }
   }
@@ -254,23 +285,35 @@ class ModelTest {
     }
   }
 
+  /** The snapshot's whole content is the model's copy taken with it. */
+  private static void verifySnapshot(Snapshot snap, TreeMap<byte[], byte[]> model, String ctx) {
+    try (Scanner s = snap.scanner()) {
+      verifyScans(s, model, ctx);
+    }
+  }
+
+  /** A full scan forward, then one backward, return the model's entries. */
+  private static void verifyScans(Scanner s, TreeMap<byte[], byte[]> model, String ctx) {
+    for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
+      assertTrue(s.isValid(), ctx);
+      assertArrayEquals(e.getKey(), s.key(), ctx);
+      assertArrayEquals(e.getValue(), s.value(), ctx);
+      s.next();
+    }
+    assertFalse(s.isValid(), ctx);
+    s.seekToLast();
+    for (Map.Entry<byte[], byte[]> e : model.descendingMap().entrySet()) {
+      assertTrue(s.isValid(), ctx + " reverse");
+      assertArrayEquals(e.getKey(), s.key(), ctx + " reverse");
+      assertArrayEquals(e.getValue(), s.value(), ctx + " reverse");
+      s.prev();
+    }
+    assertFalse(s.isValid(), ctx + " reverse");
+  }
+
   private static void verifyAll(Region r, TreeMap<byte[], byte[]> model, String ctx) {
     try (Scanner s = r.scanner()) {
-      for (Map.Entry<byte[], byte[]> e : model.entrySet()) {
-        assertTrue(s.isValid(), ctx);
-        assertArrayEquals(e.getKey(), s.key(), ctx);
-        assertArrayEquals(e.getValue(), s.value(), ctx);
-        s.next();
-      }
-      assertFalse(s.isValid(), ctx);
-      s.seekToLast();
-      for (Map.Entry<byte[], byte[]> e : model.descendingMap().entrySet()) {
-        assertTrue(s.isValid(), ctx + " reverse");
-        assertArrayEquals(e.getKey(), s.key(), ctx + " reverse");
-        assertArrayEquals(e.getValue(), s.value(), ctx + " reverse");
-        s.prev();
-      }
-      assertFalse(s.isValid(), ctx + " reverse");
+      verifyScans(s, model, ctx);
     }
     // Estimates count versions and tombstones: only these bounds are certain whatever the data
     // (EstimateTest checks accuracy on distinct keys).

@@ -44,8 +44,8 @@ class MultiGetTest {
       }
       assertEquals("after the snapshot", s(r.multiGet(List.of(b("k2"))).get(0)));
       assertEquals(List.of(), r.multiGet(List.of()));
-      assertThrows(InvalidArgumentException.class, () -> r.multiGet(null));
-      assertThrows(InvalidArgumentException.class, () -> r.multiGet(Arrays.asList(b("a"), null)));
+      assertThrows(NullPointerException.class, () -> r.multiGet(null));
+      assertThrows(NullPointerException.class, () -> r.multiGet(Arrays.asList(b("a"), null)));
       assertThrows(InvalidArgumentException.class, () -> r.multiGet(List.of(new byte[0])));
       assertThrows(TooBigException.class,
           () -> r.multiGet(List.of(new byte[Parallax.MAX_KEY_SIZE + 1])));
@@ -117,14 +117,14 @@ class MultiGetTest {
       int[] one = new int[1];
       ByteBuffer out = ByteBuffer.allocate(8);
       assertEquals(0, r.multiGet(List.of(), out, new int[0]));
-      assertThrows(InvalidArgumentException.class, () -> r.multiGet(null, out, one));
-      assertThrows(InvalidArgumentException.class, () -> r.multiGet(List.of(ByteBuffer.wrap(b("a"))), null, one));
+      assertThrows(NullPointerException.class, () -> r.multiGet(null, out, one));
+      assertThrows(NullPointerException.class, () -> r.multiGet(List.of(ByteBuffer.wrap(b("a"))), null, one));
       assertThrows(InvalidArgumentException.class,
           () -> r.multiGet(List.of(ByteBuffer.wrap(b("a"))), out.asReadOnlyBuffer(), one));
-      assertThrows(InvalidArgumentException.class, () -> r.multiGet(List.of(ByteBuffer.wrap(b("a"))), out, null));
+      assertThrows(NullPointerException.class, () -> r.multiGet(List.of(ByteBuffer.wrap(b("a"))), out, null));
       assertThrows(InvalidArgumentException.class,
           () -> r.multiGet(List.of(ByteBuffer.wrap(b("a")), ByteBuffer.wrap(b("b"))), out, one));
-      assertThrows(InvalidArgumentException.class,
+      assertThrows(NullPointerException.class,
           () -> r.multiGet(Arrays.asList(ByteBuffer.wrap(b("a")), null), out, new int[2]));
       assertThrows(InvalidArgumentException.class, () -> r.multiGet(List.of(ByteBuffer.allocate(0)), out, one));
     }

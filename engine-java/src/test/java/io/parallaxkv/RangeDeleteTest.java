@@ -4,16 +4,20 @@ import static io.parallaxkv.TestSupport.b;
 import static io.parallaxkv.TestSupport.s;
 import static org.junit.jupiter.api.Assertions.*;
 
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Region.deleteRange and WriteBatch.deleteRange: reads in both directions, snapshots, batches
- * across regions, reopen and compaction, argument checks; and compactRange, which compacts the
- * whole region.
+ * across regions, reopen and compaction, argument checks, a killed writer; and compactRange,
+ * which compacts the whole region.
  */
 class RangeDeleteTest {
   @TempDir Path dir;
@@ -145,6 +149,53 @@ class RangeDeleteTest {
       assertEquals(1000, st.estimatedKeys());
       assertNull(r.get(k(999)));
       assertNotNull(r.get(k(1000)));
+    }
+  }
+
+  /**
+   * A child JVM writes rounds of puts, a range delete and a put inside the range, each round
+   * synced (RangeDeleteChild), and is killed (the small L0 flushes every few dozen rounds, so
+   * range tombstones reach the levels). After recovery every acknowledged round reads exactly as
+   * written: the range's keys gone, the put after the delete present, the rest intact; and the keys
+   * of later rounds (which a prefix of the log may hold in part) hold what their puts wrote.
+   */
+  @Test
+  void killedWriterKeepsAcknowledgedRangeDeletes() throws Exception {
+    Path vol = dir.resolve("k.vol");
+    Process p = TestSupport.startChild(RangeDeleteChild.class, vol.toString());
+    long acked = -1;
+    List<String> other = new ArrayList<>();
+    try (BufferedReader in = new BufferedReader(
+        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.startsWith("D ")) acked = Long.parseLong(line.substring(2));
+        else other.add(line);
+        if (acked >= 300) break;
+      }
+      p.destroyForcibly();
+      assertTrue(p.waitFor(30, TimeUnit.SECONDS));
+    }
+    assertTrue(acked >= 300, "the child stopped early: " + other);
+    try (Parallax db = Parallax.open(vol, TestSupport.small()); Region r = db.region("r")) {
+      assertTrue(r.stats().levels().get(0).entries() > 0, "the writes reached a level");
+      for (long i = 0; i <= acked; i++) {
+        for (int k = 0; k < 10; k++) {
+          byte[] want = k == 5 ? b("after " + i) : k >= 3 && k < 7 ? null
+              : RangeDeleteChild.value(i, k);
+          assertArrayEquals(want, r.get(RangeDeleteChild.key(i, k)), "round " + i + " key " + k);
+        }
+      }
+      try (Scanner sc = r.scanner(ScanOptions.builder()
+          .lowerBound(RangeDeleteChild.key(acked + 1, 0)).build())) {
+        for (; sc.isValid(); sc.next()) {
+          String key = s(sc.key());
+          int k = key.charAt(key.length() - 1) - '0';
+          long round = Long.parseLong(key.substring(1, 7));
+          if (k == 5) continue; // the round's first put, or the put after its range delete
+          assertArrayEquals(RangeDeleteChild.value(round, k), sc.value(), key);
+        }
+      }
     }
   }
 }

@@ -148,16 +148,7 @@ class TxnTest {
   @Test
   void killedProcessKeepsWholeBatches() throws Exception {
     Path vol = dir.resolve("k.vol");
-    List<String> cmd = new ArrayList<>();
-    cmd.add(ProcessHandle.current().info().command().orElse("java"));
-    for (String k : System.getProperties().stringPropertyNames())
-      if (k.startsWith("parallax.")) cmd.add("-D" + k + "=" + System.getProperty(k));
-    if (Runtime.version().feature() >= 22) cmd.add("--enable-native-access=ALL-UNNAMED");
-    cmd.add("-cp");
-    cmd.add(System.getProperty("java.class.path"));
-    cmd.add(TxnChild.class.getName());
-    cmd.add(vol.toString());
-    Process p = new ProcessBuilder(cmd).redirectErrorStream(true).start();
+    Process p = TestSupport.startChild(TxnChild.class, vol.toString());
     long acked = -1;
     List<String> other = new ArrayList<>();
     try (BufferedReader in = new BufferedReader(

@@ -63,7 +63,7 @@ class SegmentsTest {
               "the engine's memory of an entry is revoked when the scanner moves");
         }
       }
-      assertThrows(InvalidArgumentException.class, () -> ParallaxSegments.put(r, null, v));
+      assertThrows(NullPointerException.class, () -> ParallaxSegments.put(r, null, v));
       assertThrows(InvalidArgumentException.class, () -> ParallaxSegments.put(r, arena.allocate(0), v));
       assertThrows(TooBigException.class, () -> ParallaxSegments.put(r, arena.allocate(2000), v));
       assertThrows(InvalidArgumentException.class,

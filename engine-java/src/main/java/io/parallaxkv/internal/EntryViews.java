@@ -92,7 +92,7 @@ public final class EntryViews {
       Object s = open();
       if (s == null) return;
       if (owner == Thread.currentThread()) {
-        api.closeViewScope(s);
+        api.closeThreadViewScope(s);
       } else if (owner.isAlive()) {
         throw foreignOwner("move it");
       }
@@ -105,7 +105,7 @@ public final class EntryViews {
   public synchronized void releaseOwn() {
     Object s = open();
     if (s != null && owner == Thread.currentThread()) {
-      api.closeViewScope(s);
+      api.closeThreadViewScope(s);
       scope = null;
       owner = null;
     }
@@ -126,7 +126,7 @@ public final class EntryViews {
         Object s = open();
         if (s == null) return;
         if (owner == Thread.currentThread()) {
-          api.closeViewScope(s);
+          api.closeThreadViewScope(s);
           scope = null;
           owner = null;
           return;

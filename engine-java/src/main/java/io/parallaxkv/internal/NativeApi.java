@@ -220,8 +220,19 @@ public abstract class NativeApi {
     throw new UnsupportedOperationException();
   }
 
-  /** Closes a scope from {@link #openViewScope()}; its views then throw on access. */
-  public void closeViewScope(Object scope) {}
+  /**
+   * Closes a scope from {@link #openViewScope()}, after which its views throw on access, and
+   * returns true (also when it was closed already); or returns false, leaving it open, while a
+   * call holds it (an NIO read or write of a view, a downcall given a view's memory).
+   */
+  public boolean tryCloseViewScope(Object scope) {
+    throw new UnsupportedOperationException();
+  }
+
+  /** Closes a scope from {@link #openThreadViewScope}; its views then throw on access. */
+  public void closeThreadViewScope(Object scope) {
+    throw new UnsupportedOperationException();
+  }
 
   /** True when {@link #openThreadViewScope} gives zero-copy views (FFM), false on JNI. */
   public boolean supportsThreadViews() {
@@ -232,7 +243,7 @@ public abstract class NativeApi {
    * Opens a scope for zero-copy views that only the calling thread can read and close (FFM: a
    * confined arena, whose close costs nanoseconds where a shared arena's handshakes with every
    * thread). {@code keepAlive} stays reachable for as long as any view of the scope is.
-   * Closed with {@link #closeViewScope}, by the same thread.
+   * Closed with {@link #closeThreadViewScope}, by the same thread.
    */
   public Object openThreadViewScope(Object keepAlive) {
     throw new UnsupportedOperationException();

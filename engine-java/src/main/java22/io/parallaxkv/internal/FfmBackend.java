@@ -19,7 +19,9 @@ import java.lang.ref.Reference;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The FFM backend (JDK 22+): one downcall handle per C entry point. Pointers and sizes travel as
@@ -34,6 +36,7 @@ final class FfmBackend extends NativeApi {
   private static final MemorySegment ALL = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
   private final SymbolLookup lib;
+  private final Set<String> critical = new HashSet<>();
   private final MethodHandle abiLayout, strerror, lastError, optionsInit, open, close, regionCreate,
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
@@ -161,7 +164,17 @@ final class FfmBackend extends NativeApi {
   private MethodHandle h(String name, FunctionDescriptor fd, Linker.Option... options) {
     MemorySegment sym = lib.find(name).orElseThrow(() -> new IllegalStateException(
         "libparallax.so has no symbol " + name + " (an engine older than this API?)"));
+    for (Linker.Option o : options) {
+      if (o.equals(Linker.Option.critical(false)) || o.equals(Linker.Option.critical(true))) {
+        critical.add(name);
+      }
+    }
     return LINKER.downcallHandle(sym, fd, options);
+  }
+
+  /** The entry points linked as critical downcalls (see the class comment), for a test. */
+  Set<String> criticalSymbols() {
+    return Set.copyOf(critical);
   }
 
   private static RuntimeException rethrow(Throwable t) {
@@ -441,7 +454,18 @@ final class FfmBackend extends NativeApi {
   }
 
   @Override
-  public void closeViewScope(Object scope) {
+  public boolean tryCloseViewScope(Object scope) {
+    Arena arena = (Arena) scope;
+    try {
+      arena.close();
+      return true;
+    } catch (IllegalStateException held) { // or closed already
+      return !arena.scope().isAlive();
+    }
+  }
+
+  @Override
+  public void closeThreadViewScope(Object scope) {
     ((Arena) scope).close();
   }
 

@@ -92,8 +92,8 @@ class BadInputTest {
     try (Parallax db = Parallax.open(volume, options()); Region r = db.openRegion("r")) {
       byte[] k = key(0);
       ByteBuffer kb = ByteBuffer.wrap(k);
-      assertThrows(InvalidArgumentException.class, () -> r.put(kb, (ByteBuffer) null));
-      assertThrows(InvalidArgumentException.class, () -> r.put(kb, ByteBuffer.allocate(1), null));
+      assertThrows(NullPointerException.class, () -> r.put(kb, (ByteBuffer) null));
+      assertThrows(NullPointerException.class, () -> r.put(kb, ByteBuffer.allocate(1), null));
       assertThrows(InvalidArgumentException.class,
           () -> r.put(ByteBuffer.allocate(0), ByteBuffer.allocate(1)));
       // A buffer that was filled but not flipped has no remaining bytes: an empty key.
@@ -102,19 +102,19 @@ class BadInputTest {
       assertThrows(TooBigException.class, () -> r.put(ByteBuffer.wrap(HUGE_KEY), ByteBuffer.allocate(1)));
       assertThrows(TooBigException.class,
           () -> r.put(kb, ByteBuffer.allocate(Parallax.MAX_VALUE_SIZE + 1)));
-      assertThrows(InvalidArgumentException.class, () -> r.delete((ByteBuffer) null));
-      assertThrows(InvalidArgumentException.class, () -> r.delete(k, null));
-      assertThrows(InvalidArgumentException.class, () -> r.delete(kb, null));
+      assertThrows(NullPointerException.class, () -> r.delete((ByteBuffer) null));
+      assertThrows(NullPointerException.class, () -> r.delete(k, null));
+      assertThrows(NullPointerException.class, () -> r.delete(kb, null));
       assertThrows(InvalidArgumentException.class, () -> r.delete(EMPTY));
       assertThrows(InvalidArgumentException.class, () -> r.delete(ByteBuffer.allocateDirect(0)));
       assertThrows(TooBigException.class, () -> r.delete(HUGE_KEY));
       assertThrows(TooBigException.class, () -> r.delete(direct(HUGE_KEY)));
       assertThrows(InvalidArgumentException.class, () -> r.exists(EMPTY));
-      assertThrows(InvalidArgumentException.class, () -> r.exists((ByteBuffer) null));
+      assertThrows(NullPointerException.class, () -> r.exists((ByteBuffer) null));
       assertThrows(TooBigException.class, () -> r.exists(HUGE_KEY));
       assertThrows(TooBigException.class, () -> r.get(ByteBuffer.wrap(HUGE_KEY)));
-      assertThrows(InvalidArgumentException.class, () -> r.get((ByteBuffer) null));
-      assertThrows(InvalidArgumentException.class, () -> r.get((byte[]) null, ByteBuffer.allocate(8)));
+      assertThrows(NullPointerException.class, () -> r.get((ByteBuffer) null));
+      assertThrows(NullPointerException.class, () -> r.get((byte[]) null, ByteBuffer.allocate(8)));
       assertThrows(InvalidArgumentException.class, () -> r.get(k, ByteBuffer.allocate(8).asReadOnlyBuffer()));
       assertThrows(InvalidArgumentException.class,
           () -> r.get(kb, ByteBuffer.allocateDirect(8).asReadOnlyBuffer()));
@@ -137,17 +137,17 @@ class BadInputTest {
   void snapshotsScannersAndScanOptions() {
     try (Parallax db = Parallax.open(volume, options()); Region r = db.openRegion("r");
         Snapshot snap = r.snapshot(); Scanner sc = r.scanner()) {
-      assertThrows(InvalidArgumentException.class, () -> snap.get((byte[]) null));
+      assertThrows(NullPointerException.class, () -> snap.get((byte[]) null));
       assertThrows(InvalidArgumentException.class, () -> snap.get(EMPTY));
       assertThrows(TooBigException.class, () -> snap.get(HUGE_KEY));
-      assertThrows(InvalidArgumentException.class, () -> snap.exists((ByteBuffer) null));
+      assertThrows(NullPointerException.class, () -> snap.exists((ByteBuffer) null));
       assertThrows(TooBigException.class, () -> snap.exists(HUGE_KEY));
-      assertThrows(InvalidArgumentException.class, () -> snap.getView((byte[]) null));
+      assertThrows(NullPointerException.class, () -> snap.getView((byte[]) null));
       assertThrows(InvalidArgumentException.class, () -> snap.getView(ByteBuffer.allocate(0)));
       assertThrows(TooBigException.class, () -> snap.getView(HUGE_KEY));
       assertThrows(InvalidArgumentException.class,
           () -> snap.get(ByteBuffer.wrap(key(0)), ByteBuffer.allocate(64).asReadOnlyBuffer()));
-      assertThrows(InvalidArgumentException.class, () -> snap.scanner(null));
+      assertThrows(NullPointerException.class, () -> snap.scanner(null));
 
       assertTrue(sc.isValid());
       assertThrows(NullPointerException.class, () -> sc.seekAfter((byte[]) null));
@@ -164,7 +164,7 @@ class BadInputTest {
       assertThrows(IllegalStateException.class, () -> sc.value(ByteBuffer.allocate(8)));
       assertTrue(sc.seekToFirst(), "an exhausted scanner can start over");
 
-      assertThrows(InvalidArgumentException.class, () -> ScanOptions.builder().lowerBound(null));
+      assertThrows(NullPointerException.class, () -> ScanOptions.builder().lowerBound(null));
       assertThrows(InvalidArgumentException.class, () -> ScanOptions.builder().upperBound(EMPTY));
       assertThrows(TooBigException.class, () -> ScanOptions.builder().lowerBound(HUGE_KEY, false));
       // The builder copies its arrays: changing them afterwards does not change the range.
@@ -184,12 +184,12 @@ class BadInputTest {
   void batches() {
     try (Parallax db = Parallax.open(volume, options()); Region r = db.openRegion("r");
         WriteBatch wb = new WriteBatch()) {
-      assertThrows(InvalidArgumentException.class, () -> wb.put(key(0), null));
+      assertThrows(NullPointerException.class, () -> wb.put(key(0), null));
       assertThrows(InvalidArgumentException.class, () -> wb.put(EMPTY, value(0)));
-      assertThrows(InvalidArgumentException.class, () -> wb.put((ByteBuffer) null, ByteBuffer.allocate(1)));
-      assertThrows(InvalidArgumentException.class, () -> wb.put(ByteBuffer.wrap(key(0)), null));
+      assertThrows(NullPointerException.class, () -> wb.put((ByteBuffer) null, ByteBuffer.allocate(1)));
+      assertThrows(NullPointerException.class, () -> wb.put(ByteBuffer.wrap(key(0)), null));
       assertThrows(TooBigException.class, () -> wb.put(key(0), new byte[Parallax.MAX_VALUE_SIZE + 1]));
-      assertThrows(InvalidArgumentException.class, () -> wb.delete((byte[]) null));
+      assertThrows(NullPointerException.class, () -> wb.delete((byte[]) null));
       assertThrows(InvalidArgumentException.class, () -> wb.delete(ByteBuffer.allocate(0)));
       assertEquals(0, wb.count(), "rejected ops are not added");
       // Fill the batch up to its encoded limit; the op that does not fit is refused alone.
@@ -208,7 +208,7 @@ class BadInputTest {
       assertEquals(ParallaxException.ETOOBIG, full.status());
       assertEquals(added.size(), wb.count());
       assertTrue(added.size() * 100_000L <= Parallax.MAX_BATCH_SIZE);
-      assertThrows(InvalidArgumentException.class, () -> r.write(wb, null));
+      assertThrows(NullPointerException.class, () -> r.write(wb, null));
       r.write(wb, WriteOptions.SYNC);
       for (byte[] k : added) assertArrayEquals(chunk, r.get(k));
     }
@@ -218,10 +218,10 @@ class BadInputTest {
   @Test
   void namesOptionsAndPaths() throws Exception {
     try (Parallax db = Parallax.open(volume, options())) {
-      assertThrows(InvalidArgumentException.class, () -> db.region(null));
-      assertThrows(InvalidArgumentException.class, () -> db.openRegion(null));
-      assertThrows(InvalidArgumentException.class, () -> db.createRegion(null));
-      assertThrows(InvalidArgumentException.class, () -> db.dropRegion(null));
+      assertThrows(NullPointerException.class, () -> db.region(null));
+      assertThrows(NullPointerException.class, () -> db.openRegion(null));
+      assertThrows(NullPointerException.class, () -> db.createRegion(null));
+      assertThrows(NullPointerException.class, () -> db.dropRegion(null));
     }
     assertThrows(InvalidArgumentException.class, () -> Options.builder().gcThresholdPercent(0));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().gcThresholdPercent(101));
@@ -230,7 +230,7 @@ class BadInputTest {
     assertThrows(InvalidArgumentException.class, () -> Options.builder().largeThreshold(-1));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().mediumMergeLevel(2));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().maxVolumeSize(-1));
-    assertThrows(InvalidArgumentException.class, () -> Options.builder().placement(null));
+    assertThrows(NullPointerException.class, () -> Options.builder().placement(null));
     assertThrows(InvalidArgumentException.class,
         () -> Options.builder().durabilityInterval(Duration.ZERO));
     assertThrows(InvalidArgumentException.class,
@@ -253,7 +253,7 @@ class BadInputTest {
   /** Options.Builder documents InvalidArgumentException for every invalid setter argument. */
   @Test
   void nullDurabilityIntervalIsAnInvalidArgument() {
-    assertThrows(InvalidArgumentException.class, () -> Options.builder().durabilityInterval(null));
+    assertThrows(NullPointerException.class, () -> Options.builder().durabilityInterval(null));
   }
 
   private static final Options SMALL_VOLUME =
