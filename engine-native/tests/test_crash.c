@@ -27,6 +27,10 @@
  * is the same. Both also check that space is not leaked: the segments in use
  * after each recovery stay under a bound that the live data sets.
  *
+ * Every other cycle the child opens the volume with a 2 MiB L0 under a
+ * 1 MiB memory budget (par_options.memory_budget_mib), so that the budget,
+ * not the L0 size, freezes and flushes L0 while writers wait for it.
+ *
  * In the kill cycles a third thread takes checkpoints one after another, so
  * the kill often interrupts one: the target is then refused as incomplete,
  * or it opens and holds a prefix state of each thread's writes, at least
@@ -72,6 +76,8 @@ static int is_put(int t, uint64_t s) { return !is_delete(t, s) && !is_range(t, s
  * no fdatasync covered, so those cycles sync rarely, to leave much unsynced
  * (set by run_cycles before the fork). */
 static unsigned sync_one_in = 16, par_sync_every = 300, durability_ms = 100;
+/* The memory budget of the child's next open (0: none; set per cycle). */
+static unsigned budget_mib;
 static int is_sync(int t, uint64_t s) { return (h_of(t, s) >> 8) % sync_one_in == 0; }
 static uint32_t key_idx(uint64_t s) { return (uint32_t)(s % KEYS); }
 
@@ -172,8 +178,9 @@ static void *child_checkpoints(void *arg) {
 static void child_main(const char *path, const char *ack_path, const char *journal, const char *ckpt_path,
                        const uint64_t *start, int ready_fd) {
   if (journal && powerloss_arm(journal) != 0) _exit(9);
-  par_options o = tu_options(256u << 10, 4);
+  par_options o = tu_options(budget_mib ? 2u << 20 : 256u << 10, 4);
   o.durability_interval_ms = durability_ms;
+  o.memory_budget_mib = budget_mib;
   par_volume *vol = NULL;
   par_region *reg = NULL;
   int rc = par_open(path, &o, &vol);
@@ -429,6 +436,7 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
   for (int cycle = 0; cycle < cycles; cycle++) {
     uint64_t delay = 10 + tu_rand_range(&rng, 491);
     if (ckpt_path) unlink(ckpt_path); /* a target left by an earlier cycle holds less */
+    budget_mib = cycle % 2;
     child_args ca = {path, ack_path, journal, ckpt_path, next};
     powerloss_stats ps;
     tu_kill_cycle(seed, cycle, run_child, &ca, delay, path, journal, tu_mix64(rng++), &ps);

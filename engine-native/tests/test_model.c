@@ -20,7 +20,11 @@
  *
  * Values range over all three size classes (small < 120 B, medium, large
  * >= 1 KiB, up to 64 KiB), so overwrites move keys between classes; the
- * whole run repeats under each placement policy (HYBRID, IN_PLACE, IN_LOG).
+ * whole run repeats under each placement policy (HYBRID, IN_PLACE, IN_LOG),
+ * and once more (HYBRID) with a 2 MiB L0 (growth factor 2, so that the
+ * levels still cascade) under a 1 MiB memory budget, so that the budget,
+ * not the L0 size, freezes and flushes L0 (active and frozen L0 could hold
+ * 4 MiB; their peak stays within 1.5 MiB).
  *
  * Environment: PAR_SEED (repeat a run), PAR_MODEL_OPS (per policy, default
  * 120000), PAR_MODEL_KEYS (key space, default 20000).
@@ -32,6 +36,7 @@
 #include <time.h>
 
 typedef struct model {
+  uint64_t memory_peak; /* of the L0s, across reopens */
   uint64_t seed;
   uint64_t rng;
   long op;
@@ -476,19 +481,36 @@ static void model_step(model *m) {
   }
 }
 
+/* A run's volume options: the placement, and a memory budget smaller than
+ * two L0s (0: none), under which the budget, not l0_size, freezes L0. */
+typedef struct model_config {
+  par_placement placement;
+  uint32_t budget_mib;
+} model_config;
+
+/* The L0s' peak since the volume opened: kept across reopens. */
+static void note_memory_peak(model *m) {
+  par_volume_stats vs;
+  MOK(m, par_volume_stats_get(m->vol, &vs));
+  if (vs.memory_peak > m->memory_peak) m->memory_peak = vs.memory_peak;
+}
+
 static void test_model(void **state) {
-  par_placement placement = *(const par_placement *)*state;
+  const model_config *cfg = *state;
+  par_placement placement = cfg->placement;
   model mm, *m = &mm;
   memset(m, 0, sizeof *m);
   m->seed = tu_seed("model");
   m->rng = m->seed;
   long ops = (long)tu_env_u64("PAR_MODEL_OPS", 120000);
   m->keyspace = (uint32_t)tu_env_u64("PAR_MODEL_KEYS", 20000);
+  if (cfg->budget_mib) m->keyspace *= 3; /* data enough for the larger L0's levels to cascade */
   long reopen_every = ops / 8 > 1000 ? ops / 8 : 1000;
   m->dir = tu_make_dir("model");
   m->path = tu_path(m->dir, "model.px");
-  m->opts = tu_options(256u << 10, 4);
+  m->opts = tu_options(cfg->budget_mib ? 2u << 20 : 256u << 10, cfg->budget_mib ? 2 : 4);
   m->opts.placement = placement;
+  m->opts.memory_budget_mib = cfg->budget_mib;
   m->val = malloc(BUF_CAP);
   m->buf = malloc(BUF_CAP);
   assert_non_null(m->val);
@@ -512,6 +534,7 @@ static void test_model(void **state) {
       par_stats before_close;
       MOK(m, par_region_stats(m->reg, &before_close));
       m->gc_runs += before_close.gc_runs; /* counters restart at every open */
+      note_memory_peak(m);
       model_close(m);
       model_open(m);
       model_verify_all(m, flush ? "after flush+reopen" : "after reopen");
@@ -555,6 +578,17 @@ static void test_model(void **state) {
   /* IN_LOG leaves only 12-byte pointers in the levels: they stay small. */
   if (ops >= 100000 && placement != PAR_PLACEMENT_IN_LOG && m->max_levels < 2)
     MFAIL(m, "never more than %u device level(s): compactions did not cascade", m->max_levels);
+  if (cfg->budget_mib) {
+    /* Without the budget the two L0s could hold 4 MiB; with it they stay
+     * within half of it over it (the overshoot is the writes in flight). */
+    note_memory_peak(m);
+    uint64_t budget = (uint64_t)cfg->budget_mib << 20;
+    fprintf(stderr, "model: memory budget %llu bytes, peak %llu\n", (unsigned long long)budget,
+            (unsigned long long)m->memory_peak);
+    if (m->memory_peak > budget + budget / 2)
+      MFAIL(m, "the L0s peaked at %llu bytes under a budget of %llu", (unsigned long long)m->memory_peak,
+            (unsigned long long)budget);
+  }
   model_close(m);
   model_open(m);
   model_verify_all(m, "after the final reopen");
@@ -568,14 +602,15 @@ static void test_model(void **state) {
   free(m->path);
 }
 
-static par_placement hybrid = PAR_PLACEMENT_HYBRID, in_place = PAR_PLACEMENT_IN_PLACE,
-                     in_log = PAR_PLACEMENT_IN_LOG;
+static model_config hybrid = {PAR_PLACEMENT_HYBRID, 0}, in_place = {PAR_PLACEMENT_IN_PLACE, 0},
+                    in_log = {PAR_PLACEMENT_IN_LOG, 0}, hybrid_budget = {PAR_PLACEMENT_HYBRID, 1};
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_prestate(test_model, &hybrid),
       cmocka_unit_test_prestate(test_model, &in_place),
       cmocka_unit_test_prestate(test_model, &in_log),
+      cmocka_unit_test_prestate(test_model, &hybrid_budget),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
