@@ -8,11 +8,14 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Ships a primary's region to one backup, on its own thread: the log (records as soon as they
- * are durable on the primary), and, in send-index mode, the primary's levels after each of its
- * compactions. A backup that the primary's log no longer covers (a new one, or one that fell
- * behind a compaction) gets the levels first, then the log from the LSN they cover: that is the
- * state transfer, run while writes go on.
+ * Ships a primary's region to one backup: the log (records as soon as they are durable on the
+ * primary) on one thread, and, in send-index mode, the primary's levels after each of its
+ * compactions on another, so that copying a large tree never holds the log, and with it every
+ * acknowledgement, back. A backup that the primary's log no longer covers (a new one, or one that
+ * fell behind a compaction) gets the levels first, then the log from the LSN they cover: that is
+ * the state transfer, run while writes go on. A backup takes shipped records and installs in
+ * either order: records its installed levels cover are skipped, and levels covering LSNs its log
+ * lacks restart its log after them.
  *
  * <p>Every message carries the primary's epoch; a backup answering STALE_EPOCH means this
  * primary was deposed.
@@ -28,6 +31,10 @@ final class Shipper implements AutoCloseable {
   final long joinEpoch;
   private final Transport.Connection conn;
   private final Thread thread;
+  /** Send-index mode: ships the levels after each compaction. */
+  private final Thread indexThread;
+  /** One level shipment at a time (the log thread ships them too, when its cursor is behind). */
+  private final Object indexLock = new Object();
   private volatile boolean running = true;
   /** Under primary's lock: the backup's newest durable LSN, and whether acks wait for it. */
   long acked;
@@ -45,6 +52,7 @@ final class Shipper implements AutoCloseable {
   private Replication.LogCursor cursor;
   /** The last APPLY failed: ask the backup where its log ends before reading on. */
   private boolean reposition;
+  /** Under indexLock: the primary's compaction count when its levels were last shipped. */
   private long indexedCompactions = -1;
   private final Object signal = new Object();
   private long failingSince;
@@ -59,7 +67,12 @@ final class Shipper implements AutoCloseable {
     this.completeSent = complete;
     thread = new Thread(this::loop, "ship-" + primary.copy.name + "-" + backup);
     thread.setDaemon(true);
+    indexThread = primary.sendIndex ? new Thread(this::indexLoop, "ship-index-" + primary.copy.name + "-" + backup) : null;
     thread.start();
+    if (indexThread != null) {
+      indexThread.setDaemon(true);
+      indexThread.start();
+    }
   }
 
   void wake() {
@@ -102,7 +115,7 @@ final class Shipper implements AutoCloseable {
           primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), Faults.PRIMARY_MID_LOG).num());
           continue;
         }
-        if (primary.sendIndex || !completeSent) maybeShipIndex(false);
+        if (!primary.sendIndex && !completeSent) maybeShipIndex(false, true); // build-index state transfer
         maybeComplete();
         if (!primary.sendIndex && completeSent && !buildSent) {
           call(Frame.Type.BUILD_INDEX, 0, null); // current: from now on it compacts its own copy
@@ -113,7 +126,7 @@ final class Shipper implements AutoCloseable {
         }
       } catch (NoSuchEntryException truncated) {
         try {
-          maybeShipIndex(true);
+          maybeShipIndex(true, true);
         } catch (Exception e) {
           pause(e);
         }
@@ -162,10 +175,39 @@ final class Shipper implements AutoCloseable {
     if (old != null) old.close();
   }
 
-  /** Ships the primary's levels when it compacted since the last time (or must: truncated). */
-  private void maybeShipIndex(boolean must) throws Exception {
-    long c = primary.region().stats().compactions();
-    if (!must && c == indexedCompactions) return;
+  /** Send-index mode: the levels, whenever the primary compacted since they were last shipped. */
+  private void indexLoop() {
+    while (running && !primary.isDeposed()) {
+      try {
+        maybeShipIndex(false, false);
+        Thread.sleep(20);
+      } catch (InterruptedException e) {
+        return;
+      } catch (Exception e) {
+        // The log thread notices an unreachable backup and reports it; try again shortly.
+        LOG.debug("shipping the levels of {} to {}: {}", primary.copy.name, backup, e.toString());
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException ie) {
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Ships the primary's levels when it compacted since the last time (or must: the log cursor is
+   * behind them); reopenLog (the log thread only): the cursor goes on after them.
+   */
+  private void maybeShipIndex(boolean must, boolean reopenLog) throws Exception {
+    synchronized (indexLock) {
+      long c = primary.region().stats().compactions();
+      if (!must && c == indexedCompactions) return;
+      shipIndex(c, reopenLog);
+    }
+  }
+
+  private void shipIndex(long compactions, boolean reopenLog) throws Exception {
     try (Replication.IndexExport x = Replication.exportIndex(primary.region())) {
       // The log after the levels, pinned while they are copied: a compaction meanwhile must not
       // trim what the backup needs after the install.
@@ -180,9 +222,11 @@ final class Shipper implements AutoCloseable {
         }
         long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
         primary.acked(this, lsn);
-        indexedCompactions = c;
-        reopen(lsn + 1);
-        reposition = false;
+        indexedCompactions = compactions;
+        if (reopenLog) {
+          reopen(lsn + 1);
+          reposition = false;
+        }
       } finally {
         after.close();
       }
@@ -210,5 +254,6 @@ final class Shipper implements AutoCloseable {
     running = false;
     wake();
     thread.interrupt();
+    if (indexThread != null) indexThread.interrupt();
   }
 }
