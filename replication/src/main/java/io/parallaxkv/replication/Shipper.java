@@ -25,6 +25,8 @@ final class Shipper implements AutoCloseable {
   private static final long CALL_MS = 5000;
   /** A backup failing this long is reported to the master, which drops it from the map. */
   private static final long SUSPECT_MS = 3000;
+  /** Send-index mode: the shortest time between two shipments of the levels (see indexLoop). */
+  private static final long INDEX_INTERVAL_MS = 2000;
 
   private final PrimaryRegion primary;
   final String backup;
@@ -175,12 +177,18 @@ final class Shipper implements AutoCloseable {
     if (old != null) old.close();
   }
 
-  /** Send-index mode: the levels, whenever the primary compacted since they were last shipped. */
+  /**
+   * Send-index mode: the levels, when the primary compacted since they were last shipped, at most
+   * once per {@link #INDEX_INTERVAL_MS}. Each shipment copies every tree the backup lacks whole,
+   * so shipping after every compaction copies each short-lived L1 tree too; spacing them out
+   * skips those, and the backup's log copy covers the writes in between (a promotion replays a
+   * few seconds of log at most).
+   */
   private void indexLoop() {
     while (running && !primary.isDeposed()) {
       try {
         maybeShipIndex(false, false);
-        Thread.sleep(20);
+        Thread.sleep(INDEX_INTERVAL_MS);
       } catch (InterruptedException e) {
         return;
       } catch (Exception e) {
