@@ -9,7 +9,13 @@
  *  - send index: every layout the primary's compactions build, installed on
  *    a backup that never compacts (counter 0), full scan equal after
  *    promotion; a fresh backup that starts from the levels (the log copy
- *    restarts after them); a mixed placement and a bad layout refused.
+ *    restarts after them); a mixed placement and a bad layout refused;
+ *  - a log cursor pins the WAL it has not read (flushes covering it free
+ *    nothing under it), releases it as it reads and at its close, and past
+ *    its limit is released with PAR_ENOENT;
+ *  - send index with range deletes: range tombstones travel with their
+ *    trees (one of range tombstones alone included), promotion after range
+ *    deletes in the levels and in the log only.
  */
 #define _GNU_SOURCE
 #include "testutil.h"

@@ -87,6 +87,7 @@ PAR_API int par_repl_cursor_set_limit(par_repl_cursor *c, uint32_t segments);
  * backup needs the levels first). */
 PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size_t *len,
                                  uint64_t *last_lsn);
+/* Releases the cursor's pin; a region's cursors are closed before it is. */
 PAR_API void par_repl_cursor_close(par_repl_cursor *c);
 
 /* ---- applying the stream (backup) -------------------------------------- */

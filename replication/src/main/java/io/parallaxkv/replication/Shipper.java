@@ -56,6 +56,8 @@ final class Shipper implements AutoCloseable {
   private boolean reposition;
   /** Under indexLock: the primary's compaction count when its levels were last shipped. */
   private long indexedCompactions = -1;
+  /** Levels installed on the backup so far (written under indexLock). */
+  private volatile long installs;
   private final Object signal = new Object();
   private long failingSince;
   private long reportedEpoch = -1;
@@ -208,7 +210,12 @@ final class Shipper implements AutoCloseable {
    * behind them); reopenLog (the log thread only): the cursor goes on after them.
    */
   private void maybeShipIndex(boolean must, boolean reopenLog) throws Exception {
+    long shipped = installs;
     synchronized (indexLock) {
+      if (must && installs != shipped) { // the index thread just shipped them: go on after them
+        reposition = true;
+        return;
+      }
       long c = primary.region().stats().compactions();
       if (!must && c == indexedCompactions) return;
       shipIndex(c, reopenLog);
@@ -231,6 +238,7 @@ final class Shipper implements AutoCloseable {
         long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
         primary.acked(this, lsn);
         indexedCompactions = compactions;
+        installs++;
         if (reopenLog) {
           reopen(lsn + 1);
           reposition = false;
