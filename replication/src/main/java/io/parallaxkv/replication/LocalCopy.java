@@ -101,6 +101,7 @@ final class LocalCopy implements AutoCloseable {
       install.close();
       install = null;
     }
+    Faults.reach(Faults.BACKUP_INSTALL_COMMITTED);
     return Replication.stats(region).logLsn();
   }
 
