@@ -772,6 +772,47 @@ static void test_shipping_interleavings(void **state) {
   free(w);
 }
 
+/* A primary that rewrites the same keys with values of the same size
+ * builds L1 trees of one shape (same keys, counts, bytes, root node), and
+ * they take the same segment every other flush. Their ids were derived
+ * from that shape and the root node alone, so the backup took a later tree
+ * for one it held, kept the older one and moved its covered LSN past the
+ * writes between: they were lost at promotion (CrashPointTest's case 3
+ * found it: with the levels shipped every 2 s, the installed trees were two
+ * flushes apart). Each tree the primary builds has an id of its own now. */
+static void test_rebuilt_tree_not_taken_as_held(void **state) {
+  (void)state;
+  node p = {0}, b = {0};
+  node_open(&p, "repl_rb_p", PAR_PLACEMENT_IN_PLACE);
+  node_open(&b, "repl_rb_b", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  uint8_t v[800];
+  for (int round = 0; round < 5; round++) {
+    for (int i = 0; i < 200; i++) {
+      char key[16];
+      int kl = snprintf(key, sizeof key, "k%03d", i);
+      tu_fill_pattern(v, sizeof v, (uint64_t)(round * 1000 + i));
+      assert_ok(par_put(p.reg, key, (size_t)kl, v, sizeof v, 0));
+      tu_map_put(&m, key, (size_t)kl, v, sizeof v);
+    }
+    assert_ok(par_flush(p.reg));
+    ship_log(p.reg, &c, b.reg);
+    if (round % 2 == 0) ship_index(p.reg, b.reg); /* every other tree, as a 2 s interval does */
+  }
+  par_repl_cursor_close(c);
+  uint64_t trees = stat_of(b.reg, PAR_REPL_STAT_TREES_INSTALLED);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_PRIMARY));
+  verify(b.reg, &m);
+  assert_int_equal(trees, 3);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&b);
+}
+
 /* Flips a byte inside the first copy of mark found in the volume file at
  * path (a key a backup's log copy holds, nowhere else on its volume). */
 static void damage_volume(const char *path, const char *mark) {
@@ -883,6 +924,7 @@ int main(void) {
       cmocka_unit_test(test_send_index_range_deletes),
       cmocka_unit_test(test_outdated_layout),
       cmocka_unit_test(test_shipping_interleavings),
+      cmocka_unit_test(test_rebuilt_tree_not_taken_as_held),
       cmocka_unit_test(test_failed_promotion_stays_backup),
       cmocka_unit_test(test_send_index_refusals),
   };
