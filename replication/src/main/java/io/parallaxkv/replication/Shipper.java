@@ -4,6 +4,7 @@ import io.parallaxkv.NoSuchEntryException;
 import io.parallaxkv.Replication;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,6 +28,11 @@ final class Shipper implements AutoCloseable {
   private static final long SUSPECT_MS = 3000;
   /** Send-index mode: the shortest time between two shipments of the levels (see indexLoop). */
   private static final long INDEX_INTERVAL_MS = 2000;
+  /**
+   * Ids of this process's installs, unique among the shippers of a primary (its epoch tells the
+   * primaries apart): the backup takes segments and the commit of the install it began last only.
+   */
+  private static final AtomicLong INSTALL_IDS = new AtomicLong();
 
   private final PrimaryRegion primary;
   final String backup;
@@ -86,12 +92,12 @@ final class Shipper implements AutoCloseable {
   }
 
   private Frame call(Frame.Type type, long num, byte[] a) throws Exception {
-    return call(type, num, a, null);
+    return call(type, num, a, null, null);
   }
 
   /** Sends a request and waits for its answer; crashPoint (tests) is reached in between. */
-  private Frame call(Frame.Type type, long num, byte[] a, String crashPoint) throws Exception {
-    var pending = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, null), CALL_MS);
+  private Frame call(Frame.Type type, long num, byte[] a, byte[] b, String crashPoint) throws Exception {
+    var pending = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, b), CALL_MS);
     if (crashPoint != null) Faults.reach(crashPoint);
     Frame resp = pending.get(CALL_MS + 1000, TimeUnit.MILLISECONDS);
     if (resp.status() == Frame.Status.STALE_EPOCH) {
@@ -116,7 +122,7 @@ final class Shipper implements AutoCloseable {
         }
         Replication.Chunk ch = cursor.read(1 << 20);
         if (ch != null) {
-          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), Faults.PRIMARY_MID_LOG).num());
+          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), null, Faults.PRIMARY_MID_LOG).num());
           continue;
         }
         if (!primary.sendIndex && !completeSent) maybeShipIndex(false, true); // build-index state transfer
@@ -228,14 +234,15 @@ final class Shipper implements AutoCloseable {
       // trim what the backup needs after the install.
       Replication.LogCursor after = Replication.openLog(primary.region(), x.coveredLsn() + 1);
       try {
-        ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, 0, x.layout()).a());
+        long id = INSTALL_IDS.incrementAndGet();
+        ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, id, x.layout()).a());
         byte[] seg = new byte[Replication.SEGMENT_SIZE];
         while (needed.hasRemaining()) {
           int s = needed.getInt();
           x.segment(s, seg);
-          call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg, Faults.PRIMARY_MID_INDEX);
+          call(Frame.Type.INSTALL_SEGMENT, id, seg, ByteBuffer.allocate(4).putInt(s).array(), Faults.PRIMARY_MID_INDEX);
         }
-        long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
+        long lsn = call(Frame.Type.INSTALL_COMMIT, id, null).num();
         primary.acked(this, lsn);
         indexedCompactions = compactions;
         installs++;
