@@ -1,10 +1,10 @@
 #include "index/tree.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -88,7 +88,10 @@ static pthread_once_t uid_once = PTHREAD_ONCE_INIT;
  * promoted after it) do not share numbers. */
 static void uid_seed(void) {
   uint64_t r = 0;
-  if (getrandom(&r, sizeof r, 0) != (ssize_t)sizeof r) {
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, &r, sizeof r) : -1;
+  if (fd >= 0) close(fd);
+  if (n != (ssize_t)sizeof r) { /* no /dev/urandom: the clock and the process id */
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     r = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
