@@ -51,7 +51,10 @@ typedef enum par_repl_role {
  * compacting (send-index) and accepts par_repl_apply; it should be new (its
  * LSNs then follow the primary's). A backup -> PRIMARY (promotion): the
  * records its L0 lacks are replayed from its log copy into L0, compactions
- * resume; the caller sends no write to the region until this returns.
+ * resume; the caller sends no write to the region until this returns. A
+ * promotion that fails (its log copy cannot be read to its end) leaves the
+ * region a send-index backup, never a PRIMARY short of its log copy; a
+ * retry replays again from what L0 took.
  * SEND_INDEX -> BUILD_INDEX replays the same way (a build-index backup's
  * state transfer: levels and log as a send-index backup, then its own L0
  * and compactions); BUILD_INDEX -> SEND_INDEX is refused (PAR_EINVAL). A role lasts
@@ -87,6 +90,7 @@ PAR_API int par_repl_cursor_set_limit(par_repl_cursor *c, uint32_t segments);
  * backup needs the levels first). */
 PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size_t *len,
                                  uint64_t *last_lsn);
+/* Releases the cursor's pin; a region's cursors are closed before it is. */
 PAR_API void par_repl_cursor_close(par_repl_cursor *c);
 
 /* ---- applying the stream (backup) -------------------------------------- */

@@ -1,7 +1,12 @@
 #include "index/tree.h"
 
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "util/coding.h"
 #include "util/status.h"
@@ -76,6 +81,29 @@ static int check_node(node_checks *c, const uint8_t *node, uint64_t off, const n
   return PAR_OK;
 }
 
+static atomic_uint_fast64_t uid_next;
+static pthread_once_t uid_once = PTHREAD_ONCE_INIT;
+
+/* A random start, so that two processes' trees (a primary's and the one
+ * promoted after it) do not share numbers. */
+static void uid_seed(void) {
+  uint64_t r = 0;
+  int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, &r, sizeof r) : -1;
+  if (fd >= 0) close(fd);
+  if (n != (ssize_t)sizeof r) { /* no /dev/urandom: the clock and the process id */
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    r = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ ((uint64_t)getpid() << 16);
+  }
+  atomic_store(&uid_next, r);
+}
+
+static uint64_t uid_take(void) {
+  pthread_once(&uid_once, uid_seed);
+  return atomic_fetch_add(&uid_next, 1);
+}
+
 dtree *dtree_create_shared(segalloc *a, tree_desc *d, mseg_set **sets, uint32_t n) {
   dtree *t = malloc(sizeof *t);
   mseg_set **v = n ? malloc(n * sizeof *v) : NULL;
@@ -89,6 +117,7 @@ dtree *dtree_create_shared(segalloc *a, tree_desc *d, mseg_set **sets, uint32_t 
   t->d = *d;
   memset(d, 0, sizeof *d);
   t->alloc = a;
+  t->uid = uid_take();
   if (n) memcpy(v, sets, n * sizeof *v);
   for (uint32_t i = 0; i < n; i++) atomic_fetch_add(&v[i]->unretired, 1);
   t->sets = v;

@@ -59,6 +59,10 @@ typedef struct dtree {
   mseg_set **sets;  /* the medium-log segments its pointers refer to */
   uint32_t nsets;
   node_checks checks;
+  /* Tells this tree apart from every other one this process built or
+   * loaded, even of the same shape in the same segments (repl/index.c's
+   * tree ids): a process-wide sequence from a random start. */
+  uint64_t uid;
 } dtree;
 
 /* Takes d's memory; the tree owns one set made of d->msegs (recovery). */

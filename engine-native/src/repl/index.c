@@ -12,9 +12,15 @@
  * every segment is written and synced. A crash before that record leaves
  * the copied segments unreferenced, hence free at the next open.
  *
- * Trees are known by an id the primary derives from the tree's description
- * and its root node's checksum: a backup that holds a tree of the layout
- * (an earlier install shipped it) keeps it instead of copying it again.
+ * Trees are known by an id the primary derives from the tree's description,
+ * its root node's checksum and the number its tree object got when built or
+ * loaded (dtree.uid): a backup that holds a tree of the layout (an earlier
+ * install shipped it) keeps it instead of copying it again. The description
+ * and root alone do not tell trees apart: rewriting the same keys with
+ * values of the same size builds trees of one shape, and every other one
+ * takes the same segment, so a backup kept an older tree for a newer one
+ * and lost the writes between (test_rebuilt_tree_not_taken_as_held). The
+ * id is 32 bits: two trees share one with odds of 2^-32 per comparison.
  *
  * A tree's range tombstones (format 4: a set of key ranges in its catalog
  * description, not in its nodes) travel in the layout after its segment
@@ -46,12 +52,14 @@ struct par_repl_export {
   size_t len;
 };
 
-static uint32_t tree_id(const par_file *f, const tree_desc *t) {
-  uint8_t b[28];
+static uint32_t tree_id(const par_file *f, const dtree *dt) {
+  const tree_desc *t = &dt->d;
+  uint8_t b[36];
   enc64(b, t->root);
   enc32(b + 8, t->height);
   enc64(b + 12, t->entries);
   enc64(b + 20, t->bytes);
+  enc64(b + 28, dt->uid);
   uint32_t c = crc32c(0, b, sizeof b);
   c = crc32c(c, (const uint8_t *)t->segs.v, t->segs.n * sizeof *t->segs.v);
   if (t->root) c = crc32c(c, file_map(f) + t->root, 4); /* the root node's own checksum */
@@ -111,7 +119,7 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
       p[0] = (uint8_t)i;
       p[1] = (uint8_t)j;
       enc16(p + 2, 0);
-      enc32(p + 4, tree_id(&r->vol->file, &t->d));
+      enc32(p + 4, tree_id(&r->vol->file, t));
       enc64(p + 8, t->d.root);
       enc32(p + 16, t->d.height);
       enc64(p + 20, t->d.entries);

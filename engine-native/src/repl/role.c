@@ -1,4 +1,5 @@
 /* A region's replication role, promotion of a backup, and the counters. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,7 +80,23 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
   }
   /* To PRIMARY or BUILD_INDEX: L0 takes the log copy; compactions resume. */
   if (old == PAR_REPL_BACKUP_SEND_INDEX) rc = promote_replay(r);
-  if (rc) return par_error(rc, "promotion of region '%s' failed: %s", r->name, par_last_error());
+  if (rc) {
+    /* Not promoted: the region stays a send-index backup, so that a caller
+     * retrying the promotion replays again (from what L0 took, last_lsn)
+     * instead of finding the role changed and serving without its log
+     * copy. A flush the replay started finishes; no other starts. */
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s", par_last_error());
+    pthread_mutex_lock(&r->write_mu);
+    pthread_mutex_lock(&r->view_mu);
+    r->repl_role = PAR_REPL_BACKUP_SEND_INDEX;
+    /* A flush may have replaced installed trees: no tree counts as held. */
+    memset(r->repl_tree_id, 0, sizeof r->repl_tree_id);
+    pthread_mutex_unlock(&r->view_mu);
+    pthread_mutex_unlock(&r->write_mu);
+    compaction_drain(r);
+    return par_error(rc, "promotion of region '%s' failed (it stays a send-index backup): %s", r->name, msg);
+  }
   compaction_schedule(r);
   return PAR_OK;
 }

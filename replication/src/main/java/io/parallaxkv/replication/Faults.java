@@ -22,6 +22,8 @@ final class Faults {
   static final String PRIMARY_MID_INDEX = "primary-mid-index";
   /** A backup copied a shipped segment; the install is not committed. */
   static final String BACKUP_MID_INSTALL = "backup-mid-install";
+  /** A backup committed an install (its catalog record is durable) and has not answered. */
+  static final String BACKUP_INSTALL_COMMITTED = "backup-install-committed";
 
   private static final String POINT;
   private static final int AT;

@@ -32,11 +32,14 @@ public record Frame(Type type, long id, Status status, String region, long epoch
     SCAN,
     /** Primary to backup: a = shipped log records. Response num = the backup's newest LSN. */
     APPLY,
-    /** Primary to backup: a = layout. Response a = the needed segments (u32 each). */
+    /**
+     * Primary to backup: num = the install's id, a = layout. Response a = the needed segments
+     * (u32 each).
+     */
     INSTALL_BEGIN,
-    /** Primary to backup: num = segment, a = its bytes. */
+    /** Primary to backup: num = the install's id, a = a segment's bytes, b = its number (u32). */
     INSTALL_SEGMENT,
-    /** Primary to backup. Response num = the backup's newest LSN. */
+    /** Primary to backup: num = the install's id. Response num = the backup's newest LSN. */
     INSTALL_COMMIT,
     /** Primary to backup: it holds every acknowledged write; from now on a promotion candidate. */
     MARK_COMPLETE,

@@ -30,6 +30,12 @@ final class LocalCopy implements AutoCloseable {
   private long epoch;
   private boolean complete;
   private Replication.IndexInstall install;
+  /**
+   * The id its primary gave the install in progress. A segment or commit of another install (a
+   * request whose call timed out and that runs late, after its sender began a new install) is
+   * refused: it would put another export's bytes in this install's trees.
+   */
+  private long installId;
 
   LocalCopy(Parallax volume, String name, long joinEpoch, boolean primary, boolean complete, long epoch) {
     this.volume = volume;
@@ -75,32 +81,41 @@ final class LocalCopy implements AutoCloseable {
     return Replication.apply(region, records, 0, records.length);
   }
 
-  synchronized byte[] installBegin(long reqEpoch, byte[] layout) throws StaleEpochException {
+  synchronized byte[] installBegin(long reqEpoch, long id, byte[] layout) throws StaleEpochException {
     check(reqEpoch);
     if (install != null) install.close();
+    install = null;
     install = Replication.installIndex(region, layout);
+    installId = id;
     int[] segs = install.needed();
     ByteBuffer b = ByteBuffer.allocate(4 * segs.length);
     for (int s : segs) b.putInt(s);
     return b.array();
   }
 
-  synchronized void installSegment(long reqEpoch, int seg, byte[] data) throws StaleEpochException {
+  private void checkInstall(long id) {
+    if (install == null || id != installId) {
+      throw new IllegalStateException("install " + id + " of region " + name + " is not the one in progress");
+    }
+  }
+
+  synchronized void installSegment(long reqEpoch, long id, int seg, byte[] data) throws StaleEpochException {
     check(reqEpoch);
-    if (install == null) throw new IllegalStateException("no install in progress");
+    checkInstall(id);
     install.segment(seg, data);
     Faults.reach(Faults.BACKUP_MID_INSTALL);
   }
 
-  synchronized long installCommit(long reqEpoch) throws StaleEpochException {
+  synchronized long installCommit(long reqEpoch, long id) throws StaleEpochException {
     check(reqEpoch);
-    if (install == null) throw new IllegalStateException("no install in progress");
+    checkInstall(id);
     try {
       install.commit();
     } finally {
       install.close();
       install = null;
     }
+    Faults.reach(Faults.BACKUP_INSTALL_COMMITTED);
     return Replication.stats(region).logLsn();
   }
 

@@ -206,13 +206,14 @@ public final class RegionServer implements Closeable {
         return req.reply(Frame.Status.OK, lsn, new byte[] {(byte) (c.complete() ? 1 : 0)}, null);
       }
       case INSTALL_BEGIN:
-        return req.reply(Frame.Status.OK, 0, backupCopy(req).installBegin(req.epoch(), req.a()), null);
+        return req.reply(Frame.Status.OK, 0, backupCopy(req).installBegin(req.epoch(), req.num(), req.a()), null);
       case INSTALL_SEGMENT:
         if (req.a().length != Replication.SEGMENT_SIZE) throw new IllegalArgumentException("a segment must be 2 MiB");
-        backupCopy(req).installSegment(req.epoch(), (int) req.num(), req.a());
+        if (req.b().length != 4) throw new IllegalArgumentException("a segment's number takes 4 bytes");
+        backupCopy(req).installSegment(req.epoch(), req.num(), ByteBuffer.wrap(req.b()).getInt(), req.a());
         return req.ok(0);
       case INSTALL_COMMIT:
-        return req.ok(backupCopy(req).installCommit(req.epoch()));
+        return req.ok(backupCopy(req).installCommit(req.epoch(), req.num()));
       case MARK_COMPLETE:
         backupCopy(req).markComplete(req.epoch());
         return req.ok(0);

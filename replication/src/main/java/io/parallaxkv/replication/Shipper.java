@@ -4,15 +4,19 @@ import io.parallaxkv.NoSuchEntryException;
 import io.parallaxkv.Replication;
 import java.nio.ByteBuffer;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Ships a primary's region to one backup, on its own thread: the log (records as soon as they
- * are durable on the primary), and, in send-index mode, the primary's levels after each of its
- * compactions. A backup that the primary's log no longer covers (a new one, or one that fell
- * behind a compaction) gets the levels first, then the log from the LSN they cover: that is the
- * state transfer, run while writes go on.
+ * Ships a primary's region to one backup: the log (records as soon as they are durable on the
+ * primary) on one thread, and, in send-index mode, the primary's levels after each of its
+ * compactions on another, so that copying a large tree never holds the log, and with it every
+ * acknowledgement, back. A backup that the primary's log no longer covers (a new one, or one that
+ * fell behind a compaction) gets the levels first, then the log from the LSN they cover: that is
+ * the state transfer, run while writes go on. A backup takes shipped records and installs in
+ * either order: records its installed levels cover are skipped, and levels covering LSNs its log
+ * lacks restart its log after them.
  *
  * <p>Every message carries the primary's epoch; a backup answering STALE_EPOCH means this
  * primary was deposed.
@@ -22,12 +26,23 @@ final class Shipper implements AutoCloseable {
   private static final long CALL_MS = 5000;
   /** A backup failing this long is reported to the master, which drops it from the map. */
   private static final long SUSPECT_MS = 3000;
+  /** Send-index mode: the shortest time between two shipments of the levels (see indexLoop). */
+  private static final long INDEX_INTERVAL_MS = 2000;
+  /**
+   * Ids of this process's installs, unique among the shippers of a primary (its epoch tells the
+   * primaries apart): the backup takes segments and the commit of the install it began last only.
+   */
+  private static final AtomicLong INSTALL_IDS = new AtomicLong();
 
   private final PrimaryRegion primary;
   final String backup;
   final long joinEpoch;
   private final Transport.Connection conn;
   private final Thread thread;
+  /** Send-index mode: ships the levels after each compaction. */
+  private final Thread indexThread;
+  /** One level shipment at a time (the log thread ships them too, when its cursor is behind). */
+  private final Object indexLock = new Object();
   private volatile boolean running = true;
   /** Under primary's lock: the backup's newest durable LSN, and whether acks wait for it. */
   long acked;
@@ -45,7 +60,10 @@ final class Shipper implements AutoCloseable {
   private Replication.LogCursor cursor;
   /** The last APPLY failed: ask the backup where its log ends before reading on. */
   private boolean reposition;
+  /** Under indexLock: the primary's compaction count when its levels were last shipped. */
   private long indexedCompactions = -1;
+  /** Levels installed on the backup so far (written under indexLock). */
+  private volatile long installs;
   private final Object signal = new Object();
   private long failingSince;
   private long reportedEpoch = -1;
@@ -59,7 +77,12 @@ final class Shipper implements AutoCloseable {
     this.completeSent = complete;
     thread = new Thread(this::loop, "ship-" + primary.copy.name + "-" + backup);
     thread.setDaemon(true);
+    indexThread = primary.sendIndex ? new Thread(this::indexLoop, "ship-index-" + primary.copy.name + "-" + backup) : null;
     thread.start();
+    if (indexThread != null) {
+      indexThread.setDaemon(true);
+      indexThread.start();
+    }
   }
 
   void wake() {
@@ -69,12 +92,12 @@ final class Shipper implements AutoCloseable {
   }
 
   private Frame call(Frame.Type type, long num, byte[] a) throws Exception {
-    return call(type, num, a, null);
+    return call(type, num, a, null, null);
   }
 
   /** Sends a request and waits for its answer; crashPoint (tests) is reached in between. */
-  private Frame call(Frame.Type type, long num, byte[] a, String crashPoint) throws Exception {
-    var pending = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, null), CALL_MS);
+  private Frame call(Frame.Type type, long num, byte[] a, byte[] b, String crashPoint) throws Exception {
+    var pending = conn.call(Frame.request(type, primary.copy.name, primary.epoch(), num, a, b), CALL_MS);
     if (crashPoint != null) Faults.reach(crashPoint);
     Frame resp = pending.get(CALL_MS + 1000, TimeUnit.MILLISECONDS);
     if (resp.status() == Frame.Status.STALE_EPOCH) {
@@ -99,10 +122,10 @@ final class Shipper implements AutoCloseable {
         }
         Replication.Chunk ch = cursor.read(1 << 20);
         if (ch != null) {
-          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), Faults.PRIMARY_MID_LOG).num());
+          primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), null, Faults.PRIMARY_MID_LOG).num());
           continue;
         }
-        if (primary.sendIndex || !completeSent) maybeShipIndex(false);
+        if (!primary.sendIndex && !completeSent) maybeShipIndex(false, true); // build-index state transfer
         maybeComplete();
         if (!primary.sendIndex && completeSent && !buildSent) {
           call(Frame.Type.BUILD_INDEX, 0, null); // current: from now on it compacts its own copy
@@ -113,7 +136,7 @@ final class Shipper implements AutoCloseable {
         }
       } catch (NoSuchEntryException truncated) {
         try {
-          maybeShipIndex(true);
+          maybeShipIndex(true, true);
         } catch (Exception e) {
           pause(e);
         }
@@ -162,27 +185,71 @@ final class Shipper implements AutoCloseable {
     if (old != null) old.close();
   }
 
-  /** Ships the primary's levels when it compacted since the last time (or must: truncated). */
-  private void maybeShipIndex(boolean must) throws Exception {
-    long c = primary.region().stats().compactions();
-    if (!must && c == indexedCompactions) return;
+  /**
+   * Send-index mode: the levels, when the primary compacted since they were last shipped, at most
+   * once per {@link #INDEX_INTERVAL_MS}. Each shipment copies every tree the backup lacks whole,
+   * so shipping after every compaction copies each short-lived L1 tree too; spacing them out
+   * skips those, and the backup's log copy covers the writes in between (a promotion replays a
+   * few seconds of log at most).
+   */
+  private void indexLoop() {
+    while (running && !primary.isDeposed()) {
+      try {
+        maybeShipIndex(false, false);
+        Thread.sleep(INDEX_INTERVAL_MS);
+      } catch (InterruptedException e) {
+        return;
+      } catch (Exception e) {
+        // The log thread notices an unreachable backup and reports it; try again shortly.
+        LOG.debug("shipping the levels of {} to {}: {}", primary.copy.name, backup, e.toString());
+        try {
+          Thread.sleep(100);
+        } catch (InterruptedException ie) {
+          return;
+        }
+      }
+    }
+  }
+
+  /**
+   * Ships the primary's levels when it compacted since the last time (or must: the log cursor is
+   * behind them); reopenLog (the log thread only): the cursor goes on after them.
+   */
+  private void maybeShipIndex(boolean must, boolean reopenLog) throws Exception {
+    long shipped = installs;
+    synchronized (indexLock) {
+      if (must && installs != shipped) { // the index thread just shipped them: go on after them
+        reposition = true;
+        return;
+      }
+      long c = primary.region().stats().compactions();
+      if (!must && c == indexedCompactions) return;
+      shipIndex(c, reopenLog);
+    }
+  }
+
+  private void shipIndex(long compactions, boolean reopenLog) throws Exception {
     try (Replication.IndexExport x = Replication.exportIndex(primary.region())) {
       // The log after the levels, pinned while they are copied: a compaction meanwhile must not
       // trim what the backup needs after the install.
       Replication.LogCursor after = Replication.openLog(primary.region(), x.coveredLsn() + 1);
       try {
-        ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, 0, x.layout()).a());
+        long id = INSTALL_IDS.incrementAndGet();
+        ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, id, x.layout()).a());
         byte[] seg = new byte[Replication.SEGMENT_SIZE];
         while (needed.hasRemaining()) {
           int s = needed.getInt();
           x.segment(s, seg);
-          call(Frame.Type.INSTALL_SEGMENT, s & 0xffffffffL, seg, Faults.PRIMARY_MID_INDEX);
+          call(Frame.Type.INSTALL_SEGMENT, id, seg, ByteBuffer.allocate(4).putInt(s).array(), Faults.PRIMARY_MID_INDEX);
         }
-        long lsn = call(Frame.Type.INSTALL_COMMIT, 0, null).num();
+        long lsn = call(Frame.Type.INSTALL_COMMIT, id, null).num();
         primary.acked(this, lsn);
-        indexedCompactions = c;
-        reopen(lsn + 1);
-        reposition = false;
+        indexedCompactions = compactions;
+        installs++;
+        if (reopenLog) {
+          reopen(lsn + 1);
+          reposition = false;
+        }
       } finally {
         after.close();
       }
@@ -210,5 +277,6 @@ final class Shipper implements AutoCloseable {
     running = false;
     wake();
     thread.interrupt();
+    if (indexThread != null) indexThread.interrupt();
   }
 }

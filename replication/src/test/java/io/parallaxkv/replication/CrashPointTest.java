@@ -13,15 +13,15 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * Servers halting inside the protocol's steps (Faults): a primary mid log shipping or mid
- * index shipping, a backup in the middle of an install. No acknowledged write may be lost and
- * the replication factor comes back.
+ * index shipping, a backup in the middle of an install or between an install's commit and its
+ * answer. No acknowledged write may be lost and the replication factor comes back.
  */
 class CrashPointTest {
   @TempDir Path dir;
 
   @ParameterizedTest
   @ValueSource(strings = {Faults.PRIMARY_MID_LOG + ":400", Faults.PRIMARY_MID_INDEX + ":3",
-      Faults.BACKUP_MID_INSTALL + ":3"})
+      Faults.BACKUP_MID_INSTALL + ":3", Faults.BACKUP_INSTALL_COMMITTED + ":2"})
   @Timeout(180)
   void crashInsideTheProtocolLosesNoAcknowledgedWrite(String crashAt) throws Exception {
     try (Cluster cl = new Cluster(dir, "send-index")) {

@@ -3,6 +3,7 @@ package io.parallaxkv.replication;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.parallaxkv.Options;
 import io.parallaxkv.Parallax;
@@ -84,13 +85,49 @@ class ProtocolTest {
       try (Replication.LogCursor c = Replication.openLog(p, 2)) {
         Replication.Chunk next = c.read(4096);
         assertThrows(LocalCopy.StaleEpochException.class, () -> b.apply(1, next.records()));
-        assertThrows(LocalCopy.StaleEpochException.class, () -> b.installBegin(1, new byte[0]));
+        assertThrows(LocalCopy.StaleEpochException.class, () -> b.installBegin(1, 1, new byte[0]));
         assertEquals(1, b.apply(2, new byte[0]), "nothing applied from the stale primary");
         assertEquals(2, b.apply(3, next.records()), "a newer primary is heard");
         assertThrows(LocalCopy.StaleEpochException.class, () -> b.apply(2, new byte[0]));
       }
       b.promote(3);
       assertArrayEquals("v".getBytes(), b.region.get("k2".getBytes()));
+      b.close();
+    }
+  }
+
+  /**
+   * Install messages name their install: a segment or commit of an install its primary gave up
+   * (its call timed out, and the request ran late) is refused once a newer one began, so that an
+   * older export's bytes never land in the newer install's trees.
+   */
+  @Test
+  void messagesOfAnAbandonedInstallAreRefused() throws Exception {
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build());
+        Parallax bv = Parallax.open(dir.resolve("b.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build())) {
+      var p = pv.region("r0");
+      LocalCopy b = new LocalCopy(bv, "r0", 1, false, true, 1);
+      for (int i = 0; i < 100; i++) p.put(("k" + i).getBytes(), ("v" + i).getBytes(), WriteOptions.SYNC);
+      p.flush();
+      try (Replication.IndexExport x = Replication.exportIndex(p)) {
+        byte[] seg = new byte[Replication.SEGMENT_SIZE];
+        ByteBuffer first = ByteBuffer.wrap(b.installBegin(1, 7, x.layout()));
+        ByteBuffer needed = ByteBuffer.wrap(b.installBegin(1, 8, x.layout()));
+        assertTrue(first.remaining() > 0);
+        int s0 = first.getInt();
+        x.segment(s0, seg);
+        assertThrows(IllegalStateException.class, () -> b.installSegment(1, 7, s0, seg));
+        assertThrows(IllegalStateException.class, () -> b.installCommit(1, 7));
+        while (needed.hasRemaining()) {
+          int s = needed.getInt();
+          x.segment(s, seg);
+          b.installSegment(1, 8, s, seg);
+        }
+        assertEquals(x.coveredLsn(), b.installCommit(1, 8));
+        assertThrows(IllegalStateException.class, () -> b.installCommit(1, 8), "committed: no install in progress");
+      }
+      b.promote(2);
+      for (int i = 0; i < 100; i++) assertArrayEquals(("v" + i).getBytes(), b.region.get(("k" + i).getBytes()));
       b.close();
     }
   }
