@@ -6,13 +6,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.security.MessageDigest;
+import java.util.HexFormat;
 import io.parallaxkv.mongo.ExternalCommand.Result;
 import java.util.List;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * mongosh (pinned, installed from npm under target/) runs src/test/resources/mongosh_client.js
+ * mongosh (installed under target/ by {@code npm ci} from src/test/npm, whose package-lock.json
+ * pins every transitive package: a fresh resolution of mongosh's ranges once picked a version
+ * the registry did not serve yet) runs src/test/resources/mongosh_client.js
  * against the server: inserts, a descending and a multikey index, sorts, explain, an update
  * found through the index, 11000 (duplicate _id and unique index), validate, getIndexes,
  * dropIndex, bulkWrite with an upsert, findOneAndUpdate, a cursor across getMores, an
@@ -21,13 +26,13 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class MongoshClientTest {
   private static final Path PREFIX = Path.of("target", "mongosh");
+  private static final Path PACKAGE = Path.of("src", "test", "npm");
 
   @TempDir Path dir;
 
   @Test
   void mongoshScriptPasses() throws Exception {
-    String version = System.getProperty("mongo.mongosh.version", "2.12.0");
-    Path mongosh = installed(version);
+    Path mongosh = installed();
     Path script = Path.of("src", "test", "resources", "mongosh_client.js");
     try (ParallaxMongoServer server = ParallaxMongoServer.start(dir, 0)) {
       Result r = run(List.of(mongosh.toString(), server.connectionString() + "/shell",
@@ -37,14 +42,20 @@ class MongoshClientTest {
     }
   }
 
-  private static Path installed(String version) throws Exception {
+  /** Installs the locked tree once; the marker names the lock's hash, so a new lock reinstalls. */
+  private static Path installed() throws Exception {
     Path mongosh = PREFIX.resolve("node_modules").resolve(".bin").resolve("mongosh");
-    Path marker = PREFIX.resolve("mongosh-" + version);
+    byte[] lock = Files.readAllBytes(PACKAGE.resolve("package-lock.json"));
+    String hash = HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(lock));
+    Path marker = PREFIX.resolve("installed-" + hash.substring(0, 16));
     if (Files.exists(marker)) return mongosh;
     Files.createDirectories(PREFIX);
-    Result npm = run(List.of("npm", "install", "--prefix", PREFIX.toString(), "--no-audit",
-        "--no-fund", "--loglevel=error", "mongosh@" + version), 600);
-    assertEquals(0, npm.exit(), "npm install mongosh@" + version + " failed:\n" + npm.output());
+    for (String f : List.of("package.json", "package-lock.json")) {
+      Files.copy(PACKAGE.resolve(f), PREFIX.resolve(f), StandardCopyOption.REPLACE_EXISTING);
+    }
+    Result npm = run(List.of("npm", "ci", "--prefix", PREFIX.toString(), "--no-audit",
+        "--no-fund", "--loglevel=error"), 600);
+    assertEquals(0, npm.exit(), "npm ci (src/test/npm) failed:\n" + npm.output());
     Files.createFile(marker);
     return mongosh;
   }

@@ -54,8 +54,9 @@ class PymongoClientTest {
     if (Files.exists(marker)) return python;
     Result venv = run(List.of("python3", "-m", "venv", "--clear", VENV.toString()), 120);
     assertEquals(0, venv.exit(), "python3 -m venv failed:\n" + venv.output());
+    String dnspython = System.getProperty("mongo.dnspython.version", "2.9.2");
     Result pip = run(List.of(python.toString(), "-m", "pip", "install", "--quiet",
-        "--disable-pip-version-check", "pymongo==" + version), 300);
+        "--disable-pip-version-check", "pymongo==" + version, "dnspython==" + dnspython), 300);
     assertEquals(0, pip.exit(), "pip install pymongo==" + version + " failed:\n" + pip.output());
     Files.createFile(marker);
     return python;
