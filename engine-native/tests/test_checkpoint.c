@@ -171,6 +171,7 @@ static void test_pin(void **state) {
 typedef struct shared {
   atomic_uint_fast64_t acked[NSLOTS];   /* writes returned */
   atomic_uint_fast64_t started[NSLOTS]; /* writes begun    */
+  atomic_uint_fast64_t allowed[NSLOTS]; /* writes a writer may begin before it waits */
   atomic_int stop;
   atomic_int ready;
 } shared;
@@ -205,6 +206,8 @@ static void *writer_main(void *p) {
   par_batch *b = NULL;
   if (a->slot == BATCHER) par_batch_create(&b);
   for (uint64_t i = 0; !atomic_load(&sh->stop); i++) {
+    while (i >= atomic_load(&sh->allowed[a->slot]) && !atomic_load(&sh->stop)) sleep_ms(1);
+    if (atomic_load(&sh->stop)) break;
     atomic_store(&sh->started[a->slot], i + 1);
     int rc = PAR_OK;
     if (a->slot == BATCHER) {
@@ -366,8 +369,14 @@ static void run_concurrent(const char *name, uint32_t large, uint32_t modulo, ui
   writer_arg args[NSLOTS];
   pthread_t th[NSLOTS];
   start_writers(&sh, v, r, args, th, large, modulo);
+  /* Each round lets every writer write a fixed number more (a few MiB; writer
+   * 0's large values fewer), so what the volume holds and the checks read
+   * does not grow with how slow the machine is: a round's check under ASan on
+   * a loaded machine once took long enough for time-bounded writers to fill
+   * the 2 GiB cap. The checkpoint starts while they are still writing. */
   for (int round = 0; round < 3; round++) {
-    sleep_ms(300);
+    for (int w = 0; w < NSLOTS; w++) atomic_fetch_add(&sh.allowed[w], w == 0 && large ? 128 : 16384);
+    sleep_ms(100);
     uint64_t acked[NSLOTS], started[NSLOTS];
     snap_counters(&sh, sh.acked, acked);
     par_checkpoint_stats st;
@@ -375,9 +384,12 @@ static void run_concurrent(const char *name, uint32_t large, uint32_t modulo, ui
     snap_counters(&sh, sh.started, started);
     par_volume_stats vs;
     assert_ok(par_volume_stats_get(v, &vs));
-    fprintf(stderr, "%s round %d: %llu segments, %llu copied, %.1f MiB written; volume %.0f MiB\n", name, round,
-            (unsigned long long)st.segments, (unsigned long long)st.segments_copied, st.bytes_copied / 1048576.0,
-            vs.volume_bytes / 1048576.0);
+    fprintf(stderr,
+            "%s round %d: %llu segments, %llu copied, %.1f MiB written; volume %.0f MiB; writer 1 wrote %llu-%llu "
+            "during the checkpoint (%llu allowed)\n",
+            name, round, (unsigned long long)st.segments, (unsigned long long)st.segments_copied,
+            st.bytes_copied / 1048576.0, vs.volume_bytes / 1048576.0, (unsigned long long)acked[1],
+            (unsigned long long)started[1], (unsigned long long)atomic_load(&sh.allowed[1]));
     open_copy_and_check(ck, &o, args, acked, started, 1);
     assert_int_equal(tu_failures(), 0);
   }
@@ -536,6 +548,7 @@ static void child_main(const char *src, const char *ck, shared *sh) {
   writer_arg args[NSLOTS];
   pthread_t th[NSLOTS];
   for (int w = 0; w < NSLOTS; w++) {
+    atomic_store(&sh->allowed[w], UINT64_MAX); /* the kill ends them */
     args[w] = (writer_arg){sh, v, r, w, 1 << 16, 0};
     pthread_create(&th[w], NULL, writer_main, &args[w]);
   }
