@@ -23,7 +23,8 @@
  *             segments.
  *  memtable   versions at each snapshot LSN, memtable_collect's start
  *             (inclusive/exclusive), snapshot and max; 50k random inserts
- *             against a sorted reference.
+ *             against a sorted reference; memtable_get_many agrees with
+ *             memtable_get for present, absent and out-of-range keys.
  *  WAL        single ops and batches, values of 0 B .. 300 KB, rotation over
  *             several segments, replay from 0 and from a covered LSN inside a
  *             segment and inside a batch; a flipped byte in record k makes
@@ -1384,6 +1385,9 @@ static void test_memtable_random(void **state) {
 
   size_t *idx = xmalloc(n * sizeof *idx);
   const mt_entry **out = xmalloc(n * sizeof *out);
+  const void **kp = xmalloc((2 * n + 2) * sizeof *kp);
+  size_t *kl = xmalloc((2 * n + 2) * sizeof *kl);
+  const mt_entry **many = xmalloc((2 * n + 2) * sizeof *many);
   const uint64_t snaps[] = {UINT64_MAX, n, n / 2, 1000, 1};
   for (size_t s = 0; s < sizeof snaps / sizeof *snaps; s++) {
     uint64_t snap = snaps[s];
@@ -1442,7 +1446,30 @@ static void test_memtable_random(void **state) {
         assert_null(e);
       }
     }
+    /* memtable_get_many of every version's key and of a shorter probe beside
+     * each (present or absent), after a key below all and before one above
+     * all, agrees with memtable_get: groups of keys descend together and
+     * step to the next leaf past a leaf's end. */
+    static const uint8_t below[1] = {0};
+    uint8_t above[sizeof ref->key];
+    memset(above, 0xff, sizeof above);
+    size_t q = 0;
+    kp[q] = below;
+    kl[q++] = sizeof below;
+    for (size_t i = 0; i < n; i++) {
+      kp[q] = ref[i].key;
+      kl[q++] = ref[i].klen;
+      kp[q] = ref[i].key;
+      kl[q++] = ref[i].klen > 1 ? ref[i].klen - 1u : ref[i].klen;
+    }
+    kp[q] = above;
+    kl[q++] = sizeof above;
+    memtable_get_many(m, q, kp, kl, snap, many);
+    for (size_t i = 0; i < q; i++) assert_ptr_equal(many[i], memtable_get(m, kp[i], kl[i], snap));
   }
+  free(kp);
+  free(kl);
+  free(many);
   free(out);
   free(idx);
   free(ref);

@@ -17,7 +17,7 @@
  *                  [--placement hybrid|in-place|in-log] [--updates N]
  *                  [--dir DIR] [--l0-size BYTES] [--growth F]
  *                  [--report-every N] [--verify] [--scans R] [--ordered]
- *                  [--multi-get B] [--estimates R] [--keep]
+ *                  [--multi-get B] [--estimates R] [--in-l0] [--keep]
  *
  * --updates N overwrites N random keys after the load (each with a new
  * value of a size drawn from the mix, so a key may change class) and then
@@ -36,6 +36,9 @@
  * par_get one at a time and with par_multi_get B at a time (a snapshot per
  * batch, values copied out as par_get does), and reports CPU ns per key of
  * each (best of 3 rounds).
+ *
+ * --in-l0 skips the load's final flush: with an L0 larger than the load
+ * (--l0-size), --multi-get, --scans and --estimates then read L0.
  *
  * --estimates R estimates R random key ranges with par_estimate_range
  * (1000 calls each, timed in the thread's CPU time) and counts each by a
@@ -76,7 +79,7 @@ typedef struct config {
   uint64_t l0_size;
   uint32_t growth;
   uint64_t report_every;
-  int verify, keep;
+  int verify, keep, in_l0;
   int scans, ordered;
   int multi_get;
   int estimates;
@@ -434,7 +437,7 @@ static void usage(void) {
           "usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD] [--dir DIR]\n"
           "                 [--placement hybrid|in-place|in-log] [--updates N]\n"
           "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--scans R]\n"
-          "                 [--ordered] [--multi-get B] [--estimates R] [--keep]\n");
+          "                 [--ordered] [--multi-get B] [--estimates R] [--in-l0] [--keep]\n");
   exit(2);
 }
 
@@ -448,6 +451,7 @@ int main(int argc, char **argv) {
       {"placement", required_argument, 0, 'p'}, {"updates", required_argument, 0, 'u'},
       {"scans", required_argument, 0, 's'},   {"ordered", no_argument, 0, 'o'},
       {"multi-get", required_argument, 0, 'M'}, {"estimates", required_argument, 0, 'E'},
+      {"in-l0", no_argument, 0, 'z'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -477,6 +481,7 @@ int main(int argc, char **argv) {
     case 'o': cfg.ordered = 1; break;
     case 'M': cfg.multi_get = atoi(optarg); break;
     case 'E': cfg.estimates = atoi(optarg); break;
+    case 'z': cfg.in_l0 = 1; break;
     default: usage();
     }
   }
@@ -517,7 +522,7 @@ int main(int argc, char **argv) {
   rc = par_sync(region);
   if (rc) die("sync", rc);
   /* What the load still owes: writing its last L0 into the levels. */
-  rc = par_flush(region);
+  rc = cfg.in_l0 ? PAR_OK : par_flush(region);
   if (rc) die("flush", rc);
   io_counters io1 = read_io();
   uint64_t loaded = atomic_load(&app_bytes);
