@@ -24,6 +24,10 @@ final class Faults {
   static final String BACKUP_MID_INSTALL = "backup-mid-install";
   /** A backup committed an install (its catalog record is durable) and has not answered. */
   static final String BACKUP_INSTALL_COMMITTED = "backup-install-committed";
+  /** A backup made its copy the primary (the engine replayed its log) and does not serve yet. */
+  static final String BACKUP_PROMOTED = "backup-promoted";
+  /** The master fenced a failed region's backups at the new epoch and has not written the map. */
+  static final String MASTER_FENCED = "master-fenced";
 
   private static final String POINT;
   private static final int AT;

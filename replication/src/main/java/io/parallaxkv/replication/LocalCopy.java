@@ -60,7 +60,10 @@ final class LocalCopy implements AutoCloseable {
   synchronized void promote(long newEpoch) {
     if (install != null) install.close(); // the old primary's, never to be committed: frees its segments
     install = null;
-    if (Replication.stats(region).role() != Role.PRIMARY) Replication.setRole(region, Role.PRIMARY);
+    if (Replication.stats(region).role() != Role.PRIMARY) {
+      Replication.setRole(region, Role.PRIMARY);
+      Faults.reach(Faults.BACKUP_PROMOTED);
+    }
     epoch = Math.max(epoch, newEpoch);
     complete = true;
   }

@@ -23,7 +23,8 @@ import org.slf4j.LoggerFactory;
  * <p>Failover (the only step that moves a primary): every live backup is fenced at the new epoch
  * first (it then rejects the old primary's records, so the old primary can acknowledge nothing
  * more: each acknowledgement needed every backup), answering its newest LSN and whether it is
- * complete. The complete backup with the newest LSN becomes primary: it holds every
+ * complete. The complete backup with the newest LSN (the first in the map's order on a tie)
+ * becomes primary: it holds every
  * acknowledged write, and every other backup's log is a prefix of its log (all received the same
  * stream in order). Backups whose log is longer than the new primary's are dropped.
  */
@@ -135,6 +136,8 @@ final class Master implements Closeable {
         LOG.warn("master: cannot fence {} of {}: {}", m.server(), r.name(), e.toString());
       }
     }
+    Faults.reach(Faults.MASTER_FENCED);
+    // Stream.max keeps the first of equal maxima: on a tie, the first backup in the map's order.
     Fenced chosen = fenced.stream().filter(Fenced::complete).max(Comparator.comparingLong(Fenced::lsn)).orElse(null);
     if (chosen == null) {
       LOG.error("master: region {} has no complete live backup to promote (epoch {})", r.name(), r.epoch());

@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -20,6 +21,9 @@ final class Writers {
   final AtomicLong acks = new AtomicLong(), failures = new AtomicLong();
   private final List<Thread> threads = new ArrayList<>();
   private volatile boolean running = true;
+  private volatile boolean paused;
+  /** Writers between deciding to write and the write's return (they check paused after). */
+  private final AtomicInteger busy = new AtomicInteger();
 
   Writers(ReplicatedClient client, int n, int valueBytes) {
     for (int t = 0; t < n; t++) {
@@ -27,17 +31,25 @@ final class Writers {
       Thread th = new Thread(() -> {
         long version = 0;
         while (running) {
-          version++;
-          // keys spread over both regions (the first byte picks the region)
-          String key = (char) ('A' + (version % 2) * 64) + "-w" + id + "-" + (version % KEYS);
-          attempted.put(key, version);
+          busy.incrementAndGet();
           try {
-            client.put(key.getBytes(StandardCharsets.UTF_8), value(version, valueBytes));
-            acked.put(key, version);
-            acks.incrementAndGet();
-          } catch (Exception e) {
-            failures.incrementAndGet();
+            if (!paused) {
+              version++;
+              // keys spread over both regions (the first byte picks the region)
+              String key = (char) ('A' + (version % 2) * 64) + "-w" + id + "-" + (version % KEYS);
+              attempted.put(key, version);
+              try {
+                client.put(key.getBytes(StandardCharsets.UTF_8), value(version, valueBytes));
+                acked.put(key, version);
+                acks.incrementAndGet();
+              } catch (Exception e) {
+                failures.incrementAndGet();
+              }
+            }
+          } finally {
+            busy.decrementAndGet();
           }
+          if (paused) sleepQuietly(5);
         }
       }, "writer-" + t);
       threads.add(th);
@@ -55,6 +67,24 @@ final class Writers {
 
   static long version(byte[] value) {
     return Long.parseLong(new String(value, 0, 19, StandardCharsets.US_ASCII));
+  }
+
+  /** Stops new writes and waits for those under way to return; {@link #resume} goes on. */
+  void pause() throws InterruptedException {
+    paused = true;
+    while (busy.get() > 0) Thread.sleep(5);
+  }
+
+  void resume() {
+    paused = false;
+  }
+
+  private static void sleepQuietly(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   void stop() throws InterruptedException {
