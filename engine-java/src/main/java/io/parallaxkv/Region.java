@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
 import java.util.function.LongFunction;
+import java.util.function.LongToIntFunction;
 
 /**
  * An open region: an ordered key-value store inside a {@link Parallax} volume. Keys are 1..
@@ -251,24 +252,24 @@ public final class Region implements AutoCloseable {
     }
   }
 
-  /** Makes every write acknowledged so far durable. */
-  public void sync() {
+  /** Runs a call on the region's handle (held open meanwhile) and throws its error, if any. */
+  private void onRegion(LongToIntFunction call) {
     long r = state.acquire();
     try {
-      Native.check(api, api.sync(r));
+      Native.check(api, call.applyAsInt(r));
     } finally {
       state.release();
     }
   }
 
+  /** Makes every write acknowledged so far durable. */
+  public void sync() {
+    onRegion(api::sync);
+  }
+
   /** Freezes L0 and waits until it and every compaction it triggers is done. */
   public void flush() {
-    long r = state.acquire();
-    try {
-      Native.check(api, api.flush(r));
-    } finally {
-      state.release();
-    }
+    onRegion(api::flush);
   }
 
   /**
@@ -278,12 +279,7 @@ public final class Region implements AutoCloseable {
    * whole region.
    */
   public void compact() {
-    long r = state.acquire();
-    try {
-      Native.check(api, api.compact(r));
-    } finally {
-      state.release();
-    }
+    onRegion(api::compact);
   }
 
   /**
