@@ -4,16 +4,12 @@ import static io.parallaxkv.TestSupport.b;
 import static io.parallaxkv.TestSupport.s;
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -203,21 +199,8 @@ class CheckpointTest {
     for (int cycle = 0; cycle < 3; cycle++) {
       Path src = dir.resolve("k" + cycle + ".vol"), ck = dir.resolve("k" + cycle + ".ck");
       Process p = TestSupport.startChild(CheckpointChild.class, src.toString(), ck.toString());
-      long done = -1;
-      List<String> other = new ArrayList<>();
-      try (BufferedReader in = new BufferedReader(
-          new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-        String line;
-        while ((line = in.readLine()) != null) {
-          if (line.startsWith("C ")) done = Long.parseLong(line.substring(2));
-          else other.add(line);
-          if (done >= 1) break;
-        }
-        Thread.sleep(rnd.nextInt(300));
-        p.destroyForcibly();
-        assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-      }
-      assertTrue(done >= 1, "the child stopped early: " + other);
+      TestSupport.ChildReport rep = TestSupport.killWhen(p, c -> c.last("C") >= 1, rnd.nextInt(300));
+      assertTrue(rep.last("C") >= 1, "the child stopped early: " + rep.other());
       try (Parallax db = Parallax.open(src, TestSupport.small()); Region a = db.region("a");
           Region bb = db.region("b")) {
         prefix(a, 0);

@@ -4,13 +4,7 @@ import static io.parallaxkv.TestSupport.b;
 import static io.parallaxkv.TestSupport.s;
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -55,21 +49,9 @@ class NoWalTest {
   void killedProcessKeepsFlushedAndSyncedWrites() throws Exception {
     Path vol = dir.resolve("v");
     Process p = TestSupport.startChild(NoWalChild.class, vol.toString());
-    int flushed = -1, synced = -1;
-    List<String> other = new ArrayList<>();
-    try (BufferedReader in = new BufferedReader(
-        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = in.readLine()) != null) {
-        if (line.startsWith("F ")) flushed = Integer.parseInt(line.substring(2));
-        else if (line.startsWith("S ")) synced = Integer.parseInt(line.substring(2));
-        else other.add(line);
-        if (synced >= 300) break;
-      }
-      p.destroyForcibly();
-      assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-    }
-    assertTrue(synced >= 300, "the child stopped early: " + other);
+    TestSupport.ChildReport rep = TestSupport.killWhen(p, c -> c.last("S") >= 300, 0);
+    long flushed = rep.last("F"), synced = rep.last("S");
+    assertTrue(synced >= 300, "the child stopped early: " + rep.other());
     try (Parallax db = Parallax.open(vol, TestSupport.small()); Region r = db.region("r")) {
       for (int i = 0; i < flushed; i++) assertEquals("v" + i, s(r.get(b("pre" + i))), "pre" + i);
       for (int i = 0; i <= synced; i++) assertEquals("s" + i, s(r.get(b("sync" + i))), "sync" + i);

@@ -4,13 +4,9 @@ import static io.parallaxkv.TestSupport.b;
 import static io.parallaxkv.TestSupport.s;
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -163,20 +159,9 @@ class RangeDeleteTest {
   void killedWriterKeepsAcknowledgedRangeDeletes() throws Exception {
     Path vol = dir.resolve("k.vol");
     Process p = TestSupport.startChild(RangeDeleteChild.class, vol.toString());
-    long acked = -1;
-    List<String> other = new ArrayList<>();
-    try (BufferedReader in = new BufferedReader(
-        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = in.readLine()) != null) {
-        if (line.startsWith("D ")) acked = Long.parseLong(line.substring(2));
-        else other.add(line);
-        if (acked >= 300) break;
-      }
-      p.destroyForcibly();
-      assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-    }
-    assertTrue(acked >= 300, "the child stopped early: " + other);
+    TestSupport.ChildReport rep = TestSupport.killWhen(p, c -> c.last("D") >= 300, 0);
+    long acked = rep.last("D");
+    assertTrue(acked >= 300, "the child stopped early: " + rep.other());
     try (Parallax db = Parallax.open(vol, TestSupport.small()); Region r = db.region("r")) {
       assertTrue(r.stats().levels().get(0).entries() > 0, "the writes reached a level");
       for (long i = 0; i <= acked; i++) {

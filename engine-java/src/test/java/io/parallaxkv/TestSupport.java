@@ -2,9 +2,16 @@ package io.parallaxkv;
 
 import static java.nio.charset.StandardCharsets.UTF_8;
 
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Predicate;
 
 /** Helpers shared by the tests. */
 final class TestSupport {
@@ -43,5 +50,43 @@ final class TestSupport {
     cmd.add(main.getName());
     cmd.addAll(List.of(args));
     return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+  }
+
+  /** What a child reported: the last number of each tag (lines "TAG n") and its other lines. */
+  record ChildReport(Map<String, Long> last, List<String> other) {
+    /** The last number reported under {@code tag}, or -1. */
+    long last(String tag) {
+      return last.getOrDefault(tag, -1L);
+    }
+  }
+
+  /**
+   * Reads a child's reports until {@code enough} holds or its output ends, waits
+   * {@code killDelayMillis}, then kills it (kill -9) and waits for it to be gone.
+   */
+  static ChildReport killWhen(Process p, Predicate<ChildReport> enough, long killDelayMillis)
+      throws IOException, InterruptedException {
+    ChildReport r = new ChildReport(new HashMap<>(), new ArrayList<>());
+    try (BufferedReader in = new BufferedReader(new InputStreamReader(p.getInputStream(), UTF_8))) {
+      String line;
+      while (!enough.test(r) && (line = in.readLine()) != null) {
+        int space = line.indexOf(' ');
+        Long n = space > 0 ? parseOrNull(line.substring(space + 1)) : null;
+        if (n != null) r.last().put(line.substring(0, space), n);
+        else r.other().add(line);
+      }
+      Thread.sleep(killDelayMillis);
+      p.destroyForcibly();
+      if (!p.waitFor(30, TimeUnit.SECONDS)) throw new AssertionError("the child outlived kill -9");
+    }
+    return r;
+  }
+
+  private static Long parseOrNull(String s) {
+    try {
+      return Long.parseLong(s);
+    } catch (NumberFormatException e) {
+      return null;
+    }
   }
 }

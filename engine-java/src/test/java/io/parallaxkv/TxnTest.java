@@ -4,16 +4,11 @@ import static io.parallaxkv.TestSupport.b;
 import static io.parallaxkv.TestSupport.s;
 import static org.junit.jupiter.api.Assertions.*;
 
-import java.io.BufferedReader;
-import java.io.InputStreamReader;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Random;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -149,20 +144,9 @@ class TxnTest {
   void killedProcessKeepsWholeBatches() throws Exception {
     Path vol = dir.resolve("k.vol");
     Process p = TestSupport.startChild(TxnChild.class, vol.toString());
-    long acked = -1;
-    List<String> other = new ArrayList<>();
-    try (BufferedReader in = new BufferedReader(
-        new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
-      String line;
-      while ((line = in.readLine()) != null) {
-        if (line.startsWith("B ")) acked = Long.parseLong(line.substring(2));
-        else other.add(line);
-        if (acked >= 100) break;
-      }
-      p.destroyForcibly();
-      assertTrue(p.waitFor(30, TimeUnit.SECONDS));
-    }
-    assertTrue(acked >= 100, "the child stopped early: " + other);
+    TestSupport.ChildReport rep = TestSupport.killWhen(p, c -> c.last("B") >= 100, 0);
+    long acked = rep.last("B");
+    assertTrue(acked >= 100, "the child stopped early: " + rep.other());
     try (Parallax db = Parallax.open(vol, TestSupport.small()); Region a = db.region("a");
         Region bb = db.region("b")) {
       for (long i = 0; i < acked + 1000; i++) {
