@@ -621,7 +621,7 @@ static void test_volume_busy(void **state) {
   free(alias);
 
   /* Another process (a fresh exec of this binary) is refused too. */
-  pid_t pid = fork();
+  pid_t pid = tu_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     execl(g_self, g_self, "--try-open", f->path, (char *)NULL);

@@ -572,7 +572,7 @@ static void test_kill(void **state) {
     shared *sh = mmap(NULL, sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     assert_true(sh != MAP_FAILED);
     memset(sh, 0, sizeof *sh);
-    pid_t pid = fork();
+    pid_t pid = tu_fork();
     assert_true(pid >= 0);
     if (pid == 0) child_main(src, ck, sh);
     while (!atomic_load(&sh->ready)) {

@@ -105,8 +105,7 @@ static void workload(const char *dir, int has_filler) {
 
 /* Runs fn in a child; returns its exit status (EXIT_SKIP: unavailable). */
 static int in_child(int (*fn)(const char *dir), const char *dir) {
-  fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = tu_fork();
   assert_true(pid >= 0);
   if (pid == 0) _exit(fn(dir));
   int status;

@@ -842,7 +842,7 @@ static void test_flushed_large_survives_kill(void **state) {
   enum { KEYS = 300 };
   int p[2];
   assert_int_equal(pipe(p), 0);
-  pid_t pid = fork();
+  pid_t pid = tu_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     close(p[0]);
@@ -949,7 +949,7 @@ static void test_gc_crash(void **state) {
     unlink(ack);
     int p[2];
     assert_int_equal(pipe(p), 0);
-    pid_t pid = fork();
+    pid_t pid = tu_fork();
     assert_true(pid >= 0);
     if (pid == 0) {
       close(p[0]);

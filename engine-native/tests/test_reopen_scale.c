@@ -199,8 +199,7 @@ static void test_reopen_at_scale(void **state) {
   uint64_t kill_after = chunks > 2 ? chunks / 3 + tu_rand_range(&rng, chunks / 3 + 1) : 1;
   int pfd[2];
   assert_int_equal(pipe(pfd), 0);
-  fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = tu_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     close(pfd[0]);

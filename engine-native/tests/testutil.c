@@ -9,6 +9,7 @@
 #include <ftw.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -445,13 +446,23 @@ void tu_sleep_ms(uint64_t ms) {
   }
 }
 
+pid_t tu_fork(void) {
+  fflush(stdout);
+  fflush(stderr);
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) _exit(6);
+    if (getppid() != parent) _exit(6); /* the parent died before prctl */
+  }
+  return pid;
+}
+
 void tu_kill_cycle(uint64_t seed, int cycle, tu_child_fn child, void *arg, uint64_t delay_ms,
                    const char *path, const char *journal, uint64_t cut_seed, powerloss_stats *cut) {
   int ready[2];
   assert_int_equal(pipe(ready), 0);
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
+  pid_t pid = tu_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
     close(ready[0]);

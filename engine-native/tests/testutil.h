@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
 
 #include <cmocka.h>
 
@@ -75,6 +76,13 @@ uint64_t tu_env_u64(const char *name, uint64_t dflt);
 void tu_sleep_ms(uint64_t ms);
 
 /* ---- kill and power-cut loops ------------------------------------------- */
+
+/* fork() for a test's child process: the child is killed (SIGKILL) when the
+ * test process dies, so a test killed by its timeout leaves no writer behind
+ * (one orphaned checkpoint writer once filled a disk). Output is flushed
+ * first, so nothing buffered is written twice. Call it from the thread that
+ * outlives the child: Linux signals the child when the forking thread ends. */
+pid_t tu_fork(void);
 
 /* The driver of one cycle of the crash loops (test_crash, test_nowal,
  * test_txn); each test keeps its own workload and checks. Forks a child that
