@@ -38,7 +38,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
-import java.util.stream.Collectors;
 import java.util.function.UnaryOperator;
 import java.util.stream.Stream;
 
@@ -49,8 +48,8 @@ import java.util.stream.Stream;
  * index entries and the collection's counters, and queries run the plan {@link QueryPlanner}
  * chooses. Writes are synchronized (one writer per collection, see
  * AbstractSynchronizedMongoCollection), which makes read-modify-write updates and unique checks
- * race-free. The find and aggregate commands take the lock only to plan and take their snapshot
- * ({@link #planned}), and read outside it.
+ * race-free. The find and aggregate commands take the lock only to plan over a secondary index
+ * and take their snapshot, and read outside it ({@link #planned}).
  */
 final class ParallaxCollection extends AbstractSynchronizedMongoCollection<RecordKey> {
   /** Documents over this size cannot go in one engine batch with their index entries. */
@@ -92,9 +91,16 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     return out;
   }
 
-  /** A copy: readers plan with it outside the lock while addIndex and dropIndex change the list. */
-  private synchronized List<StoredIndex> storedIndexes() {
-    return getIndexes().stream().map(i -> (StoredIndex) i).collect(Collectors.toList());
+  /** The indexes readers plan with: a copy, replaced under the lock by addIndex and dropIndex. */
+  private volatile List<StoredIndex> readableIndexes = List.of();
+
+  private List<StoredIndex> storedIndexes() {
+    return readableIndexes;
+  }
+
+  /** Called under the lock after each change to the library's index list. */
+  private void publishIndexes() {
+    readableIndexes = getIndexes().stream().map(i -> (StoredIndex) i).toList();
   }
 
   // ---- writes: one engine batch per document change -------------------------------------------
@@ -235,6 +241,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     }
     if (index instanceof SecondaryIndex s && !s.isBuilt()) build(s);
     getIndexes().add(index);
+    publishIndexes();
   }
 
   private void build(SecondaryIndex index) {
@@ -277,6 +284,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
   @Override
   public synchronized void dropIndex(String indexName) {
     super.dropIndex(indexName);
+    publishIndexes();
   }
 
   // ---- reads -------------------------------------------------------------------------------
@@ -442,17 +450,27 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
    * The documents matching {@code filter} in {@code sort}'s order (ties by {@code _id}), read
    * lazily through the plan the planner picks, on a snapshot taken now (close the stream).
    *
-   * <p>Only the planning and the snapshot are under the collection's lock: a writer holds it for
-   * a whole document change, so the plan's view of the indexes (which exist, which are multikey)
-   * matches what the snapshot holds. The reading runs outside it, concurrently with the writers
-   * and other readers, with a matcher of its own (the library's keeps the last array position
-   * matched, which a writer's positional update reads).
+   * <p>A plan that reads a secondary index is made and its snapshot taken under the collection's
+   * lock: a writer holds it for a whole document change, so the plan's view of the indexes (which
+   * exist, which are multikey) matches what the snapshot holds. A plan that reads only records
+   * (a collection scan, {@code _id} lookups) depends on no index state and takes neither. The
+   * reading runs outside the lock, concurrently with the writers and other readers, with a
+   * matcher of its own (the library's keeps the last array position matched, which a writer's
+   * positional update reads).
    */
-  private synchronized Stream<Document> planned(Document filter, Document sort,
-      QueryPlan.Counters counters) {
+  private Stream<Document> planned(Document filter, Document sort, QueryPlan.Counters counters) {
     QueryPlan plan = QueryPlanner.plan(filter, sort, storedIndexes());
+    Stream<Document> candidates;
+    if (plan.readsSecondaryIndex()) {
+      synchronized (this) {
+        plan = QueryPlanner.plan(filter, sort, storedIndexes());
+        candidates = plan.execute(store, counters);
+      }
+    } else {
+      candidates = plan.execute(store, counters);
+    }
     QueryMatcher matcher = new DefaultQueryMatcher();
-    Stream<Document> results = tiesInIdOrder(plan, plan.execute(store, counters), sort)
+    Stream<Document> results = tiesInIdOrder(plan, candidates, sort)
         .filter(d -> matcher.matches(d, filter));
     Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
     return order == null ? results : results.sorted(order);

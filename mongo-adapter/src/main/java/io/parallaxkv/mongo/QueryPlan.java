@@ -25,17 +25,22 @@ import java.util.stream.StreamSupport;
 final class QueryPlan {
   private final StoredIndex index; // null: a collection scan
   private final List<byte[][]> intervals;
+  /** Each interval holds one record key, its first: {@code _id} pinned (MongoDB's IDHACK). */
+  private final boolean idPoints;
   private final boolean providesSort;
   private final boolean backward;
   private final boolean tiesFollowIndex;
   private final Document bounds;
   private final int score;
 
-  private QueryPlan(StoredIndex index, List<byte[][]> intervals, boolean providesSort,
-      boolean backward, boolean tiesFollowIndex, Document bounds, int score) {
+  private QueryPlan(StoredIndex index, List<byte[][]> intervals, boolean idPoints,
+      boolean providesSort, boolean backward, boolean tiesFollowIndex, Document bounds,
+      int score) {
     assert providesSort || !backward : "a backward scan is chosen only for its order";
+    assert !idPoints || index instanceof IdIndex : "only records are looked up by key";
     this.index = index;
     this.intervals = intervals;
+    this.idPoints = idPoints;
     this.providesSort = providesSort;
     this.backward = backward;
     this.tiesFollowIndex = tiesFollowIndex;
@@ -46,7 +51,8 @@ final class QueryPlan {
   /** Records in {@code _id} order, or in reverse {@code _id} order if {@code backward}. */
   static QueryPlan collectionScan(boolean providesSort, boolean backward) {
     byte[][] all = {{KeyLayout.RECORD}, {KeyLayout.RECORD + 1}};
-    return new QueryPlan(null, List.<byte[][]>of(all), providesSort, backward, false, null, -1);
+    return new QueryPlan(null, List.<byte[][]>of(all), false, providesSort, backward, false, null,
+        -1);
   }
 
   /**
@@ -57,7 +63,25 @@ final class QueryPlan {
    */
   static QueryPlan indexScan(StoredIndex index, List<byte[][]> intervals, boolean providesSort,
       boolean backward, boolean tiesFollowIndex, Document bounds, int score) {
-    return new QueryPlan(index, intervals, providesSort, backward, tiesFollowIndex, bounds, score);
+    return new QueryPlan(index, intervals, false, providesSort, backward, tiesFollowIndex, bounds,
+        score);
+  }
+
+  /**
+   * Lookups of the records whose keys are the first keys of {@code intervals} (in key order,
+   * each interval holding just that key): a filter that pins {@code _id} to values.
+   */
+  static QueryPlan idLookups(IdIndex index, List<byte[][]> intervals, boolean providesSort,
+      boolean backward, Document bounds, int score) {
+    return new QueryPlan(index, intervals, true, providesSort, backward, false, bounds, score);
+  }
+
+  /**
+   * Whether running the plan reads a secondary index, whose entries and multikey flag must be
+   * seen at the instant the plan was made (ParallaxCollection#planned).
+   */
+  boolean readsSecondaryIndex() {
+    return index instanceof SecondaryIndex;
   }
 
   /** Whether documents that tie on the sort come out in index order rather than {@code _id} order. */
@@ -85,6 +109,14 @@ final class QueryPlan {
    * an engine snapshot and scanner.
    */
   Stream<Document> execute(CollectionStore store, Counters counters) {
+    if (idPoints && intervals.size() == 1) {
+      // One get is atomic by itself: no snapshot to take.
+      counters.keysExamined++;
+      Document document = store.get(RecordKey.ofKey(intervals.get(0)[0]));
+      if (document == null) return Stream.empty();
+      counters.docsExamined++;
+      return Stream.of(document);
+    }
     Snapshot snapshot = store.snapshot();
     Candidates it = new Candidates(snapshot, counters);
     return StreamSupport.stream(Spliterators.spliteratorUnknownSize(it,
@@ -125,6 +157,11 @@ final class QueryPlan {
       while (next == null) {
         if (!tieRun.isEmpty()) {
           next = fetchEntry(tieRun.pop());
+        } else if (idPoints) {
+          if (interval == intervals.size()) return false;
+          byte[][] point = intervals.get(backward ? intervals.size() - 1 - interval : interval);
+          interval++;
+          next = fetch(RecordKey.ofKey(point[0]));
         } else if (scanner == null) {
           if (interval == intervals.size()) return false;
           byte[][] range = intervals.get(backward ? intervals.size() - 1 - interval : interval);
@@ -154,12 +191,20 @@ final class QueryPlan {
 
     /** The document of an index entry, or null if it was returned already. */
     private Document fetchEntry(byte[] key) {
-      counters.keysExamined++;
       RecordKey record = KeyLayout.recordOfEntry(key);
       // Intervals are disjoint, so only a multikey index reaches a document twice.
-      if (multikey && !seen.add(record)) return null;
+      if (multikey && !seen.add(record)) {
+        counters.keysExamined++;
+        return null;
+      }
+      return fetch(record); // null: never for a consistent index; validate reports it
+    }
+
+    /** The record's document in the snapshot, or null if it has none. */
+    private Document fetch(RecordKey record) {
+      counters.keysExamined++;
       byte[] bson = snapshot.get(record.key());
-      if (bson == null) return null; // never for a consistent index; validate reports it
+      if (bson == null) return null;
       counters.docsExamined++;
       return BsonCodec.decode(bson);
     }
@@ -182,6 +227,7 @@ final class QueryPlan {
   Document describe() {
     String direction = backward ? "backward" : "forward";
     if (index == null) return new Document("stage", "COLLSCAN").append("direction", direction);
+    if (idPoints && intervals.size() == 1) return new Document("stage", "IDHACK");
     Document key = new Document();
     for (IndexKey k : index.getKeys()) key.put(k.getKey(), k.isAscending() ? 1 : -1);
     Document scan = new Document("stage", "IXSCAN")

@@ -110,6 +110,9 @@ final class QueryPlanner {
     if (equalityFields == 0 && !range && !usefulSort) return null; // no better than a scan
     // Pinned key prefix first; the sort breaks ties.
     int score = 2 * (equalityFields * 2 + (range ? 1 : 0)) + (usefulSort ? 1 : 0);
+    if (index instanceof IdIndex id && equalityFields == fields.size()) {
+      return QueryPlan.idLookups(id, intervals, sorted, match.direction() < 0, display, score);
+    }
     return QueryPlan.indexScan(index, intervals, sorted, match.direction() < 0,
         !match.wholeKey(), display, score);
   }
