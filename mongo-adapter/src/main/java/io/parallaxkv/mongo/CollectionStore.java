@@ -56,6 +56,14 @@ final class CollectionStore implements AutoCloseable {
     return bson == null ? null : BsonCodec.decode(bson);
   }
 
+  /**
+   * Reads the record and drops it: its index leaves and value are in memory afterwards (values
+   * are written with direct I/O, so a record not read since it was written is on the device).
+   */
+  void readAhead(RecordKey key) {
+    region.get(key.key());
+  }
+
   boolean exists(RecordKey key) {
     return region.exists(key.key());
   }

@@ -2,6 +2,7 @@ package io.parallaxkv.mongo;
 
 import de.bwaldvogel.mongo.MongoDatabase;
 import de.bwaldvogel.mongo.backend.AbstractSynchronizedMongoCollection;
+import de.bwaldvogel.mongo.backend.ArrayFilters;
 import de.bwaldvogel.mongo.backend.CollectionOptions;
 import de.bwaldvogel.mongo.backend.CursorRegistry;
 import de.bwaldvogel.mongo.backend.DefaultQueryMatcher;
@@ -23,6 +24,7 @@ import de.bwaldvogel.mongo.exception.IndexBuildFailedException;
 import de.bwaldvogel.mongo.exception.IndexKeySpecsConflictException;
 import de.bwaldvogel.mongo.exception.InvalidIdFieldError;
 import de.bwaldvogel.mongo.exception.MongoServerError;
+import de.bwaldvogel.mongo.oplog.Oplog;
 import de.bwaldvogel.mongo.wire.message.MongoQuery;
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Scanner;
@@ -149,6 +151,35 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
       }
       store.write(batch, 0, bson.length - encode(oldDocument).length);
     }
+  }
+
+  // The library runs these read-modify-writes under the collection's lock. When the selector
+  // pins one _id, the record is read first, outside it: the read under the lock then finds the
+  // record in memory instead of waiting for the device with the collection's other writers
+  // waiting behind it.
+
+  @Override
+  public Document updateDocuments(Document selector, Document update, ArrayFilters arrayFilters,
+      boolean isMulti, boolean isUpsert, Oplog oplog) {
+    readAhead(selector);
+    return super.updateDocuments(selector, update, arrayFilters, isMulti, isUpsert, oplog);
+  }
+
+  @Override
+  public int deleteDocuments(Document selector, int limit, Oplog oplog) {
+    readAhead(selector);
+    return super.deleteDocuments(selector, limit, oplog);
+  }
+
+  @Override
+  public Document findAndModify(Document command) {
+    if (command.get("query") instanceof Document query) readAhead(query);
+    return super.findAndModify(command);
+  }
+
+  private void readAhead(Document selector) {
+    RecordKey record = QueryPlanner.plan(selector, null, storedIndexes()).singleRecord();
+    if (record != null) store.readAhead(record);
   }
 
   @Override

@@ -76,6 +76,11 @@ final class QueryPlan {
     return new QueryPlan(index, intervals, true, providesSort, backward, false, bounds, score);
   }
 
+  /** The one record the plan looks up, or null if it is not a single {@code _id} lookup. */
+  RecordKey singleRecord() {
+    return idPoints && intervals.size() == 1 ? RecordKey.ofKey(intervals.get(0)[0]) : null;
+  }
+
   /**
    * Whether running the plan reads a secondary index, whose entries and multikey flag must be
    * seen at the instant the plan was made (ParallaxCollection#planned).
@@ -109,10 +114,11 @@ final class QueryPlan {
    * an engine snapshot and scanner.
    */
   Stream<Document> execute(CollectionStore store, Counters counters) {
-    if (idPoints && intervals.size() == 1) {
+    RecordKey single = singleRecord();
+    if (single != null) {
       // One get is atomic by itself: no snapshot to take.
       counters.keysExamined++;
-      Document document = store.get(RecordKey.ofKey(intervals.get(0)[0]));
+      Document document = store.get(single);
       if (document == null) return Stream.empty();
       counters.docsExamined++;
       return Stream.of(document);
@@ -227,7 +233,7 @@ final class QueryPlan {
   Document describe() {
     String direction = backward ? "backward" : "forward";
     if (index == null) return new Document("stage", "COLLSCAN").append("direction", direction);
-    if (idPoints && intervals.size() == 1) return new Document("stage", "IDHACK");
+    if (singleRecord() != null) return new Document("stage", "IDHACK");
     Document key = new Document();
     for (IndexKey k : index.getKeys()) key.put(k.getKey(), k.isAscending() ? 1 : -1);
     Document scan = new Document("stage", "IXSCAN")
