@@ -11,13 +11,14 @@
  * Keys are 24 bytes ("user" + 20 digits of a hash of the sequence number,
  * so inserts arrive in random order, as in YCSB's hashed inserts). Values
  * are 9, 104 or 1004 bytes, picked per pair by the size mix (the Parallax
- * paper's S, M, L, SD, MD, LD).
+ * paper's S, M, L, SD, MD, LD), or all of --value-size bytes.
  *
  * Usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD]
  *                  [--placement hybrid|in-place|in-log] [--updates N]
  *                  [--dir DIR] [--l0-size BYTES] [--growth F]
  *                  [--report-every N] [--verify] [--scans R] [--ordered]
  *                  [--multi-get B] [--estimates R] [--in-l0] [--keep]
+ *                  [--value-size BYTES]
  *
  * --updates N overwrites N random keys after the load (each with a new
  * value of a size drawn from the mix, so a key may change class) and then
@@ -70,6 +71,7 @@ static const mix MIXES[] = {
     {"SD", 60, 20, 20}, {"MD", 20, 60, 20}, {"LD", 20, 20, 60},
 };
 static const uint32_t VALUE_SIZE[3] = {9, 104, 1004};
+enum { MAX_VALUE_SIZE = 1 << 20 };
 
 typedef struct config {
   uint64_t keys;
@@ -85,6 +87,7 @@ typedef struct config {
   int estimates;
   uint32_t placement;
   uint64_t updates;
+  uint32_t value_size; /* 0: drawn from the mix */
 } config;
 
 static config cfg = {.keys = 1000000, .threads = 2, .mix = &MIXES[0], .dir = NULL,
@@ -111,6 +114,7 @@ static int make_key(uint64_t i, char *buf) {
 /* The value size of pair i (or of update i when its sequence number is
  * past cfg.keys), drawn from the mix by a hash of it. */
 static uint32_t value_size(uint64_t i) {
+  if (cfg.value_size) return cfg.value_size;
   uint64_t p = mix64(i ^ 0x5bd1e995) % 100;
   int c = p < (uint64_t)cfg.mix->small ? 0 : p < (uint64_t)(cfg.mix->small + cfg.mix->medium) ? 1 : 2;
   return VALUE_SIZE[c];
@@ -127,6 +131,13 @@ static void fill_value(uint64_t i, uint8_t *v, uint32_t len) {
 static void die(const char *what, int rc) {
   fprintf(stderr, "par_bench: %s: %s (%s)\n", what, par_strerror(rc), par_last_error());
   exit(1);
+}
+
+/* A buffer for the largest value this run writes (free it). */
+static uint8_t *value_buffer(void) {
+  uint8_t *b = malloc(cfg.value_size > 1024 ? cfg.value_size : 1024);
+  if (!b) die("memory", PAR_ENOMEM);
+  return b;
 }
 
 typedef struct io_counters {
@@ -185,7 +196,7 @@ static double cpu_mhz(void) {
 static void *load_thread(void *arg) {
   int t = (int)(intptr_t)arg;
   char key[32];
-  uint8_t value[1024];
+  uint8_t *value = value_buffer();
   for (uint64_t i = (uint64_t)t; i < cfg.keys; i += (uint64_t)cfg.threads) {
     int kl = make_key(i, key);
     uint32_t vl = value_size(i);
@@ -196,13 +207,14 @@ static void *load_thread(void *arg) {
     atomic_fetch_add(&app_bytes, (uint64_t)kl + vl);
     atomic_fetch_add(&done_ops, 1);
   }
+  free(value);
   return NULL;
 }
 
 static void *update_thread(void *arg) {
   int t = (int)(intptr_t)arg;
   char key[32];
-  uint8_t value[1024];
+  uint8_t *value = value_buffer();
   for (uint64_t u = (uint64_t)t; u < cfg.updates; u += (uint64_t)cfg.threads) {
     uint64_t i = mix64(u + 0x9e3779b9) % cfg.keys, seq = cfg.keys + u;
     int kl = make_key(i, key);
@@ -214,17 +226,18 @@ static void *update_thread(void *arg) {
     atomic_fetch_add(&app_bytes, (uint64_t)kl + vl);
     atomic_fetch_add(&done_ops, 1);
   }
+  free(value);
   return NULL;
 }
 
 static void *verify_thread(void *arg) {
   int t = (int)(intptr_t)arg;
   char key[32];
-  uint8_t value[1024], expect[1024];
+  uint8_t *value = value_buffer(), *expect = value_buffer();
   for (uint64_t i = (uint64_t)t; i < cfg.keys; i += (uint64_t)cfg.threads) {
     int kl = make_key(i, key);
     size_t len;
-    int rc = par_get(region, NULL, key, (size_t)kl, value, sizeof value, &len);
+    int rc = par_get(region, NULL, key, (size_t)kl, value, value_size(i), &len);
     uint32_t vl = value_size(i);
     fill_value(i, expect, vl);
     if (rc != PAR_OK || len != vl || memcmp(value, expect, vl) != 0) {
@@ -235,6 +248,8 @@ static void *verify_thread(void *arg) {
     }
     atomic_fetch_add(&done_ops, 1);
   }
+  free(value);
+  free(expect);
   return NULL;
 }
 
@@ -437,7 +452,8 @@ static void usage(void) {
           "usage: par_bench [--keys N] [--threads T] [--mix S|M|L|SD|MD|LD] [--dir DIR]\n"
           "                 [--placement hybrid|in-place|in-log] [--updates N]\n"
           "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--scans R]\n"
-          "                 [--ordered] [--multi-get B] [--estimates R] [--in-l0] [--keep]\n");
+          "                 [--ordered] [--multi-get B] [--estimates R] [--in-l0] [--keep]\n"
+          "                 [--value-size BYTES]\n");
   exit(2);
 }
 
@@ -451,7 +467,7 @@ int main(int argc, char **argv) {
       {"placement", required_argument, 0, 'p'}, {"updates", required_argument, 0, 'u'},
       {"scans", required_argument, 0, 's'},   {"ordered", no_argument, 0, 'o'},
       {"multi-get", required_argument, 0, 'M'}, {"estimates", required_argument, 0, 'E'},
-      {"in-l0", no_argument, 0, 'z'},
+      {"in-l0", no_argument, 0, 'z'},         {"value-size", required_argument, 0, 'V'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -482,11 +498,12 @@ int main(int argc, char **argv) {
     case 'M': cfg.multi_get = atoi(optarg); break;
     case 'E': cfg.estimates = atoi(optarg); break;
     case 'z': cfg.in_l0 = 1; break;
+    case 'V': cfg.value_size = (uint32_t)strtoul(optarg, NULL, 10); break;
     default: usage();
     }
   }
   if (!cfg.keys || cfg.threads < 1 || cfg.threads > 64 || cfg.multi_get < 0 || cfg.multi_get > 4096 ||
-      cfg.estimates < 0)
+      cfg.estimates < 0 || cfg.value_size > MAX_VALUE_SIZE)
     usage();
   if (!cfg.report_every) cfg.report_every = cfg.keys >= 10 ? cfg.keys / 10 : 1;
 
@@ -513,9 +530,12 @@ int main(int argc, char **argv) {
   rc = par_region_open(vol, "bench", 1, &region);
   if (rc) die("region", rc);
   static const char *placements[] = {"hybrid", "in-place", "in-log"};
-  printf("par_bench: %" PRIu64 " pairs, mix %s, placement %s, %d threads, L0 %" PRIu64
+  char sizes[32];
+  if (cfg.value_size) snprintf(sizes, sizeof sizes, "values %u B", cfg.value_size);
+  else snprintf(sizes, sizeof sizes, "mix %s", cfg.mix->name);
+  printf("par_bench: %" PRIu64 " pairs, %s, placement %s, %d threads, L0 %" PRIu64
          " MiB, growth %u, volume %s\n",
-         cfg.keys, cfg.mix->name, placements[cfg.placement], cfg.threads, cfg.l0_size >> 20, cfg.growth, path);
+         cfg.keys, sizes, placements[cfg.placement], cfg.threads, cfg.l0_size >> 20, cfg.growth, path);
   io_counters io0 = read_io();
   double t0 = now();
   run_phase("load", load_thread, cfg.keys);
