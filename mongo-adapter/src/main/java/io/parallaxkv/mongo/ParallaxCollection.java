@@ -149,7 +149,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
         }
         noteMultikey(batch, index, after);
       }
-      store.write(batch, 0, bson.length - encode(oldDocument).length);
+      store.write(batch, 0, bson.length - BsonCodec.size(oldDocument));
     }
   }
 
@@ -196,7 +196,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
       for (SecondaryIndex index : secondaryIndexes()) {
         for (ByteBuffer key : index.entries(stored, record).keys().keySet()) batch.delete(key.array());
       }
-      store.write(batch, -1, -encode(stored).length);
+      store.write(batch, -1, -BsonCodec.size(stored));
     }
   }
 

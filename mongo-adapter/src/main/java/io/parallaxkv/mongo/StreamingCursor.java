@@ -93,7 +93,7 @@ final class StreamingCursor extends AbstractCursor {
     long bytes = 0;
     while ((count <= 0 || batch.size() < count) && bytes < BATCH_BYTES && hasNext()) {
       Document d = next();
-      bytes += BsonCodec.encode(d).length;
+      bytes += BsonCodec.size(d);
       batch.add(d);
     }
     List<Document> projected = projection.apply(batch);
