@@ -5,6 +5,7 @@ import static java.nio.charset.StandardCharsets.UTF_8;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -40,7 +41,7 @@ final class TestSupport {
    * properties and backend), its stderr merged into its stdout.
    */
   static Process startChild(Class<?> main, String... args) throws java.io.IOException {
-    List<String> cmd = new ArrayList<>();
+    List<String> cmd = new ArrayList<>(diesWithParent());
     cmd.add(ProcessHandle.current().info().command().orElse("java"));
     for (String k : System.getProperties().stringPropertyNames())
       if (k.startsWith("parallax.")) cmd.add("-D" + k + "=" + System.getProperty(k));
@@ -50,6 +51,16 @@ final class TestSupport {
     cmd.add(main.getName());
     cmd.addAll(List.of(args));
     return new ProcessBuilder(cmd).redirectErrorStream(true).start();
+  }
+
+  /**
+   * The head of a child's command line: {@code setpriv --pdeathsig KILL} (util-linux), so that the
+   * child is killed when the thread that started it ends, also when this JVM is killed and no
+   * finally block runs (a fork timeout, kill -9); without setpriv, nothing.
+   */
+  static List<String> diesWithParent() {
+    Path setpriv = Path.of("/usr/bin/setpriv");
+    return Files.isExecutable(setpriv) ? List.of(setpriv.toString(), "--pdeathsig", "KILL") : List.of();
   }
 
   /** What a child reported: the last number of each tag (lines "TAG n") and its other lines. */

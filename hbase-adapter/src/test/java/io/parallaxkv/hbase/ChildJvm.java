@@ -27,7 +27,7 @@ final class ChildJvm {
     for (Path p : front) cp.add(p.toString());
     cp.add(System.getProperty("hbase.child.classes"));
     cp.add(Files.readString(Path.of(System.getProperty("hbase.child.classpath"))).trim());
-    List<String> cmd = new ArrayList<>();
+    List<String> cmd = new ArrayList<>(diesWithParent());
     cmd.add(System.getProperty("hbase.child.java", "java"));
     cmd.add("-Xmx512m");
     for (String o : System.getProperty("hbase.child.opens", "").split(" ")) {
@@ -41,6 +41,16 @@ final class ChildJvm {
     cmd.add(mainClass);
     cmd.addAll(args);
     return cmd;
+  }
+
+  /**
+   * The head of a child's command line: {@code setpriv --pdeathsig KILL} (util-linux), so that the
+   * child is killed when the thread that started it ends, also when this JVM is killed and no
+   * finally block runs (a fork timeout, kill -9); without setpriv, nothing.
+   */
+  private static List<String> diesWithParent() {
+    Path setpriv = Path.of("/usr/bin/setpriv");
+    return Files.isExecutable(setpriv) ? List.of(setpriv.toString(), "--pdeathsig", "KILL") : List.of();
   }
 
   static Result run(List<Path> front, String mainClass, List<String> args, int timeoutSeconds)

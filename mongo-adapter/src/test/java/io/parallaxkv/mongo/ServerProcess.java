@@ -4,6 +4,7 @@ import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -24,9 +25,19 @@ final class ServerProcess implements AutoCloseable {
     this(dbPath, List.of("-Xmx512m"));
   }
 
+  /**
+   * The head of a child's command line: {@code setpriv --pdeathsig KILL} (util-linux), so that the
+   * child is killed when the thread that started it ends, also when this JVM is killed and no
+   * finally block runs (a fork timeout, kill -9); without setpriv, nothing.
+   */
+  private static List<String> diesWithParent() {
+    Path setpriv = Path.of("/usr/bin/setpriv");
+    return Files.isExecutable(setpriv) ? List.of(setpriv.toString(), "--pdeathsig", "KILL") : List.of();
+  }
+
   /** With {@code jvmOptions} (its heap size, say) instead of the default's {@code -Xmx512m}. */
   ServerProcess(Path dbPath, List<String> jvmOptions) throws Exception {
-    List<String> cmd = new ArrayList<>();
+    List<String> cmd = new ArrayList<>(diesWithParent());
     cmd.add(System.getProperty("mongo.java", Path.of(System.getProperty("java.home"), "bin", "java").toString()));
     cmd.addAll(jvmOptions);
     for (String p : List.of("parallax.backend", "parallax.cache.dir")) {

@@ -54,6 +54,16 @@ final class Cluster implements Closeable {
     return startWith(crashAt == null ? List.of() : List.of("-Dparallax.repl.crashAt=" + crashAt));
   }
 
+  /**
+   * The head of a child's command line: {@code setpriv --pdeathsig KILL} (util-linux), so that the
+   * child is killed when the thread that started it ends, also when this JVM is killed and no
+   * finally block runs (a fork timeout, kill -9); without setpriv, nothing.
+   */
+  private static List<String> diesWithParent() {
+    Path setpriv = Path.of("/usr/bin/setpriv");
+    return Files.isExecutable(setpriv) ? List.of(setpriv.toString(), "--pdeathsig", "KILL") : List.of();
+  }
+
   /** Starts a server with extra JVM options (fault injection: see Faults). */
   String startWith(List<String> jvmOptions) throws Exception {
     int n = next++;
@@ -61,7 +71,8 @@ final class Cluster implements Closeable {
     int port = 17000 + (int) (ProcessHandle.current().pid() % 1000) * 10 + n;
     String id = host + ":" + port;
     Path sdir = Files.createDirectories(dir.resolve("s" + n));
-    List<String> cmd = new ArrayList<>(List.of(System.getProperty("repl.java", "java"), "-Xmx256m",
+    List<String> cmd = new ArrayList<>(diesWithParent());
+    cmd.addAll(List.of(System.getProperty("repl.java", "java"), "-Xmx256m",
         "-Dparallax.backend=jni", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info"));
     cmd.addAll(jvmOptions);
     cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),

@@ -1,5 +1,6 @@
 package io.parallaxkv.systemtest;
 
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -10,8 +11,8 @@ final class ChildJvm {
 
   static List<String> command(Class<?> main, List<String> args) {
     String java = Path.of(System.getProperty("java.home"), "bin", "java").toString();
-    List<String> cmd = new ArrayList<>(
-        List.of(java, "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
+    List<String> cmd = new ArrayList<>(diesWithParent());
+    cmd.addAll(List.of(java, "-Xmx512m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"));
     if (Runtime.version().feature() >= 22) cmd.add("--enable-native-access=ALL-UNNAMED");
     for (String p : List.of("parallax.backend", "parallax.cache.dir", "parallax.library.path")) {
       String v = System.getProperty(p);
@@ -23,5 +24,15 @@ final class ChildJvm {
     cmd.add(main.getName());
     cmd.addAll(args);
     return cmd;
+  }
+
+  /**
+   * The head of a child's command line: {@code setpriv --pdeathsig KILL} (util-linux), so that the
+   * child is killed when the thread that started it ends, also when this JVM is killed and no
+   * finally block runs (a fork timeout, kill -9); without setpriv, nothing.
+   */
+  private static List<String> diesWithParent() {
+    Path setpriv = Path.of("/usr/bin/setpriv");
+    return Files.isExecutable(setpriv) ? List.of(setpriv.toString(), "--pdeathsig", "KILL") : List.of();
   }
 }
