@@ -5,13 +5,14 @@
 # Load A (RECORDS documents of 10 x 100-byte fields, 2 client threads), then Run A, C and E for
 # RUN_SECONDS each (YCSB's maxexecutiontime). With MEMORY_LIMIT (e.g. 2g) each server JVM runs in
 # a cgroup v1 memory group of that limit (equal memory; page cache charged too); without it,
-# page-cache mode. Needs `mvn -pl mongo-adapter -am test-compile` (or package) first and the
+# page-cache mode. HEAP (environment, default 1g) is each server's -Xmx. Needs `mvn -pl mongo-adapter -am test-compile` (or package) first and the
 # binding in ../shared/ycsb-bindings. Results: target/ycsb-side-by-side/*.txt.
 set -eu
 cd "$(dirname "$0")/.."
 RECORDS=${1:-1000000}
 SECONDS_PER_RUN=${2:-120}
 LIMIT=${3:-}
+HEAP=${HEAP:-1g}
 OUT=target/ycsb-side-by-side
 BINDING=../../shared/ycsb-bindings/mongodb-binding.jar
 mkdir -p "$OUT"
@@ -27,9 +28,9 @@ start_server() { # NAME MAIN ARGS...
   if [ -n "$LIMIT" ]; then
     group=/sys/fs/cgroup/memory$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)/ycsb-mongo-$$-$name
     mkdir -p "$group"; echo "$LIMIT" | numfmt --from=iec > "$group/memory.limit_in_bytes"
-    sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$group" nice java -Xmx1g -cp "$SERVER_CP" "$@" > "$OUT/server-$name.log" 2>&1 &
+    sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$group" nice java -Xmx"$HEAP" -cp "$SERVER_CP" "$@" > "$OUT/server-$name.log" 2>&1 &
   else
-    nice java -Xmx1g -cp "$SERVER_CP" "$@" > "$OUT/server-$name.log" 2>&1 &
+    nice java -Xmx"$HEAP" -cp "$SERVER_CP" "$@" > "$OUT/server-$name.log" 2>&1 &
   fi
   SERVER_PID=$!
   for _ in $(seq 1 100); do grep -q listening "$OUT/server-$name.log" && return; sleep 0.2; done
@@ -63,7 +64,7 @@ run_all() { # NAME
     -p requestdistribution=zipfian -p maxscanlength=100 -p scanlengthdistribution=uniform
 }
 
-echo "records=$RECORDS run_seconds=$SECONDS_PER_RUN memory_limit=${LIMIT:-none (page-cache mode)} $(date -u)" >> "$OUT/summary.txt"
+echo "records=$RECORDS run_seconds=$SECONDS_PER_RUN memory_limit=${LIMIT:-none (page-cache mode)} heap=$HEAP $(date -u)" >> "$OUT/summary.txt"
 start_server parallax io.parallaxkv.mongo.ServerCommand --dbpath "$OUT/data-parallax" --port $PORT
 run_all parallax
 stop_server parallax
