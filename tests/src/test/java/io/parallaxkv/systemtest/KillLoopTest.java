@@ -109,7 +109,9 @@ class KillLoopTest {
         verify(volume, seed, models, totals, ctx);
       }
       if ((cycle + 1) % 100 == 0) {
-        System.out.printf("KillLoopTest[%s]: %d cycles survived%n", backend, cycle + 1);
+        System.out.printf("KillLoopTest[%s]: %d cycles survived; segments in use after the last "
+            + "recovery %d (at most %d so far)%n", backend, cycle + 1, totals.lastSegmentsUsed,
+            totals.maxSegmentsUsed);
       }
     }
     long seconds = TimeUnit.NANOSECONDS.toSeconds(System.nanoTime() - began);
