@@ -27,7 +27,7 @@ start_server() { # NAME MAIN ARGS...
   rm -rf "$OUT/data-$name"; mkdir -p "$OUT/data-$name"
   if [ -n "$LIMIT" ]; then
     group=/sys/fs/cgroup/memory$(awk -F: '$2 ~ /(^|,)memory(,|$)/ {print $3}' /proc/self/cgroup)/ycsb-mongo-$$-$name
-    mkdir -p "$group"; echo "$LIMIT" | numfmt --from=iec > "$group/memory.limit_in_bytes"
+    mkdir -p "$group"; echo "$LIMIT" | tr a-z A-Z | numfmt --from=iec > "$group/memory.limit_in_bytes"
     sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$group" nice java -Xmx"$HEAP" -cp "$SERVER_CP" "$@" > "$OUT/server-$name.log" 2>&1 &
   else
     nice java -Xmx"$HEAP" -cp "$SERVER_CP" "$@" > "$OUT/server-$name.log" 2>&1 &
