@@ -56,6 +56,7 @@
 #include <unistd.h>
 
 #include "api/internal.h"
+#include "io/fault.h"
 
 #define SEGSZ ((uint64_t)PAR_SEGMENT_SIZE)
 
@@ -899,6 +900,132 @@ static void test_flushed_large_survives_kill(void **state) {
   free(path);
 }
 
+/* ---- lost_writes_are_garbage ------------------------------------------------ */
+
+/* A crash loses the WAL records of writes whose values were already in the
+ * large log: a full 256 KiB tail buffer is written at once, and a huge value's
+ * run is listed and written by the put itself. Nothing will ever point at
+ * those values; unless the next open counts them as garbage, a head full of
+ * them never reaches the GC threshold and a run stays for good (the Java kill
+ * loop's volume grew to several times its live data this way). */
+
+#define LOST_SYNCED 20u /* keys 0..19 are synced; later ones are lost */
+
+/* The child's part: opens a volume whose WAL thread writes only when a sync
+ * put asks, syncs LOST_SYNCED values (listing the head they are in), then
+ * writes values without a sync past that head's end, so that all its records
+ * are written when the log moves on (the next head is never listed). */
+static par_region *fill_a_head_unlogged(const char *path, uint8_t *val) {
+  par_options o = gc_options();
+  o.durability_interval_ms = 600000;
+  par_volume *v;
+  par_region *r;
+  if (par_open(path, &o, &v) || par_region_open(v, "gc", 1, &r)) _exit(3);
+  char key[32];
+  for (uint32_t k = 0; k < LOST_SYNCED; k++)
+    if (par_put(r, key, key_of(k, key), val, make_value(k, 1, val), k == LOST_SYNCED - 1 ? PAR_SYNC : 0)) _exit(4);
+  uint64_t bytes = 0;
+  for (uint32_t k = LOST_SYNCED; bytes < SEGSZ + (64u << 10); k++) {
+    size_t kl = key_of(k, key), len = make_value(k, 1, val);
+    if (par_put(r, key, kl, val, len, 0)) _exit(5);
+    bytes += vlog_record_size(kl, len);
+  }
+  return r;
+}
+
+/* The parent's part, after the child died: reopens, checks that the synced
+ * values survived and the lost ones did not, merges everything (GC collects
+ * what passes its threshold) and returns the stats. */
+static par_stats reopen_and_collect(const char *path, const char *what) {
+  par_options o = gc_options();
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 0, &r));
+  uint8_t *buf = malloc(8192);
+  char key[32];
+  size_t len;
+  assert_int_equal(par_get(r, NULL, key, key_of(LOST_SYNCED, key), buf, 8192, &len), PAR_NOT_FOUND);
+  assert_ok(par_compact(r));
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  fprintf(stderr, "%s: large log %llu segments (%llu bytes of garbage), %llu collected\n", what,
+          (unsigned long long)st.large_log_segments, (unsigned long long)st.large_log_garbage_bytes,
+          (unsigned long long)st.gc_segments_freed);
+  for (uint32_t k = 0; k < LOST_SYNCED; k++) {
+    assert_ok(par_get(r, NULL, key, key_of(k, key), buf, 8192, &len));
+    assert_int_equal(value_version(k, buf, len), 1);
+  }
+  free(buf);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  return st;
+}
+
+static void lost_writes_child(void *arg, int ready_fd) {
+  const size_t huge = 3u << 20;
+  uint8_t *val = malloc(huge);
+  par_region *r = fill_a_head_unlogged(arg, val);
+  tu_fill_pattern(val, huge, 7);
+  if (par_put(r, "huge", 4, val, huge, 0)) _exit(6);
+  if (write(ready_fd, "W", 1) != 1) _exit(7);
+  pause(); /* killed here: no WAL record of the unsynced puts was written */
+}
+
+static void test_lost_writes_are_garbage(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_lostwrites");
+  char *path = tu_path(dir, "gc.px");
+  tu_kill_cycle(0, 0, lost_writes_child, path, 0, path, NULL, 0, NULL);
+  par_stats st = reopen_and_collect(path, "lost_writes");
+  /* Live: the synced values, which GC moved to a segment of their own. */
+  if (st.large_log_segments > 1)
+    fail_msg("the lost writes' values hold %llu large-log segments after GC (the run and the head they "
+             "filled were not counted as garbage)", (unsigned long long)st.large_log_segments);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
+/* A head the log left is closed in the description only once the WAL records
+ * of all its values are durable. Here the WAL writer lists the next head (a
+ * synced redo record) and the process dies at the next fdatasync, the
+ * values', before the WAL block: had the listing closed the left head, the
+ * values in it whose records were in that block would be garbage that no
+ * open ever counts. */
+static void die_at_second_sync(void *arg) {
+  atomic_int *syncs = arg;
+  if (atomic_fetch_add(syncs, 1) == 1) raise(SIGKILL);
+}
+
+static void test_left_head_open_until_logged(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_lefthead");
+  char *path = tu_path(dir, "gc.px");
+  pid_t pid = tu_fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    par_region *r = fill_a_head_unlogged(path, malloc(8192));
+    static atomic_int syncs;
+    fault_observe_syncs(die_at_second_sync, &syncs);
+    par_put(r, "last", 4, "x", 1, PAR_SYNC); /* the WAL writer lists, then dies */
+    _exit(6);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
+    fail_msg("the child did not die at its second fdatasync (status %d)", status);
+  par_stats st = reopen_and_collect(path, "left_head");
+  /* Both heads are mostly lost values: the next one (open, counted whole) and
+   * the one left, which also holds the synced values GC then moves. */
+  if (st.gc_segments_freed < 2)
+    fail_msg("GC freed %llu segments: the head the lost writes filled was closed before their WAL records "
+             "were durable, and nothing counted them as garbage", (unsigned long long)st.gc_segments_freed);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
 /* ---- gc_crash ---------------------------------------------------------------- */
 
 #define CRASH_KEYS 600
@@ -1061,6 +1188,8 @@ int main(void) {
       cmocka_unit_test(test_gc_races),
       cmocka_unit_test(test_gc_bounded),
       cmocka_unit_test(test_flushed_large_survives_kill),
+      cmocka_unit_test(test_lost_writes_are_garbage),
+      cmocka_unit_test(test_left_head_open_until_logged),
       cmocka_unit_test(test_gc_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

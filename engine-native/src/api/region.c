@@ -206,8 +206,9 @@ static int list_vlog(void *ctx, const vlog_taken *taken, uint32_t ntaken, const 
  * which alone touches large_synced. */
 static int flush_large_logs(void *ctx) {
   par_region *r = ctx;
-  int rc = vlog_list_pending(&r->hot);
-  if (!rc) rc = vlog_list_pending(&r->cold);
+  uint64_t durable = wal_durable_lsn(&r->wal);
+  int rc = vlog_list_pending(&r->hot, durable);
+  if (!rc) rc = vlog_list_pending(&r->cold, durable);
   if (!rc) rc = vlog_flush(&r->hot);
   if (!rc) rc = vlog_flush(&r->cold);
   uint64_t written = vlog_written(&r->hot) + vlog_written(&r->cold);
@@ -331,7 +332,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
-    if (!rc && (rc = gc_count_crashed_heads(r)) == PAR_ENOSPC) rc = PAR_OK;
+    if (!rc && (rc = gc_count_crash_garbage(r, last)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
                             take_wal_segment, list_wal_segment, flush_large_logs, r);
     if (!rc) atomic_store(&r->logging, 1);
@@ -355,14 +356,17 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   return PAR_OK;
 }
 
-/* A head segment's unwritten tail is never appended to again (the next
- * session starts fresh segments), so it counts as garbage: GC then collects
- * a segment that short sessions left mostly empty. (After a crash the next
- * open counts it: gc_count_crashed_heads.) */
+/* At a clean close, once the WAL stopped (every record durable): the heads
+ * left and still open are closed, and the current heads' unwritten tails,
+ * never appended to again (the next session starts fresh segments), count as
+ * garbage: GC then collects a segment that short sessions left mostly empty.
+ * (After a crash the next open does both: gc_count_crash_garbage.) */
 static int count_head_tails(par_region *r) {
   garbage_list g = {0};
   vlog *heads[2] = {&r->hot, &r->cold};
   for (int i = 0; i < 2; i++) {
+    int rc = vlog_list_pending(heads[i], UINT64_MAX);
+    if (rc) return rc;
     uint32_t used = (uint32_t)ALIGN_UP(heads[i]->base + heads[i]->fill, PAR_BLOCK);
     if (heads[i]->seg)
       garbage_add(&g, (vptr){heads[i]->seg, used, heads[i]->inc, PAR_SEGMENT_SIZE - used});

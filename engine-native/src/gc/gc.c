@@ -75,32 +75,81 @@ int garbage_persist(par_region *r, const garbage_list *g) {
   return region_persist(r, edit_add_garbage, (void *)g);
 }
 
-int gc_count_crashed_heads(par_region *r) {
-  pthread_mutex_lock(&r->vol->meta_mu);
-  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
-  uint32_t n = 0;
-  gc_task *open = d && d->nvlog ? malloc(d->nvlog * sizeof *open) : NULL;
-  for (uint32_t i = 0; open && i < d->nvlog; i++)
-    if (d->vlog[i].open) open[n++] = (gc_task){d->vlog[i].seg, d->vlog[i].inc, 1};
-  pthread_mutex_unlock(&r->vol->meta_mu);
-  if (!n) {
-    free(open);
-    return PAR_OK;
-  }
+/* The tail and the records past last of each open head (gc.h); a head that
+ * could not be read is marked to stay open (nsegs 0). */
+static void count_open_heads(par_region *r, gc_task *open, uint32_t n, uint64_t last, garbage_list *g) {
   uint8_t *buf = file_buf_alloc(SEG);
-  garbage_list tails = {0};
-  for (uint32_t i = 0; buf && i < n; i++) {
-    if (file_read(&r->vol->file, buf, SEG, seg_offset(open[i].seg)) != PAR_OK) continue;
+  for (uint32_t i = 0; i < n; i++) {
+    if (!buf || file_read(&r->vol->file, buf, SEG, seg_offset(open[i].seg)) != PAR_OK) {
+      open[i].nsegs = 0;
+      continue;
+    }
     uint32_t off = 0, seed = vlog_seed(r->id, open[i].inc);
     vlog_record rec;
-    while (vlog_next(buf, &off, seed, &rec) == PAR_OK) off += rec.size;
+    for (; vlog_next(buf, &off, seed, &rec) == PAR_OK; off += rec.size)
+      if (rec.lsn > last) garbage_add(g, (vptr){open[i].seg, off, open[i].inc, rec.size});
     uint32_t used = ALIGN_UP(off, PAR_BLOCK);
-    garbage_add(&tails, (vptr){open[i].seg, used, open[i].inc, SEG - used});
+    garbage_add(g, (vptr){open[i].seg, used, open[i].inc, SEG - used});
   }
-  int rc = tails.n ? garbage_close_heads(r, &tails) : PAR_OK;
-  garbage_free(&tails);
   free(buf);
+}
+
+/* The newest runs whose value the crash lost (gc.h), newest first. */
+static void count_lost_runs(par_region *r, const gc_task *runs, uint32_t n, uint64_t last, garbage_list *g) {
+  uint8_t *buf = file_buf_alloc(PAR_BLOCK);
+  for (uint32_t i = n; buf && i-- > 0;) {
+    if (file_read(&r->vol->file, buf, PAR_BLOCK, seg_offset(runs[i].seg)) != PAR_OK) break;
+    uint64_t size = (uint64_t)dec32(buf + 4) + VLOG_HDR;
+    int whole = size > (uint64_t)SEG * (runs[i].nsegs - 1) && size <= (uint64_t)SEG * runs[i].nsegs;
+    /* A header left by the segment's earlier use says nothing of this run,
+     * except that its value never reached the disk: garbage too. */
+    if (whole && dec64(buf + 8) <= last) break;
+    garbage_add(g, (vptr){runs[i].seg, 0, runs[i].inc, SEG}); /* a run's garbage is all of it */
+  }
+  free(buf);
+}
+
+typedef struct crash_garbage {
+  const garbage_list *g;
+  const gc_task *open;
+  uint32_t nopen;
+} crash_garbage;
+
+static int edit_crash_garbage(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  const crash_garbage *c = arg;
+  garbage_apply(c->g, d);
+  for (uint32_t i = 0; i < c->nopen; i++) {
+    vlog_seg *s = c->open[i].nsegs ? region_desc_find_vlog(d, c->open[i].inc) : NULL;
+    if (s) s->open = 0;
+  }
+  return PAR_OK;
+}
+
+int gc_count_crash_garbage(par_region *r, uint64_t last) {
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  uint32_t nopen = 0, nruns = 0;
+  gc_task *open = d && d->nvlog ? malloc(d->nvlog * sizeof *open) : NULL;
+  gc_task *runs = d && d->nvlog ? malloc(d->nvlog * sizeof *runs) : NULL;
+  for (uint32_t i = 0; open && runs && i < d->nvlog; i++) {
+    const vlog_seg *s = &d->vlog[i];
+    if (s->open) open[nopen++] = (gc_task){s->seg, s->inc, 1};
+    else if (s->nsegs > 1 && !s->garbage) runs[nruns++] = (gc_task){s->seg, s->inc, s->nsegs};
+  }
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  garbage_list g = {0};
+  count_open_heads(r, open, nopen, last, &g);
+  count_lost_runs(r, runs, nruns, last, &g);
+  /* Applied in one record; closes the open heads too (their tails were added). */
+  int rc = PAR_OK;
+  if (g.n || nopen) {
+    crash_garbage c = {&g, open, nopen};
+    rc = region_persist(r, edit_crash_garbage, &c);
+  }
+  garbage_free(&g);
   free(open);
+  free(runs);
   return rc;
 }
 

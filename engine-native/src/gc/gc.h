@@ -46,13 +46,25 @@ int garbage_persist(par_region *r, const garbage_list *g);
 void garbage_close_head(region_desc *d, vptr tail);
 /* The same for a list of tails, persisted. */
 int garbage_close_heads(par_region *r, const garbage_list *tails);
-/* At open, before the region's logs append: the heads an earlier session
- * left open by crashing. Their tails are found by reading each up to the
- * end of its records (the records a power cut tore are past that end: no
- * durable pointer refers to them, since values are synced before the WAL
- * blocks that point at them), so that GC can collect them like any other
- * segment once their values die. A head that cannot be read stays open. */
-int gc_count_crashed_heads(par_region *r);
+/* At open, before the region's logs append, after a replay that recovered
+ * up to LSN last: the garbage a crash left that nothing counted, so that GC
+ * collects it like any other once the segments' other values die.
+ * - The heads open in the description (the heads of the crashed session, and
+ *   the heads it left whose values' WAL records were not all durable yet):
+ *   their tails, found by reading each up to the end of its records (records
+ *   a power cut tore are past that end), and their records past last, the
+ *   values of writes the crash lost. No durable pointer refers to either:
+ *   values are synced before the WAL blocks that point at them, and every
+ *   pointer recovered is in a level (covered_lsn <= last) or a replayed
+ *   record. A head that cannot be read stays open.
+ * - The newest runs (one huge value each, listed before it is written): a
+ *   run whose record is past last, or was never written whole, is garbage.
+ *   Runs are listed in LSN order, so the walk from the newest stops at the
+ *   first run that holds a value the replay covers.
+ * Not found: the values of a cross-region batch's part whose batch did not
+ * commit (their LSNs are below last) and of unflushed PAR_NO_WAL writes in a
+ * head already closed. */
+int gc_count_crash_garbage(par_region *r, uint64_t last);
 
 typedef struct gc_task {
   uint32_t seg, inc, nsegs;

@@ -45,6 +45,7 @@ void vlog_destroy(vlog *l) {
   free(l->buf);
   free(l->taken);
   free(l->left);
+  free(l->left_lsn);
   pthread_mutex_destroy(&l->mu);
   memset(l, 0, sizeof *l);
 }
@@ -59,7 +60,9 @@ static int reserve_pending(vlog *l) {
   if (t) l->taken = t;
   vptr *p = t ? realloc(l->left, cap * sizeof *p) : NULL;
   if (p) l->left = p;
-  if (!p) return par_error(PAR_ENOMEM, "large-log segment list");
+  uint64_t *n = p ? realloc(l->left_lsn, cap * sizeof *n) : NULL;
+  if (n) l->left_lsn = n;
+  if (!n) return par_error(PAR_ENOMEM, "large-log segment list");
   l->pending_cap = cap;
   return PAR_OK;
 }
@@ -67,6 +70,7 @@ static int reserve_pending(vlog *l) {
 /* The head stops being appended to: its tail from `used` on is garbage. */
 static void leave_head(vlog *l, uint32_t used) {
   assert(l->nleft < l->pending_cap);
+  l->left_lsn[l->nleft] = l->head_lsn;
   l->left[l->nleft++] = (vptr){l->seg, used, l->inc, SEG - used};
   l->seg = 0;
 }
@@ -95,10 +99,11 @@ int vlog_flush(vlog *l) {
   return rc;
 }
 
-int vlog_list_pending(vlog *l) {
+int vlog_list_pending(vlog *l, uint64_t durable_lsn) {
   pthread_mutex_lock(&l->mu);
   int rc = l->failed;
-  uint32_t nt = l->ntaken, nl = l->nleft;
+  uint32_t nt = l->ntaken, nl = 0;
+  for (uint32_t i = 0; i < l->nleft; i++) nl += l->left_lsn[i] <= durable_lsn;
   vlog_taken *taken = NULL;
   vptr *left = NULL;
   if (!rc && (nt || nl)) {
@@ -108,8 +113,19 @@ int vlog_list_pending(vlog *l) {
   }
   if (!rc && (nt || nl)) {
     memcpy(taken, l->taken, nt * sizeof *taken);
-    memcpy(left, l->left, nl * sizeof *left);
-    l->ntaken = l->nleft = 0;
+    /* The heads to close out; the rest move up, in order. */
+    uint32_t closed = 0, kept = 0;
+    for (uint32_t i = 0; i < l->nleft; i++) {
+      if (l->left_lsn[i] <= durable_lsn) {
+        left[closed++] = l->left[i];
+        continue;
+      }
+      l->left_lsn[kept] = l->left_lsn[i];
+      l->left[kept++] = l->left[i];
+    }
+    assert(closed == nl && kept + nl == l->nleft);
+    l->ntaken = 0;
+    l->nleft = kept;
     l->listing = nt;
   }
   pthread_mutex_unlock(&l->mu);
@@ -155,6 +171,7 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
         l->taken[l->ntaken++] = (vlog_taken){seg, inc, 1};
         l->seg = seg;
         l->inc = inc;
+        l->head_lsn = 0;
         l->base = l->fill = 0;
         l->seed = vlog_seed(l->region_id, inc);
       }
@@ -181,6 +198,7 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
   }
   vlog_encode(l->buf + l->fill, l->seed, lsn, key, key_len, value, value_len);
   *out = (vptr){l->seg, l->base + l->fill, l->inc, (uint32_t)size};
+  if (lsn > l->head_lsn) l->head_lsn = lsn;
   l->fill += (uint32_t)size;
   l->bytes += size;
   pthread_mutex_unlock(&l->mu);

@@ -59,7 +59,7 @@ typedef struct vlog_seg {
   uint32_t open;    /* a log's head when last persisted: the unwritten tail
                        after its records is not counted as garbage yet (the
                        log counts it when it moves on or closes; after a
-                       crash, the next open does: gc_count_crashed_heads) */
+                       crash, the next open does: gc_count_crash_garbage) */
 } vlog_seg;
 
 /* Trees per level: [0] is the level's active tree, [1] the older tree being
