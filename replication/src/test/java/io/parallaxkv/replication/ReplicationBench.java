@@ -13,10 +13,13 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A benchmark, not a test (skipped unless {@code -Drepl.bench=N} gives the writes to make): one
- * region, 16 client threads writing N pairs of 1000 bytes, in three set-ups: one unreplicated
- * server, RF 3 send-index, RF 3 build-index (the last two alternating {@code -Drepl.bench.rounds}
- * times). Reports client throughput and each server's CPU time and device bytes (from /proc),
- * the primary's and the backups' apart. Results in docs/replication.md.
+ * region, 16 client threads writing N pairs, in three set-ups: one unreplicated server, RF 3
+ * send-index, RF 3 build-index (the last two alternating {@code -Drepl.bench.rounds} times).
+ * Values are 1000 bytes, or with {@code -Drepl.bench.mix=sd} the SD mix of the papers (60% 9,
+ * 20% 104 and 20% 1004 bytes, chosen by key); {@code -Drepl.bench.l0=BYTES} sets the servers' L0
+ * (1 MiB by default, so that a short run compacts often). Reports client throughput and each
+ * server's CPU time and device bytes (from /proc), the primary's and the backups' apart.
+ * Results in docs/replication.md.
  */
 class ReplicationBench {
   @TempDir Path dir;
@@ -33,7 +36,8 @@ class ReplicationBench {
   }
 
   private void run(String label, String mode, int rf, long n) throws Exception {
-    try (Cluster cl = new Cluster(dir.resolve(label), mode, rf, 1, 1 << 20)) {
+    boolean sd = "sd".equals(System.getProperty("repl.bench.mix", "1000"));
+    try (Cluster cl = new Cluster(dir.resolve(label), mode, rf, 1, Long.getLong("repl.bench.l0", 1 << 20))) {
       List<String> ids = new ArrayList<>();
       for (int i = 0; i < rf; i++) ids.add(cl.start());
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 30000)) {
@@ -46,10 +50,12 @@ class ReplicationBench {
         List<Thread> threads = new ArrayList<>();
         for (int t = 0; t < 16; t++) {
           Thread th = new Thread(() -> {
-            byte[] v = new byte[1000];
+            byte[][] values = {new byte[9], new byte[104], new byte[1004], new byte[1000]};
             for (long i; (i = next.getAndIncrement()) < n; ) {
+              long k = (i * 7919) % n;
+              int size = !sd ? 3 : k % 5 < 3 ? 0 : k % 5 == 3 ? 1 : 2;
               try {
-                c.put(String.format("key%012d", (i * 7919) % n).getBytes(StandardCharsets.UTF_8), v);
+                c.put(String.format("key%012d", k).getBytes(StandardCharsets.UTF_8), values[size]);
               } catch (Exception e) {
                 throw new IllegalStateException(e);
               }
