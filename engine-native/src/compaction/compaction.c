@@ -125,7 +125,7 @@ static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
     for (uint32_t i = 0; i < drop; i++)
       if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&e->wal_freed, d->wal[i].seg))
         return PAR_ENOMEM;
-    memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
+    if (drop) memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal); /* d->wal may be NULL */
     d->nwal -= drop;
   }
   if (e->garbage) garbage_apply(e->garbage, d);
