@@ -11,6 +11,7 @@ typedef struct replay_ctx {
   par_region *r;
   const region_desc *d;
   uint64_t skip_last; /* ops up to this LSN belong to a part that did not commit */
+  garbage_list *lost; /* the large-log values of those ops */
 } replay_ctx;
 
 static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
@@ -23,7 +24,10 @@ static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
     if (!txn_part_committed(c->d, lsn, last)) c->skip_last = last;
     return PAR_OK;
   }
-  if (lsn <= c->skip_last) return PAR_OK;
+  if (lsn <= c->skip_last) {
+    if (op->type == WAL_PUT_LARGE) garbage_add(c->lost, vptr_decode(op->value));
+    return PAR_OK;
+  }
   memtable *m;
   while (!(m = region_make_room(r, &rc)) && rc == PAR_EBUSY)
     if ((rc = region_wait_room(r))) return rc;
@@ -54,10 +58,10 @@ static int build_view(par_region *r, const region_desc *d) {
   return PAR_OK;
 }
 
-int region_recover(par_region *r, const region_desc *d, uint64_t *last) {
+int region_recover(par_region *r, const region_desc *d, uint64_t *last, garbage_list *lost) {
   int rc = build_view(r, d);
   *last = d->covered_lsn;
-  replay_ctx ctx = {r, d, 0};
+  replay_ctx ctx = {r, d, 0, lost};
   if (!rc) rc = wal_replay(&r->vol->file, d, replay_op, &ctx, last);
   if (!rc) rc = wal_check_end(&r->vol->file, d, *last);
   return rc;

@@ -320,7 +320,8 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   }
 
   uint64_t last;
-  rc = region_recover(r, &d, &last);
+  garbage_list lost = {0};
+  rc = region_recover(r, &d, &last, &lost);
   if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
   uint32_t replayed_segments = d.nwal;
@@ -332,12 +333,13 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
-    if (!rc && (rc = gc_count_crash_garbage(r, last)) == PAR_ENOSPC) rc = PAR_OK;
+    if (!rc && (rc = gc_count_crash_garbage(r, last, &lost)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
                             take_wal_segment, list_wal_segment, flush_large_logs, r);
     if (!rc) atomic_store(&r->logging, 1);
     if (!rc) freeze_short_sessions(r, replayed_segments);
   }
+  garbage_free(&lost); /* when the count was not reached */
   if (rc) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", par_last_error());

@@ -126,7 +126,7 @@ static int edit_crash_garbage(region_desc *d, void *arg, seg_list *freed) {
   return PAR_OK;
 }
 
-int gc_count_crash_garbage(par_region *r, uint64_t last) {
+int gc_count_crash_garbage(par_region *r, uint64_t last, garbage_list *g) {
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   uint32_t nopen = 0, nruns = 0;
@@ -138,16 +138,15 @@ int gc_count_crash_garbage(par_region *r, uint64_t last) {
     else if (s->nsegs > 1 && !s->garbage) runs[nruns++] = (gc_task){s->seg, s->inc, s->nsegs};
   }
   pthread_mutex_unlock(&r->vol->meta_mu);
-  garbage_list g = {0};
-  count_open_heads(r, open, nopen, last, &g);
-  count_lost_runs(r, runs, nruns, last, &g);
+  count_open_heads(r, open, nopen, last, g);
+  count_lost_runs(r, runs, nruns, last, g);
   /* Applied in one record; closes the open heads too (their tails were added). */
   int rc = PAR_OK;
-  if (g.n || nopen) {
-    crash_garbage c = {&g, open, nopen};
+  if (g->n || nopen) {
+    crash_garbage c = {g, open, nopen};
     rc = region_persist(r, edit_crash_garbage, &c);
   }
-  garbage_free(&g);
+  garbage_free(g);
   free(open);
   free(runs);
   return rc;

@@ -48,7 +48,9 @@ void garbage_close_head(region_desc *d, vptr tail);
 int garbage_close_heads(par_region *r, const garbage_list *tails);
 /* At open, before the region's logs append, after a replay that recovered
  * up to LSN last: the garbage a crash left that nothing counted, so that GC
- * collects it like any other once the segments' other values die.
+ * collects it like any other once the segments' other values die. Persists
+ * it with what lost holds already (the values of the cross-region parts
+ * replay skipped, whose batch never committed) and frees lost.
  * - The heads open in the description (the heads of the crashed session, and
  *   the heads it left whose values' WAL records were not all durable yet):
  *   their tails, found by reading each up to the end of its records (records
@@ -61,10 +63,10 @@ int garbage_close_heads(par_region *r, const garbage_list *tails);
  *   run whose record is past last, or was never written whole, is garbage.
  *   Runs are listed in LSN order, so the walk from the newest stops at the
  *   first run that holds a value the replay covers.
- * Not found: the values of a cross-region batch's part whose batch did not
- * commit (their LSNs are below last) and of unflushed PAR_NO_WAL writes in a
- * head already closed. */
-int gc_count_crash_garbage(par_region *r, uint64_t last);
+ * Not found: the values of unflushed PAR_NO_WAL writes in a head already
+ * closed. A skipped part is counted again at each open until the levels
+ * cover it: an overcount only makes GC collect its segment sooner. */
+int gc_count_crash_garbage(par_region *r, uint64_t last, garbage_list *lost);
 
 typedef struct gc_task {
   uint32_t seg, inc, nsegs;
