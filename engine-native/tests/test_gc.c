@@ -913,9 +913,10 @@ static void test_flushed_large_survives_kill(void **state) {
 
 /* The child's part: opens a volume whose WAL thread writes only when a sync
  * put asks, syncs LOST_SYNCED values (listing the head they are in), then
- * writes values without a sync past that head's end, so that all its records
- * are written when the log moves on (the next head is never listed). */
-static par_region *fill_a_head_unlogged(const char *path, uint8_t *val) {
+ * writes values without a sync (with flags) past that head's end, so that all
+ * its records are written when the log moves on (the next head is not
+ * listed until the WAL thread writes again). */
+static par_region *fill_a_head_unsynced(const char *path, uint8_t *val, unsigned flags) {
   par_options o = gc_options();
   o.durability_interval_ms = 600000;
   par_volume *v;
@@ -927,7 +928,7 @@ static par_region *fill_a_head_unlogged(const char *path, uint8_t *val) {
   uint64_t bytes = 0;
   for (uint32_t k = LOST_SYNCED; bytes < SEGSZ + (64u << 10); k++) {
     size_t kl = key_of(k, key), len = make_value(k, 1, val);
-    if (par_put(r, key, kl, val, len, 0)) _exit(5);
+    if (par_put(r, key, kl, val, len, flags)) _exit(5);
     bytes += vlog_record_size(kl, len);
   }
   return r;
@@ -965,7 +966,7 @@ static par_stats reopen_and_collect(const char *path, const char *what) {
 static void lost_writes_child(void *arg, int ready_fd) {
   const size_t huge = 3u << 20;
   uint8_t *val = malloc(huge);
-  par_region *r = fill_a_head_unlogged(arg, val);
+  par_region *r = fill_a_head_unsynced(arg, val, 0);
   tu_fill_pattern(val, huge, 7);
   if (par_put(r, "huge", 4, val, huge, 0)) _exit(6);
   if (write(ready_fd, "W", 1) != 1) _exit(7);
@@ -1005,7 +1006,7 @@ static void test_left_head_open_until_logged(void **state) {
   pid_t pid = tu_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    par_region *r = fill_a_head_unlogged(path, malloc(8192));
+    par_region *r = fill_a_head_unsynced(path, malloc(8192), 0);
     static atomic_int syncs;
     fault_observe_syncs(die_at_second_sync, &syncs);
     par_put(r, "last", 4, "x", 1, PAR_SYNC); /* the WAL writer lists, then dies */
@@ -1021,6 +1022,34 @@ static void test_left_head_open_until_logged(void **state) {
   if (st.gc_segments_freed < 2)
     fail_msg("GC freed %llu segments: the head the lost writes filled was closed before their WAL records "
              "were durable, and nothing counted them as garbage", (unsigned long long)st.gc_segments_freed);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
+/* Writes without the log (PAR_NO_WAL) are durable only once a flush covers
+ * them; a logged write after them records their LSNs as a gap, and makes the
+ * WAL durable past them. A head they filled must stay open until a flush
+ * covers them, and the open after a crash counts those in the log's gaps. */
+static void unlogged_child(void *arg, int ready_fd) {
+  par_region *r = fill_a_head_unsynced(arg, malloc(8192), PAR_NO_WAL);
+  /* Two logged syncs: the first lists the next head, the second finds the
+   * left head's LSNs durable in the log. */
+  for (int i = 0; i < 2; i++)
+    if (par_put(r, "logged", 6, "x", 1, PAR_SYNC)) _exit(6);
+  if (write(ready_fd, "W", 1) != 1) _exit(7);
+  pause(); /* killed here: no flush covered the unlogged writes */
+}
+
+static void test_unlogged_writes_are_garbage(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_unlogged");
+  char *path = tu_path(dir, "gc.px");
+  tu_kill_cycle(0, 0, unlogged_child, path, 0, path, NULL, 0, NULL);
+  par_stats st = reopen_and_collect(path, "unlogged_writes");
+  if (st.gc_segments_freed < 2)
+    fail_msg("GC freed %llu segments: the head the lost unlogged writes filled was closed before a flush "
+             "covered them, or the open did not count them", (unsigned long long)st.gc_segments_freed);
   tu_rm_rf(dir);
   free(dir);
   free(path);
@@ -1252,6 +1281,7 @@ int main(void) {
       cmocka_unit_test(test_lost_writes_are_garbage),
       cmocka_unit_test(test_left_head_open_until_logged),
       cmocka_unit_test(test_uncommitted_part_is_garbage),
+      cmocka_unit_test(test_unlogged_writes_are_garbage),
       cmocka_unit_test(test_gc_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

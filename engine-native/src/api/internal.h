@@ -256,9 +256,9 @@ uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t cove
 int txn_part_committed(const region_desc *d, uint64_t first, uint64_t last);
 
 /* recovery.c: builds the view from d and replays the WAL into L0; *last is
- * the newest LSN recovered. The large-log values of the cross-region parts
- * replay skips (their batch never committed) are added to lost. */
-int region_recover(par_region *r, const region_desc *d, uint64_t *last, garbage_list *lost);
+ * the newest LSN recovered. What the crash lost and only a count at the
+ * open can find is added to lost (gc/gc.h). */
+int region_recover(par_region *r, const region_desc *d, uint64_t *last, crash_losses *lost);
 
 /* Looks key up in w at lsn: PAR_OK with *e (any category but a
  * tombstone), or PAR_NOT_FOUND. */

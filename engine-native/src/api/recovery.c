@@ -11,7 +11,7 @@ typedef struct replay_ctx {
   par_region *r;
   const region_desc *d;
   uint64_t skip_last; /* ops up to this LSN belong to a part that did not commit */
-  garbage_list *lost; /* the large-log values of those ops */
+  crash_losses *lost; /* their large-log values; unflushed unlogged writes */
 } replay_ctx;
 
 static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
@@ -24,8 +24,13 @@ static int replay_op(void *arg, uint64_t lsn, const wal_op *op) {
     if (!txn_part_committed(c->d, lsn, last)) c->skip_last = last;
     return PAR_OK;
   }
+  if (op->type == WAL_GAP) {
+    /* Writes without the log that the levels do not cover: lost. */
+    uint64_t first = lsn > c->d->covered_lsn ? lsn : c->d->covered_lsn + 1;
+    return crash_losses_add_unlogged(c->lost, first, lsn + dec64(op->value) - 1);
+  }
   if (lsn <= c->skip_last) {
-    if (op->type == WAL_PUT_LARGE) garbage_add(c->lost, vptr_decode(op->value));
+    if (op->type == WAL_PUT_LARGE) garbage_add(&c->lost->values, vptr_decode(op->value));
     return PAR_OK;
   }
   memtable *m;
@@ -58,7 +63,7 @@ static int build_view(par_region *r, const region_desc *d) {
   return PAR_OK;
 }
 
-int region_recover(par_region *r, const region_desc *d, uint64_t *last, garbage_list *lost) {
+int region_recover(par_region *r, const region_desc *d, uint64_t *last, crash_losses *lost) {
   int rc = build_view(r, d);
   *last = d->covered_lsn;
   replay_ctx ctx = {r, d, 0, lost};

@@ -204,11 +204,18 @@ static int list_vlog(void *ctx, const vlog_taken *taken, uint32_t ntaken, const 
  * the next GC pass frees the good one). The segments the large logs took
  * since are listed first (log/vlog.h). Called by the WAL writer thread only,
  * which alone touches large_synced. */
+static uint64_t covered_lsn(par_region *r) {
+  pthread_mutex_lock(&r->vol->meta_mu);
+  uint64_t covered = catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  return covered;
+}
+
 static int flush_large_logs(void *ctx) {
   par_region *r = ctx;
-  uint64_t durable = wal_durable_lsn(&r->wal);
-  int rc = vlog_list_pending(&r->hot, durable);
-  if (!rc) rc = vlog_list_pending(&r->cold, durable);
+  uint64_t durable = wal_durable_lsn(&r->wal), covered = covered_lsn(r);
+  int rc = vlog_list_pending(&r->hot, durable, covered);
+  if (!rc) rc = vlog_list_pending(&r->cold, durable, covered);
   if (!rc) rc = vlog_flush(&r->hot);
   if (!rc) rc = vlog_flush(&r->cold);
   uint64_t written = vlog_written(&r->hot) + vlog_written(&r->cold);
@@ -320,7 +327,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   }
 
   uint64_t last;
-  garbage_list lost = {0};
+  crash_losses lost = {0};
   rc = region_recover(r, &d, &last, &lost);
   if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
@@ -339,7 +346,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     if (!rc) atomic_store(&r->logging, 1);
     if (!rc) freeze_short_sessions(r, replayed_segments);
   }
-  garbage_free(&lost); /* when the count was not reached */
+  crash_losses_free(&lost); /* when the count was not reached */
   if (rc) {
     char msg[512];
     snprintf(msg, sizeof msg, "%s", par_last_error());
@@ -359,7 +366,8 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
 }
 
 /* At a clean close, once the WAL stopped (every record durable): the heads
- * left and still open are closed, and the current heads' unwritten tails,
+ * left and still open are closed (but for unlogged values no flush covered:
+ * the close's flush failed), and the current heads' unwritten tails,
  * never appended to again (the next session starts fresh segments), count as
  * garbage: GC then collects a segment that short sessions left mostly empty.
  * (After a crash the next open does both: gc_count_crash_garbage.) */
@@ -367,7 +375,7 @@ static int count_head_tails(par_region *r) {
   garbage_list g = {0};
   vlog *heads[2] = {&r->hot, &r->cold};
   for (int i = 0; i < 2; i++) {
-    int rc = vlog_list_pending(heads[i], UINT64_MAX);
+    int rc = vlog_list_pending(heads[i], UINT64_MAX, covered_lsn(r));
     if (rc) return rc;
     uint32_t used = (uint32_t)ALIGN_UP(heads[i]->base + heads[i]->fill, PAR_BLOCK);
     if (heads[i]->seg)

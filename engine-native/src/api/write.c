@@ -130,8 +130,8 @@ static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
 /* Appends ops' values bound for the large log there (write_mu held) and
  * rewrites those ops, in logged (a copy of ops), to carry their pointers
  * (in ptrs). Every record appended, and a huge value's run even when its
- * write failed, is added to placed. */
-static int place_large_values(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t n,
+ * write failed, is added to placed. unlogged: the ops get no WAL record. */
+static int place_large_values(par_region *r, uint64_t lsn, int unlogged, const wal_op *ops, uint32_t n,
                               wal_op *logged, uint8_t *ptrs, garbage_list *placed) {
   const par_options *o = &r->vol->opts;
   for (uint32_t i = 0; i < n; i++) {
@@ -141,7 +141,7 @@ static int place_large_values(par_region *r, uint64_t lsn, const wal_op *ops, ui
     vptr p = {0};
     int rc = vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE
                  ? vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p)
-                 : vlog_append(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
+                 : vlog_append(&r->hot, lsn + i, unlogged, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
     if (p.inc) garbage_add(placed, p);
     if (rc) return rc;
     vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
@@ -178,7 +178,7 @@ int region_log_and_insert(par_region *r, memtable *m, uint64_t lsn, const wal_op
   int rc = logged && ptrs && (entries || !insert) ? PAR_OK : par_error(PAR_ENOMEM, "batch of %u", n);
   if (!rc) {
     memcpy(logged, ops, n * sizeof *logged);
-    rc = place_large_values(r, lsn, ops, n, logged, ptrs, &placed);
+    rc = place_large_values(r, lsn, (mode & PAR_NO_WAL) != 0, ops, n, logged, ptrs, &placed);
   }
   for (uint32_t i = 0; !rc && insert && i < n; i++)
     if (!(entries[i] = memtable_entry(m, lsn + i, logged[i].type, logged[i].key, logged[i].key_len,

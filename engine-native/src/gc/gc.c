@@ -75,9 +75,42 @@ int garbage_persist(par_region *r, const garbage_list *g) {
   return region_persist(r, edit_add_garbage, (void *)g);
 }
 
-/* The tail and the records past last of each open head (gc.h); a head that
- * could not be read is marked to stay open (nsegs 0). */
-static void count_open_heads(par_region *r, gc_task *open, uint32_t n, uint64_t last, garbage_list *g) {
+int crash_losses_add_unlogged(crash_losses *c, uint64_t first, uint64_t last) {
+  assert(first <= last && (!c->nunlogged || c->unlogged[c->nunlogged - 1][1] < first));
+  if (c->nunlogged == c->cap) {
+    uint32_t cap = c->cap ? c->cap * 2 : 16;
+    void *v = realloc(c->unlogged, cap * sizeof *c->unlogged);
+    if (!v) return par_error(PAR_ENOMEM, "lost LSN ranges");
+    c->unlogged = v;
+    c->cap = cap;
+  }
+  c->unlogged[c->nunlogged][0] = first;
+  c->unlogged[c->nunlogged++][1] = last;
+  return PAR_OK;
+}
+
+void crash_losses_free(crash_losses *c) {
+  garbage_free(&c->values);
+  free(c->unlogged);
+  memset(c, 0, sizeof *c);
+}
+
+/* Whether lsn is past last or in one of c's unlogged ranges. */
+static int lost_lsn(const crash_losses *c, uint64_t last, uint64_t lsn) {
+  if (lsn > last) return 1;
+  uint32_t lo = 0, hi = c->nunlogged;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (c->unlogged[mid][1] < lsn) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < c->nunlogged && c->unlogged[lo][0] <= lsn;
+}
+
+/* The tail and the records of lost writes of each open head (gc.h); a head
+ * that could not be read is marked to stay open (nsegs 0). */
+static void count_open_heads(par_region *r, gc_task *open, uint32_t n, uint64_t last, crash_losses *c) {
+  garbage_list *g = &c->values;
   uint8_t *buf = file_buf_alloc(SEG);
   for (uint32_t i = 0; i < n; i++) {
     if (!buf || file_read(&r->vol->file, buf, SEG, seg_offset(open[i].seg)) != PAR_OK) {
@@ -87,24 +120,26 @@ static void count_open_heads(par_region *r, gc_task *open, uint32_t n, uint64_t 
     uint32_t off = 0, seed = vlog_seed(r->id, open[i].inc);
     vlog_record rec;
     for (; vlog_next(buf, &off, seed, &rec) == PAR_OK; off += rec.size)
-      if (rec.lsn > last) garbage_add(g, (vptr){open[i].seg, off, open[i].inc, rec.size});
+      if (lost_lsn(c, last, rec.lsn)) garbage_add(g, (vptr){open[i].seg, off, open[i].inc, rec.size});
     uint32_t used = ALIGN_UP(off, PAR_BLOCK);
     garbage_add(g, (vptr){open[i].seg, used, open[i].inc, SEG - used});
   }
   free(buf);
 }
 
-/* The newest runs whose value the crash lost (gc.h), newest first. */
-static void count_lost_runs(par_region *r, const gc_task *runs, uint32_t n, uint64_t last, garbage_list *g) {
+/* The runs whose value the crash lost (gc.h), newest first, back to the
+ * first the levels cover. */
+static void count_lost_runs(par_region *r, const gc_task *runs, uint32_t n, uint64_t covered, uint64_t last,
+                            crash_losses *c) {
   uint8_t *buf = file_buf_alloc(PAR_BLOCK);
   for (uint32_t i = n; buf && i-- > 0;) {
     if (file_read(&r->vol->file, buf, PAR_BLOCK, seg_offset(runs[i].seg)) != PAR_OK) break;
-    uint64_t size = (uint64_t)dec32(buf + 4) + VLOG_HDR;
+    uint64_t size = (uint64_t)dec32(buf + 4) + VLOG_HDR, lsn = dec64(buf + 8);
     int whole = size > (uint64_t)SEG * (runs[i].nsegs - 1) && size <= (uint64_t)SEG * runs[i].nsegs;
     /* A header left by the segment's earlier use says nothing of this run,
      * except that its value never reached the disk: garbage too. */
-    if (whole && dec64(buf + 8) <= last) break;
-    garbage_add(g, (vptr){runs[i].seg, 0, runs[i].inc, SEG}); /* a run's garbage is all of it */
+    if (!whole || lost_lsn(c, last, lsn)) garbage_add(&c->values, (vptr){runs[i].seg, 0, runs[i].inc, SEG});
+    else if (lsn <= covered) break; /* runs are listed in LSN order: the older ones are older still */
   }
   free(buf);
 }
@@ -126,10 +161,12 @@ static int edit_crash_garbage(region_desc *d, void *arg, seg_list *freed) {
   return PAR_OK;
 }
 
-int gc_count_crash_garbage(par_region *r, uint64_t last, garbage_list *g) {
+int gc_count_crash_garbage(par_region *r, uint64_t last, crash_losses *lost) {
+  garbage_list *g = &lost->values;
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   uint32_t nopen = 0, nruns = 0;
+  uint64_t covered = d ? d->covered_lsn : 0;
   gc_task *open = d && d->nvlog ? malloc(d->nvlog * sizeof *open) : NULL;
   gc_task *runs = d && d->nvlog ? malloc(d->nvlog * sizeof *runs) : NULL;
   for (uint32_t i = 0; open && runs && i < d->nvlog; i++) {
@@ -138,15 +175,15 @@ int gc_count_crash_garbage(par_region *r, uint64_t last, garbage_list *g) {
     else if (s->nsegs > 1 && !s->garbage) runs[nruns++] = (gc_task){s->seg, s->inc, s->nsegs};
   }
   pthread_mutex_unlock(&r->vol->meta_mu);
-  count_open_heads(r, open, nopen, last, g);
-  count_lost_runs(r, runs, nruns, last, g);
+  count_open_heads(r, open, nopen, last, lost);
+  count_lost_runs(r, runs, nruns, covered, last, lost);
   /* Applied in one record; closes the open heads too (their tails were added). */
   int rc = PAR_OK;
   if (g->n || nopen) {
     crash_garbage c = {g, open, nopen};
     rc = region_persist(r, edit_crash_garbage, &c);
   }
-  garbage_free(g);
+  crash_losses_free(lost);
   free(open);
   free(runs);
   return rc;
@@ -377,7 +414,7 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *rel
     memtable *m = region_make_room(r, &rc); /* PAR_EBUSY: never stall a compaction worker */
     uint64_t lsn = r->next_lsn;
     vptr np;
-    if (m) rc = vlog_append(&r->cold, lsn, rec->key, rec->key_len, rec->value, rec->value_len, &np);
+    if (m) rc = vlog_append(&r->cold, lsn, 0, rec->key, rec->key_len, rec->value, rec->value_len, &np);
     uint8_t enc[VPTR_SIZE];
     if (m && !rc) {
       vptr_encode(enc, np);

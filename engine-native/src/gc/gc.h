@@ -46,27 +46,40 @@ int garbage_persist(par_region *r, const garbage_list *g);
 void garbage_close_head(region_desc *d, vptr tail);
 /* The same for a list of tails, persisted. */
 int garbage_close_heads(par_region *r, const garbage_list *tails);
+/* What the replay after a crash found lost, for gc_count_crash_garbage: the
+ * values of the cross-region parts it skipped (their batch never
+ * committed), and the LSN ranges, in increasing order, of writes made
+ * without the log (PAR_NO_WAL) that no flush covered (the log's gaps past
+ * the levels). */
+typedef struct crash_losses {
+  garbage_list values;
+  uint64_t (*unlogged)[2];
+  uint32_t nunlogged, cap;
+} crash_losses;
+
+int crash_losses_add_unlogged(crash_losses *c, uint64_t first, uint64_t last);
+void crash_losses_free(crash_losses *c);
+
 /* At open, before the region's logs append, after a replay that recovered
  * up to LSN last: the garbage a crash left that nothing counted, so that GC
  * collects it like any other once the segments' other values die. Persists
- * it with what lost holds already (the values of the cross-region parts
- * replay skipped, whose batch never committed) and frees lost.
+ * it with the values in lost and frees lost.
  * - The heads open in the description (the heads of the crashed session, and
  *   the heads it left whose values' WAL records were not all durable yet):
  *   their tails, found by reading each up to the end of its records (records
- *   a power cut tore are past that end), and their records past last, the
- *   values of writes the crash lost. No durable pointer refers to either:
+ *   a power cut tore are past that end), and their records past last or in
+ *   lost's unlogged ranges, the values of writes the crash lost. No durable
+ *   pointer refers to either:
  *   values are synced before the WAL blocks that point at them, and every
  *   pointer recovered is in a level (covered_lsn <= last) or a replayed
  *   record. A head that cannot be read stays open.
  * - The newest runs (one huge value each, listed before it is written): a
- *   run whose record is past last, or was never written whole, is garbage.
- *   Runs are listed in LSN order, so the walk from the newest stops at the
- *   first run that holds a value the replay covers.
- * Not found: the values of unflushed PAR_NO_WAL writes in a head already
- * closed. A skipped part is counted again at each open until the levels
- * cover it: an overcount only makes GC collect its segment sooner. */
-int gc_count_crash_garbage(par_region *r, uint64_t last, garbage_list *lost);
+ *   run whose record is lost as above, or was never written whole, is
+ *   garbage. Runs are listed in LSN order, so the walk from the newest stops
+ *   at the first run the levels cover.
+ * A skipped part is counted again at each open until the levels cover it: an
+ * overcount only makes GC collect its segment sooner. */
+int gc_count_crash_garbage(par_region *r, uint64_t last, crash_losses *lost);
 
 typedef struct gc_task {
   uint32_t seg, inc, nsegs;

@@ -46,6 +46,7 @@ void vlog_destroy(vlog *l) {
   free(l->taken);
   free(l->left);
   free(l->left_lsn);
+  free(l->left_unlogged);
   pthread_mutex_destroy(&l->mu);
   memset(l, 0, sizeof *l);
 }
@@ -62,7 +63,9 @@ static int reserve_pending(vlog *l) {
   if (p) l->left = p;
   uint64_t *n = p ? realloc(l->left_lsn, cap * sizeof *n) : NULL;
   if (n) l->left_lsn = n;
-  if (!n) return par_error(PAR_ENOMEM, "large-log segment list");
+  uint64_t *u = n ? realloc(l->left_unlogged, cap * sizeof *u) : NULL;
+  if (u) l->left_unlogged = u;
+  if (!u) return par_error(PAR_ENOMEM, "large-log segment list");
   l->pending_cap = cap;
   return PAR_OK;
 }
@@ -71,6 +74,7 @@ static int reserve_pending(vlog *l) {
 static void leave_head(vlog *l, uint32_t used) {
   assert(l->nleft < l->pending_cap);
   l->left_lsn[l->nleft] = l->head_lsn;
+  l->left_unlogged[l->nleft] = l->head_unlogged;
   l->left[l->nleft++] = (vptr){l->seg, used, l->inc, SEG - used};
   l->seg = 0;
 }
@@ -99,11 +103,16 @@ int vlog_flush(vlog *l) {
   return rc;
 }
 
-int vlog_list_pending(vlog *l, uint64_t durable_lsn) {
+/* Whether left head i may be closed (mu held). */
+static int closable(const vlog *l, uint32_t i, uint64_t durable_lsn, uint64_t covered_lsn) {
+  return l->left_lsn[i] <= durable_lsn && l->left_unlogged[i] <= covered_lsn;
+}
+
+int vlog_list_pending(vlog *l, uint64_t durable_lsn, uint64_t covered_lsn) {
   pthread_mutex_lock(&l->mu);
   int rc = l->failed;
   uint32_t nt = l->ntaken, nl = 0;
-  for (uint32_t i = 0; i < l->nleft; i++) nl += l->left_lsn[i] <= durable_lsn;
+  for (uint32_t i = 0; i < l->nleft; i++) nl += closable(l, i, durable_lsn, covered_lsn);
   vlog_taken *taken = NULL;
   vptr *left = NULL;
   if (!rc && (nt || nl)) {
@@ -116,11 +125,12 @@ int vlog_list_pending(vlog *l, uint64_t durable_lsn) {
     /* The heads to close out; the rest move up, in order. */
     uint32_t closed = 0, kept = 0;
     for (uint32_t i = 0; i < l->nleft; i++) {
-      if (l->left_lsn[i] <= durable_lsn) {
+      if (closable(l, i, durable_lsn, covered_lsn)) {
         left[closed++] = l->left[i];
         continue;
       }
       l->left_lsn[kept] = l->left_lsn[i];
+      l->left_unlogged[kept] = l->left_unlogged[i];
       l->left[kept++] = l->left[i];
     }
     assert(closed == nl && kept + nl == l->nleft);
@@ -156,7 +166,7 @@ uint64_t vlog_written(vlog *l) {
   return n;
 }
 
-int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
+int vlog_append(vlog *l, uint64_t lsn, int unlogged, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len, vptr *out) {
   size_t size = vlog_record_size(key_len, value_len);
   if (size > SEG) return par_error(PAR_ETOOBIG, "large-log record of %zu bytes exceeds a segment", size);
@@ -171,7 +181,7 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
         l->taken[l->ntaken++] = (vlog_taken){seg, inc, 1};
         l->seg = seg;
         l->inc = inc;
-        l->head_lsn = 0;
+        l->head_lsn = l->head_unlogged = 0;
         l->base = l->fill = 0;
         l->seed = vlog_seed(l->region_id, inc);
       }
@@ -199,6 +209,7 @@ int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const 
   vlog_encode(l->buf + l->fill, l->seed, lsn, key, key_len, value, value_len);
   *out = (vptr){l->seg, l->base + l->fill, l->inc, (uint32_t)size};
   if (lsn > l->head_lsn) l->head_lsn = lsn;
+  if (unlogged && lsn > l->head_unlogged) l->head_unlogged = lsn;
   l->fill += (uint32_t)size;
   l->bytes += size;
   pthread_mutex_unlock(&l->mu);

@@ -64,13 +64,15 @@ typedef struct vlog {
   void *ctx;
   uint32_t seg, inc;   /* current segment; seg == 0 until one is needed */
   uint64_t head_lsn;   /* the newest LSN appended to it */
+  uint64_t head_unlogged; /* ... by a write without the log (0: none) */
   uint32_t base, fill; /* buf holds [base, base + fill) of seg */
   /* Heads taken since the last vlog_list_pending, and heads left and not
-   * closed yet, in order, with the newest LSN each left head holds; listing
-   * is under way while `listing` is set. */
+   * closed yet, in order, with the newest LSN each left head holds and the
+   * newest of a write without the log; listing is under way while
+   * `listing` is set. */
   vlog_taken *taken;
   vptr *left;
-  uint64_t *left_lsn;
+  uint64_t *left_lsn, *left_unlogged;
   uint32_t ntaken, nleft, pending_cap;
   uint32_t listing; /* heads under vlog_list_pending's listing */
   uint32_t seed;
@@ -90,21 +92,27 @@ static inline size_t vlog_record_size(size_t klen, size_t vlen);
  * leaves the segment free: nothing durable points into it.
  *
  * A head stays open in the description after the log left it until the WAL
- * records of all its values are durable: a crash can lose the WAL records of
- * values already written (their records are orphans, which nothing will ever
- * point at), and the next open counts the orphans of the segments still open
- * as garbage (gc_count_crash_garbage). A closed segment holds none. */
+ * records of all its values are durable, and a flush covers the values of
+ * writes without the log (PAR_NO_WAL): a crash can lose the WAL records of
+ * values already written, and writes without the log that no flush covered
+ * (their records are orphans, which nothing will ever point at), and the
+ * next open counts the orphans of the segments still open as garbage
+ * (gc_count_crash_garbage). A closed segment holds none. */
 int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list, void *ctx);
 void vlog_destroy(vlog *l);
-int vlog_append(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
+/* unlogged: the write has no WAL record (PAR_NO_WAL); only a flush makes it
+ * durable. */
+int vlog_append(vlog *l, uint64_t lsn, int unlogged, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len, vptr *out);
 /* Writes what the buffer holds (no sync). */
 int vlog_flush(vlog *l);
 /* Lists the heads taken since the last call and closes the heads left whose
- * values' WAL records are all durable (their LSNs up to durable_lsn); the
- * others wait for a later call. One caller at a time: the WAL writer thread,
- * and the region's close once the WAL stopped (durable_lsn UINT64_MAX). */
-int vlog_list_pending(vlog *l, uint64_t durable_lsn);
+ * values' WAL records are all durable (their LSNs up to durable_lsn) and
+ * whose values written without the log a flush covers (up to covered_lsn);
+ * the others wait for a later call. One caller at a time: the WAL writer
+ * thread, and the region's close once the WAL stopped and L0 was flushed
+ * (both UINT64_MAX). */
+int vlog_list_pending(vlog *l, uint64_t durable_lsn, uint64_t covered_lsn);
 /* The heads taken and not listed yet (being listed included). */
 uint32_t vlog_unlisted(vlog *l);
 /* Bytes written to the file so far: a caller that must make records durable

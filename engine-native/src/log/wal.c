@@ -364,8 +364,11 @@ int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, u
         op.value_len = vl;
         op.key = q;
         op.value = q + kl;
-        if (op.type == WAL_GAP) lsn += dec64(q);
-        else if (op.type == WAL_TXN) rc = dec64(q) > d->covered_lsn ? fn(arg, lsn, &op) : PAR_OK;
+        if (op.type == WAL_GAP) {
+          uint64_t n = dec64(q);
+          if (lsn + n - 1 > d->covered_lsn) rc = fn(arg, lsn, &op);
+          lsn += n;
+        } else if (op.type == WAL_TXN) rc = dec64(q) > d->covered_lsn ? fn(arg, lsn, &op) : PAR_OK;
         else if (lsn++ > d->covered_lsn) rc = fn(arg, lsn - 1, &op);
         p = q + kl + vl;
       }

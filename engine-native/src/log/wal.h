@@ -134,9 +134,10 @@ uint32_t wal_unlisted(wal *w);
 
 /* Recovery: calls fn for every op with LSN > covered, in LSN order, stopping
  * at the first record that is missing, torn or out of sequence. *last_lsn is
- * the last LSN read (covered when none). WAL_GAP ops are consumed here;
- * a WAL_TXN op is passed to fn (with the LSN of the op after it) before the
- * ops of its record. */
+ * the last LSN read (covered when none). A WAL_GAP op (LSNs skipped by
+ * writes without the log, PAR_NO_WAL) is passed to fn with the first LSN it
+ * skips when it reaches past covered; a WAL_TXN op is passed to fn (with the
+ * LSN of the op after it) before the ops of its record. */
 typedef int (*wal_replay_fn)(void *arg, uint64_t lsn, const wal_op *op);
 int wal_replay(par_file *f, const region_desc *d, wal_replay_fn fn, void *arg, uint64_t *last_lsn);
 /* After a replay that ended at last_lsn: PAR_ECORRUPT when a later segment

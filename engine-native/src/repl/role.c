@@ -16,7 +16,7 @@ typedef struct promote_ctx {
 static int promote_op(void *arg, uint64_t lsn, const wal_op *op) {
   promote_ctx *c = arg;
   par_region *r = c->r;
-  if (lsn <= c->in_l0) return PAR_OK;
+  if (lsn <= c->in_l0 || op->type == WAL_GAP) return PAR_OK;
   /* A log copy holds shipped records only: never a cross-region batch's part. */
   if (op->type == WAL_TXN)
     return par_error(PAR_ECORRUPT, "the log copy of region '%s' holds a cross-region batch", r->name);
