@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -1157,6 +1158,36 @@ static void test_stats(void **state) {
  * large and larger-than-a-segment values, from L0 and from the levels, stay
  * valid and unchanged until the snapshot goes, through overwrites, deletes,
  * flushes and a full compaction. */
+/* The engine's threads carry names, so that top -H, /proc/PID/task and the
+ * benchmarks' CPU-by-thread reports can tell a region's WAL writer and the
+ * compaction workers from the host's threads. */
+static int threads_named(const char *name) {
+  DIR *d = opendir("/proc/self/task");
+  assert_non_null(d);
+  int n = 0;
+  for (struct dirent *e; (e = readdir(d)) != NULL;) {
+    if (e->d_name[0] == '.') continue;
+    char path[300], comm[32] = "";
+    snprintf(path, sizeof path, "/proc/self/task/%s/comm", e->d_name);
+    FILE *fp = fopen(path, "r");
+    if (fp == NULL) continue; /* the thread ended meanwhile */
+    if (fgets(comm, sizeof comm, fp) != NULL) comm[strcspn(comm, "\n")] = 0;
+    fclose(fp);
+    n += strcmp(comm, name) == 0;
+  }
+  closedir(d);
+  return n;
+}
+
+static void test_threads_are_named(void **state) {
+  fx *f = *state;
+  assert_int_equal(threads_named("par-wal"), 1); /* one per open region */
+  assert_int_equal(threads_named("par-compaction"), (int)f->opts.compaction_threads);
+  assert_ok(par_region_close(f->reg));
+  f->reg = NULL;
+  assert_int_equal(threads_named("par-wal"), 0);
+}
+
 static void test_snapshot_view(void **state) {
   fx *f = *state;
   static const size_t sizes[] = {10, 300, 5000, 3u << 20};
@@ -1231,6 +1262,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_reopen_with_flush, setup, teardown),
       cmocka_unit_test_setup_teardown(test_short_sessions_bound_the_wal, setup, teardown),
       cmocka_unit_test_setup_teardown(test_stats, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_threads_are_named, setup, teardown),
       cmocka_unit_test_setup_teardown(test_scanner_value_stable_until_move, setup, teardown),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

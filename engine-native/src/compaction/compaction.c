@@ -535,12 +535,14 @@ int compaction_start(par_volume *v) {
     v->queue = NULL;
     return par_error(PAR_ENOMEM, "compaction threads");
   }
-  for (uint32_t i = 0; i < v->nworkers; i++)
+  for (uint32_t i = 0; i < v->nworkers; i++) {
     if (pthread_create(&v->workers[i], NULL, worker_main, v) != 0) {
       v->nworkers = i;
       compaction_stop(v);
       return par_error(PAR_ENOMEM, "cannot start compaction threads");
     }
+    pthread_setname_np(v->workers[i], "par-compaction"); /* for top -H and /proc/PID/task */
+  }
   return PAR_OK;
 }
 

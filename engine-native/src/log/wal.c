@@ -168,6 +168,8 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
     free(w->buf[1]);
     return par_error(PAR_ENOMEM, "cannot start the WAL thread");
   }
+  /* Named for top -H and /proc/PID/task; by the creator, so it holds from the start. */
+  pthread_setname_np(w->thread, "par-wal");
   return PAR_OK;
 }
 
