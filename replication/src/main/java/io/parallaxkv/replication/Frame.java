@@ -88,16 +88,17 @@ public record Frame(Type type, long id, Status status, String region, long epoch
     return new String(b, StandardCharsets.UTF_8);
   }
 
-  public int encodedSize() {
-    return 1 + 8 + 1 + 2 + region.getBytes(StandardCharsets.UTF_8).length + 8 + 8 + 4 + a.length
-        + 4 + b.length;
-  }
-
-  public void encode(ByteBuffer out) {
+  /**
+   * The encoded message in parts: the header up to a's length, a, b's length, b. The fields are
+   * wrapped, not copied (a shipped segment is 2 MiB), so a and b must not change until the
+   * message is written.
+   */
+  public ByteBuffer[] encode() {
     byte[] r = region.getBytes(StandardCharsets.UTF_8);
-    out.put((byte) type.ordinal()).putLong(id).put((byte) status.ordinal());
-    out.putShort((short) r.length).put(r).putLong(epoch).putLong(num);
-    out.putInt(a.length).put(a).putInt(b.length).put(b);
+    ByteBuffer head = ByteBuffer.allocate(1 + 8 + 1 + 2 + r.length + 8 + 8 + 4);
+    head.put((byte) type.ordinal()).putLong(id).put((byte) status.ordinal());
+    head.putShort((short) r.length).put(r).putLong(epoch).putLong(num).putInt(a.length).flip();
+    return new ByteBuffer[] {head, ByteBuffer.wrap(a), ByteBuffer.allocate(4).putInt(0, b.length), ByteBuffer.wrap(b)};
   }
 
   public static Frame decode(ByteBuffer in) {

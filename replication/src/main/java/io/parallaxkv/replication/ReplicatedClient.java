@@ -66,12 +66,16 @@ public final class ReplicatedClient implements Closeable {
     throw new IOException("gave up after " + deadlineMs + " ms: " + last);
   }
 
+  /**
+   * Writes key = value. The arrays are copied first: a call that timed out may still be on its
+   * way (see {@link Transport.Connection#call}), and must carry the bytes of this call.
+   */
   public void put(byte[] key, byte[] value) throws IOException {
-    call(key, Frame.request(Frame.Type.WRITE, "", 0, 0, key, value));
+    call(key, Frame.request(Frame.Type.WRITE, "", 0, 0, key.clone(), value.clone()));
   }
 
   public void delete(byte[] key) throws IOException {
-    call(key, Frame.request(Frame.Type.WRITE, "", 0, 1, key, null));
+    call(key, Frame.request(Frame.Type.WRITE, "", 0, 1, key.clone(), null));
   }
 
   /** The value, or null when the key is absent. */
@@ -85,7 +89,7 @@ public final class ReplicatedClient implements Closeable {
     return Pairs.decode(call(null, Frame.request(Frame.Type.SCAN, region, 0, 0, null, null)).a());
   }
 
-  /** Any message to one server (tests and tools). */
+  /** Any message to one server (tests and tools); req's arrays as {@link Transport.Connection#call} says. */
   public Frame callServer(String server, Frame req, long timeoutMs) throws Exception {
     return peers.get(server).call(req, timeoutMs).get(timeoutMs + 1000, TimeUnit.MILLISECONDS);
   }

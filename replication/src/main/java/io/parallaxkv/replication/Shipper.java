@@ -236,6 +236,7 @@ final class Shipper implements AutoCloseable {
       try {
         long id = INSTALL_IDS.incrementAndGet();
         ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, id, x.layout()).a());
+        // Reused: each call's answer means its bytes went out; a failed call ends this install.
         byte[] seg = new byte[Replication.SEGMENT_SIZE];
         while (needed.hasRemaining()) {
           int s = needed.getInt();

@@ -21,6 +21,12 @@ public interface Transport extends Closeable {
 
   /** Calls over one connection; a call fails when the connection does or the deadline passes. */
   interface Connection extends Closeable {
+    /**
+     * Sends request and completes with its answer. The request's arrays are sent as they are
+     * when the bytes go out, which may be after this returns (they are not copied: a shipped
+     * segment is 2 MiB): they must not change until the answer arrives, and never after a failed
+     * call, whose bytes may still be on their way.
+     */
     CompletableFuture<Frame> call(Frame request, long timeoutMillis);
 
     @Override

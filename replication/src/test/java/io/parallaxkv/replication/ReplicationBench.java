@@ -6,7 +6,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -18,8 +21,8 @@ import org.junit.jupiter.api.io.TempDir;
  * Values are 1000 bytes, or with {@code -Drepl.bench.mix=sd} the SD mix of the papers (60% 9,
  * 20% 104 and 20% 1004 bytes, chosen by key); {@code -Drepl.bench.l0=BYTES} sets the servers' L0
  * (1 MiB by default, so that a short run compacts often). Reports client throughput and each
- * server's CPU time and device bytes (from /proc), the primary's and the backups' apart.
- * Results in docs/replication.md.
+ * server's CPU time and device bytes (from /proc), the primary's and the backups' apart, and each
+ * server's CPU by what its threads do (engine compaction, WAL, Netty, shipping, ...). Results in docs/replication.md.
  */
 class ReplicationBench {
   @TempDir Path dir;
@@ -35,6 +38,60 @@ class ReplicationBench {
     return new long[] {cpuTicks * 10, read, written}; // ms (100 Hz ticks), bytes, bytes
   }
 
+  /** What a thread does, from its name (the JVM's, Netty's, this module's and the engine's). */
+  private static String job(String name) {
+    if (name.equals("par-compaction")) return "engine compaction+GC";
+    if (name.equals("par-wal")) return "engine WAL";
+    if (name.startsWith("nioEventLoop")) return "netty";
+    if (name.startsWith("client-worker")) return "client requests";
+    if (name.startsWith("repl-worker")) return "replication requests";
+    if (name.startsWith("ship-index")) return "index shipping";
+    if (name.startsWith("ship-")) return "log shipping";
+    if (name.startsWith("C1 Compiler") || name.startsWith("C2 Compiler")) return "JIT";
+    if (name.startsWith("GC ") || name.startsWith("G1 ") || name.equals("VM Thread")) return "JVM GC";
+    return "other";
+  }
+
+  /** CPU ms of each live thread of pid, by thread id: name and ticks in ms. */
+  private static Map<String, Map.Entry<String, Long>> threads(long pid) throws Exception {
+    Map<String, Map.Entry<String, Long>> m = new HashMap<>();
+    try (var tasks = Files.list(Path.of("/proc/" + pid + "/task"))) {
+      for (Path t : tasks.toList()) {
+        String s;
+        try {
+          s = Files.readString(t.resolve("stat"));
+        } catch (java.io.IOException ended) {
+          continue;
+        }
+        String name = s.substring(s.indexOf('(') + 1, s.lastIndexOf(')'));
+        String[] f = s.substring(s.lastIndexOf(')') + 2).split(" ");
+        m.put(t.getFileName().toString(), Map.entry(name, (Long.parseLong(f[11]) + Long.parseLong(f[12])) * 10));
+      }
+    }
+    return m;
+  }
+
+  /**
+   * The profile /proc gives without perf: a server's CPU over the load by what its threads do,
+   * in µs per write; threads that ended meanwhile are counted as "ended".
+   */
+  private static String cpuByJob(Map<String, Map.Entry<String, Long>> before, Map<String, Map.Entry<String, Long>> after,
+      long totalMs, long n) {
+    Map<String, Long> ms = new TreeMap<>();
+    long live = 0;
+    for (var e : after.entrySet()) {
+      var b = before.get(e.getKey());
+      long d = e.getValue().getValue() - (b == null ? 0 : b.getValue());
+      ms.merge(job(e.getValue().getKey()), d, Long::sum);
+      live += d;
+    }
+    ms.put("ended", Math.max(0, totalMs - live));
+    StringBuilder sb = new StringBuilder();
+    ms.entrySet().stream().sorted(Map.Entry.<String, Long>comparingByValue().reversed()).filter(e -> e.getValue() > 0)
+        .forEach(e -> sb.append(String.format("%s %.1f, ", e.getKey(), 1000.0 * e.getValue() / n)));
+    return sb.length() == 0 ? "-" : sb.substring(0, sb.length() - 2);
+  }
+
   private void run(String label, String mode, int rf, long n) throws Exception {
     boolean sd = "sd".equals(System.getProperty("repl.bench.mix", "1000"));
     try (Cluster cl = new Cluster(dir.resolve(label), mode, rf, 1, Long.getLong("repl.bench.l0", 1 << 20))) {
@@ -44,7 +101,11 @@ class ReplicationBench {
         RegionInfo r = FailoverTest.waitFor(c, "r0", 30000, x -> true);
         c.put("warm".getBytes(StandardCharsets.UTF_8), new byte[10]);
         List<long[]> before = new ArrayList<>();
-        for (String id : ids) before.add(usage(cl.pid(id)));
+        List<Map<String, Map.Entry<String, Long>>> threadsBefore = new ArrayList<>();
+        for (String id : ids) {
+          before.add(usage(cl.pid(id)));
+          threadsBefore.add(threads(cl.pid(id)));
+        }
         AtomicLong next = new AtomicLong();
         long t0 = System.nanoTime();
         List<Thread> threads = new ArrayList<>();
@@ -68,11 +129,13 @@ class ReplicationBench {
         double secs = (System.nanoTime() - t0) / 1e9;
         System.out.printf("%-22s %8.0f writes/s%n", label, n / secs);
         for (int i = 0; i < ids.size(); i++) {
+          var threadsAfter = threads(cl.pid(ids.get(i)));
           long[] u = usage(cl.pid(ids.get(i)));
           long[] b = before.get(i);
           String role = ids.get(i).equals(r.primary().server()) ? "primary" : "backup";
           System.out.printf("  %-8s cpu %7.1f us/write  read %7.1f B/write  written %7.1f B/write%n", role,
               1000.0 * (u[0] - b[0]) / n, (double) (u[1] - b[1]) / n, (double) (u[2] - b[2]) / n);
+          System.out.printf("           by thread (us/write): %s%n", cpuByJob(threadsBefore.get(i), threadsAfter, u[0] - b[0], n));
         }
       }
     }
