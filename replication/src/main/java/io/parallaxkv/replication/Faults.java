@@ -12,7 +12,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *   <li>{@code -Dparallax.repl.partition=START_MS:DURATION_MS}: from START_MS after the process
  *       started and for DURATION_MS, this server is cut off from every peer and client (its
  *       connections are dropped, its calls fail) but not from ZooKeeper: a network partition
- *       that ZooKeeper does not see.
+ *       that ZooKeeper does not see. With {@code :outbound} after it, only this server's own
+ *       calls fail (a primary cannot reach its backups) while clients still reach it.
  * </ul>
  */
 final class Faults {
@@ -33,25 +34,31 @@ final class Faults {
   private static final int AT;
   private static final AtomicInteger REACHED = new AtomicInteger();
   private static final long CUT_FROM, CUT_TO;
+  private static final boolean CUT_INBOUND;
 
   static {
     String spec = System.getProperty("parallax.repl.crashAt", "");
     int colon = spec.lastIndexOf(':');
     POINT = colon > 0 ? spec.substring(0, colon) : null;
     AT = colon > 0 ? Integer.parseInt(spec.substring(colon + 1)) : 0;
-    String cut = System.getProperty("parallax.repl.partition", "");
-    colon = cut.indexOf(':');
+    String[] cut = System.getProperty("parallax.repl.partition", "").split(":");
     long start = java.lang.management.ManagementFactory.getRuntimeMXBean().getStartTime();
-    CUT_FROM = colon > 0 ? start + Long.parseLong(cut.substring(0, colon)) : 0;
-    CUT_TO = colon > 0 ? CUT_FROM + Long.parseLong(cut.substring(colon + 1)) : 0;
+    CUT_FROM = cut.length >= 2 ? start + Long.parseLong(cut[0]) : 0;
+    CUT_TO = cut.length >= 2 ? CUT_FROM + Long.parseLong(cut[1]) : 0;
+    CUT_INBOUND = cut.length < 3 || !cut[2].equals("outbound");
   }
 
   private Faults() {}
 
-  /** Whether this server is cut off from its peers now. */
-  static boolean partitioned() {
+  /** Whether this server's calls to others fail now (a partition of either kind). */
+  static boolean callsCut() {
     long now = System.currentTimeMillis();
     return now >= CUT_FROM && now < CUT_TO;
+  }
+
+  /** Whether connections to this server are dropped now (a full partition only). */
+  static boolean connectionsCut() {
+    return CUT_INBOUND && callsCut();
   }
 
   static void reach(String point) {

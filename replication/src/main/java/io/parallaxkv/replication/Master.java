@@ -85,8 +85,9 @@ final class Master implements Closeable {
       List<Member> backups = new ArrayList<>();
       for (Member m : r.backups()) if (live.contains(m.server())) backups.add(m);
       // Backups the primary cannot reach (while ZooKeeper can) hold every write back: drop them,
-      // but never the last one, so that a primary cut off from all its backups stalls rather
-      // than goes on alone.
+      // but never the last one. That alone does not keep a primary cut off from all its backups
+      // from going on alone (a backup added here joins outside its ack set): the primary never
+      // reports the last backup of its ack set (PrimaryRegion.claimReport).
       for (String s : coord.suspects(r.name(), r.epoch())) {
         if (backups.size() > 1) backups.removeIf(m -> m.server().equals(s));
       }

@@ -58,7 +58,7 @@ public final class NettyTransport implements Transport {
             pipeline(ch, new SimpleChannelInboundHandler<ByteBuf>() {
               @Override
               protected void channelRead0(ChannelHandlerContext ctx, ByteBuf msg) {
-                if (Faults.partitioned()) {
+                if (Faults.connectionsCut()) {
                   ctx.close();
                   return;
                 }
@@ -171,7 +171,7 @@ public final class NettyTransport implements Transport {
       long id = ids.incrementAndGet();
       CompletableFuture<Frame> w = new CompletableFuture<>();
       try {
-        if (Faults.partitioned()) throw new IOException("partitioned (fault injection)");
+        if (Faults.callsCut()) throw new IOException("partitioned (fault injection)");
         Channel c = channel();
         pending.put(id, w);
         send(c, request.withId(id));

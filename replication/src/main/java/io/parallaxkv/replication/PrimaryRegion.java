@@ -113,6 +113,27 @@ final class PrimaryRegion implements AutoCloseable {
     return true;
   }
 
+  /**
+   * Whether s may be reported unreachable at epoch (and then it counts as reported): a backup
+   * outside the ack set always, one in it only while another of the ack set, not reported at
+   * epoch, remains. The master drops whom it is told to, and a backup it adds instead joins
+   * outside the ack set: reporting the last one would leave this primary acknowledging writes
+   * alone, held by no other copy. So a primary cut off from all its backups stalls instead, until
+   * the partition heals or ZooKeeper sees it fail (FailoverTest.primaryCutOffFromItsBackupsStalls).
+   */
+  synchronized boolean claimReport(Shipper s, long epoch) {
+    if (s.reportedEpoch == epoch) return false;
+    boolean another = !s.inAckSet;
+    for (Shipper o : shippers.values()) another |= o != s && o.inAckSet && o.reportedEpoch != epoch;
+    if (another) s.reportedEpoch = epoch;
+    return another;
+  }
+
+  /** The report claimed at epoch did not reach ZooKeeper. */
+  synchronized void unclaimReport(Shipper s, long epoch) {
+    if (s.reportedEpoch == epoch) s.reportedEpoch = -1;
+  }
+
   /** A backup acknowledged records up to lsn. */
   synchronized void acked(Shipper s, long lsn) {
     if (lsn > s.acked) s.acked = lsn;

@@ -66,7 +66,8 @@ final class Shipper implements AutoCloseable {
   private volatile long installs;
   private final Object signal = new Object();
   private long failingSince;
-  private long reportedEpoch = -1;
+  /** Under primary's lock: the epoch at which this backup was last reported unreachable. */
+  long reportedEpoch = -1;
 
   Shipper(PrimaryRegion primary, String backup, long joinEpoch, Transport.Connection conn, boolean complete) {
     this.primary = primary;
@@ -155,12 +156,12 @@ final class Shipper implements AutoCloseable {
     long now = System.currentTimeMillis();
     if (failingSince == 0) failingSince = now;
     long epoch = primary.epoch();
-    if (now - failingSince > SUSPECT_MS && reportedEpoch != epoch) {
+    if (now - failingSince > SUSPECT_MS && primary.claimReport(this, epoch)) {
       try {
         primary.reporter.unreachable(primary.copy.name, epoch, backup);
-        reportedEpoch = epoch;
         LOG.warn("region {}: backup {} unreachable for {} ms: reported", primary.copy.name, backup, now - failingSince);
       } catch (Exception re) {
+        primary.unclaimReport(this, epoch);
         LOG.warn("region {}: cannot report {}: {}", primary.copy.name, backup, re.toString());
       }
     }

@@ -274,6 +274,67 @@ class FailoverTest {
     }
   }
 
+  /** The acknowledged versions of r0's keys (the writers' keys starting with 'A'). */
+  private static Map<String, Long> ackedInR0(Writers w) {
+    Map<String, Long> m = new HashMap<>();
+    w.acked.forEach((k, v) -> {
+      if (k.charAt(0) == 'A') m.put(k, v);
+    });
+    return m;
+  }
+
+  private static void sleepUntil(long millis) throws InterruptedException {
+    long left = millis - System.currentTimeMillis();
+    if (left > 0) Thread.sleep(left);
+  }
+
+  /**
+   * r0's primary cut off from its backups while clients and ZooKeeper still reach it (its own
+   * calls fail for 15 s). It reports a backup, the master drops it and adds another, which joins
+   * outside the ack set; had the primary reported the last backup of its ack set too, it would
+   * have acknowledged writes that no other copy held. So r0 acknowledges nothing during the
+   * cut, and when its primary is killed before the cut heals, a complete backup takes over with
+   * every acknowledged write.
+   */
+  @Test
+  @Timeout(180)
+  void primaryCutOffFromItsBackupsStalls() throws Exception {
+    long cutAt = 15_000, cutMs = 15_000;
+    try (Cluster cl = new Cluster(dir, "send-index")) {
+      String cut = cl.startWith(List.of("-Dparallax.repl.partition=" + cutAt + ":" + cutMs + ":outbound"));
+      // The cut counts from the JVM's start, a little after the process's: this is a lower bound
+      // (under load, seconds before the real cut).
+      long cutStart = ProcessHandle.of(cl.pid(cut)).orElseThrow().info().startInstant().orElseThrow().toEpochMilli()
+          + cutAt;
+      cl.start();
+      cl.start();
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
+        RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
+        waitFor(c, "r1", 30000, r -> true);
+        assertEquals(cut, r0.primary().server(), "the first server is r0's primary (the master's placement)");
+        Writers w = new Writers(c, 4, 200);
+        // A backup dropped on the primary's report: the cut has been on for 3 s, and writes
+        // under way at its start were answered.
+        waitFor(c, "r0", cutAt + 30000, r -> !r.backups().equals(r0.backups()));
+        Map<String, Long> before = ackedInR0(w);
+        assertTrue(before.size() > 10, "r0 acknowledged writes before the cut: " + before.size() + cl.logs());
+        sleepUntil(cutStart + cutMs - 1000);
+        Map<String, Long> during = ackedInR0(w);
+        during.entrySet().removeIf(e -> e.getValue().equals(before.get(e.getKey())));
+        assertTrue(during.isEmpty(), () -> "r0 acknowledged writes of " + during.size()
+            + " keys while its primary reached no backup, e.g. " + during.entrySet().iterator().next().toString()
+            + " (" + before.get(during.keySet().iterator().next()) + " before the cut)");
+        cl.kill(cut);
+        RegionInfo after = waitFor(c, "r0", 30000, r -> !r.primary().server().equals(cut));
+        long acks = w.acks.get();
+        while (w.acks.get() < acks + 50) Thread.sleep(20);
+        w.stop();
+        verify(c, w);
+        assertTrue(after.epoch() > r0.epoch());
+      }
+    }
+  }
+
   @Test
   @Timeout(180)
   void buildIndexBackupsCompactTheirOwnCopy() throws Exception {
