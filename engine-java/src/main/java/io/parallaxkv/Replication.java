@@ -4,6 +4,7 @@ import io.parallaxkv.internal.HandleState;
 import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.NativeMemory;
 import io.parallaxkv.internal.Scratch;
+import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
@@ -94,10 +95,14 @@ public final class Replication {
     long r = region.state.acquire();
     try {
       long[] v = new long[9];
-      try (NativeMemory m = api.allocate(8 * 32)) {
-        long n = Math.min(api.replStats(r, m.address, 32), 32);
+      // Called for every replicated write: the thread's scratch, not a fresh direct buffer.
+      Scratch s = Scratch.get(8 * 32);
+      try {
+        long n = Math.min(api.replStats(r, s.address() + Scratch.DATA, 32), 32);
         if (n < v.length) throw new IllegalStateException("par_repl_stats gave " + n + " counters");
-        for (int i = 0; i < v.length; i++) v[i] = m.buffer.getLong(8 * i);
+        for (int i = 0; i < v.length; i++) v[i] = s.buffer().getLong(Scratch.DATA + 8 * i);
+      } finally {
+        s.release();
       }
       return new Stats(Role.values()[(int) v[0]], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
     } finally {
@@ -154,11 +159,22 @@ public final class Replication {
   }
 
   /**
+   * Native memory that any thread may use, for a buffer an object keeps across calls (the
+   * backends' {@code allocate} is confined to the allocating thread on FFM); the garbage collector
+   * frees it once the object lets go of it.
+   */
+  private static NativeMemory kept(NativeApi api, int size) {
+    ByteBuffer b = ByteBuffer.allocateDirect(size);
+    return new NativeMemory(api.addressAtPosition(b), b, null);
+  }
+
+  /**
    * Reads a primary's log ({@code par_repl_cursor_*}). While open, a cursor keeps the primary's
    * WAL from the first LSN of the last chunk it returned (like a replication slot): compactions
    * do not trim it, so a reader that must send that chunk again opens a new cursor there before
    * closing this one. A cursor that would keep more than 64 segments (128 MiB) the levels cover
-   * is released instead, and its reads throw {@link NoSuchEntryException}.
+   * is released instead, and its reads throw {@link NoSuchEntryException}. Its methods are
+   * synchronized; any thread may call them.
    */
   public static final class LogCursor implements AutoCloseable {
     private final NativeApi api;
@@ -178,17 +194,15 @@ public final class Replication {
      * LSN is no longer in the log (a compaction covered it before the cursor opened, or the cursor
      * was released: ship the index first).
      */
-    public Chunk read(int maxBytes) {
+    public synchronized Chunk read(int maxBytes) {
       long c = state.acquire();
-      try (NativeMemory out = api.allocate(16)) {
+      Scratch out = Scratch.get(0); // the out slots: length, last LSN
+      try {
         int cap = Math.max(maxBytes, 4096);
         for (;;) {
-          if (buf == null || buf.size() < cap) {
-            if (buf != null) buf.close();
-            buf = api.allocate(cap);
-          }
-          int rc = api.replCursorRead(c, buf.address, cap, out.address, out.address + 8);
-          long len = out.buffer.getLong(0);
+          if (buf == null || buf.size() < cap) buf = kept(api, cap);
+          int rc = api.replCursorRead(c, buf.address, cap, out.address(), out.address() + 8);
+          long len = out.out(0);
           if (rc == ParallaxException.ETOOBIG && len > cap) {
             cap = Math.toIntExact(len);
             continue;
@@ -197,25 +211,29 @@ public final class Replication {
           if (len == 0) return null;
           byte[] records = new byte[(int) len];
           buf.buffer.get(0, records);
-          return new Chunk(records, out.buffer.getLong(8));
+          return new Chunk(records, out.out(1));
         }
       } finally {
+        out.release();
         state.release();
       }
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
       state.close();
-      if (buf != null) buf.close();
       buf = null;
     }
   }
 
-  /** A primary's levels at one moment ({@code par_repl_export_*}). */
+  /**
+   * A primary's levels at one moment ({@code par_repl_export_*}). Its methods are synchronized:
+   * segments are read through one native buffer of the export's, kept until it closes.
+   */
   public static final class IndexExport implements AutoCloseable {
     private final NativeApi api;
     private final HandleState state;
+    private NativeMemory segBuf;
 
     IndexExport(Region region, long ptr) {
       this.api = region.api;
@@ -253,27 +271,34 @@ public final class Replication {
     }
 
     /** Copies segment {@code seg} of the layout into {@code dst} ({@link #SEGMENT_SIZE} bytes). */
-    public void segment(int seg, byte[] dst) {
+    public synchronized void segment(int seg, byte[] dst) {
       if (dst.length < SEGMENT_SIZE) throw new InvalidArgumentException("buffer under a segment");
       long x = state.acquire();
-      try (NativeMemory m = api.allocate(SEGMENT_SIZE)) {
-        Native.check(api, api.replExportSegment(x, seg, m.address));
-        m.buffer.get(0, dst, 0, SEGMENT_SIZE);
+      try {
+        if (segBuf == null) segBuf = kept(api, SEGMENT_SIZE);
+        Native.check(api, api.replExportSegment(x, seg, segBuf.address));
+        segBuf.buffer.get(0, dst, 0, SEGMENT_SIZE);
       } finally {
         state.release();
       }
     }
 
     @Override
-    public void close() {
+    public synchronized void close() {
       state.close();
+      segBuf = null;
     }
   }
 
-  /** An install of shipped levels on a send-index backup ({@code par_repl_install_*}). */
+  /**
+   * An install of shipped levels on a send-index backup ({@code par_repl_install_*}). Its methods
+   * are synchronized: the engine's install takes one call at a time, and segments pass through
+   * one native buffer of the install's, kept until it closes.
+   */
   public static final class IndexInstall implements AutoCloseable {
     private final NativeApi api;
     private final HandleState state;
+    private NativeMemory segBuf;
 
     IndexInstall(Region region, long ptr) {
       this.api = region.api;
@@ -283,7 +308,7 @@ public final class Replication {
     }
 
     /** The primary's segments the backup needs (of trees it does not hold yet). */
-    public int[] needed() {
+    public synchronized int[] needed() {
       long in = state.acquire();
       try {
         int n = (int) api.replInstallNeeded(in, 0, 0);
@@ -300,12 +325,13 @@ public final class Replication {
     }
 
     /** Copies one needed segment's bytes ({@link #SEGMENT_SIZE}), rewriting its nodes. */
-    public void segment(int seg, byte[] data) {
+    public synchronized void segment(int seg, byte[] data) {
       if (data.length < SEGMENT_SIZE) throw new InvalidArgumentException("data under a segment");
       long in = state.acquire();
-      try (NativeMemory m = api.allocate(SEGMENT_SIZE)) {
-        m.buffer.put(0, data, 0, SEGMENT_SIZE);
-        Native.check(api, api.replInstallSegment(in, seg, m.address));
+      try {
+        if (segBuf == null) segBuf = kept(api, SEGMENT_SIZE);
+        segBuf.buffer.put(0, data, 0, SEGMENT_SIZE);
+        Native.check(api, api.replInstallSegment(in, seg, segBuf.address));
       } finally {
         state.release();
       }
@@ -313,7 +339,7 @@ public final class Replication {
 
     /** Makes the levels the region's and trims its log copy; throws {@link BusyException}
      * when its levels changed since the install began. */
-    public void commit() {
+    public synchronized void commit() {
       long in = state.acquire();
       try {
         Native.check(api, api.replInstallCommit(in));
@@ -324,8 +350,9 @@ public final class Replication {
 
     /** Frees the install (and, without a commit, the segments it took). */
     @Override
-    public void close() {
+    public synchronized void close() {
       state.close();
+      segBuf = null;
     }
   }
 }

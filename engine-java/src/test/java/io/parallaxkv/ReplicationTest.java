@@ -66,6 +66,65 @@ class ReplicationTest {
     for (var e : want.entrySet()) assertArrayEquals(e.getValue(), got.get(e.getKey()), e.getKey());
   }
 
+  /** Runs r on a thread of its own and waits for it, rethrowing what it threw. */
+  private static void onAnotherThread(Runnable r) throws Throwable {
+    var task = new java.util.concurrent.FutureTask<Void>(r, null);
+    new Thread(task).start();
+    try {
+      task.get();
+    } catch (java.util.concurrent.ExecutionException e) {
+      throw e.getCause();
+    }
+  }
+
+  /**
+   * A region server calls the hooks from whichever thread serves the message: a cursor reads on
+   * one thread, then another, and is closed on a third; an install takes its segments on threads
+   * other than the one that began it and the one that commits it. (On FFM, buffers the hooks kept
+   * were confined to the thread that allocated them, and such calls failed.)
+   */
+  @Test
+  void hooksServeCallsFromAnyThread() throws Throwable {
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), inPlace());
+        Parallax sv = Parallax.open(dir.resolve("s.vol"), inPlace())) {
+      Region p = pv.region("r");
+      Region s = sv.region("r");
+      Replication.setRole(s, Role.BACKUP_SEND_INDEX);
+      Replication.LogCursor c = Replication.openLog(p, 1); // pins the log the compaction covers
+      TreeMap<String, byte[]> model = new TreeMap<>();
+      for (int i = 0; i < 6000; i++) {
+        String k = String.format("key%05d", i % 2000);
+        byte[] v = new byte[100 + i % 50];
+        Arrays.fill(v, (byte) i);
+        p.put(b(k), v);
+        model.put(k, v);
+      }
+      p.sync();
+      p.compact();
+      onAnotherThread(() -> {
+        Chunk ch = c.read(4096);
+        Replication.apply(s, ch.records(), 0, ch.records().length);
+      });
+      onAnotherThread(() -> shipLog(c, s));
+      onAnotherThread(c::close);
+      try (Replication.IndexExport x = Replication.exportIndex(p);
+          Replication.IndexInstall in = Replication.installIndex(s, x.layout())) {
+        int[] needed = in.needed();
+        assertTrue(needed.length > 0, "levels to ship");
+        for (int seg : needed) {
+          onAnotherThread(() -> {
+            byte[] bytes = new byte[Replication.SEGMENT_SIZE];
+            x.segment(seg, bytes);
+            in.segment(seg, bytes);
+          });
+        }
+        onAnotherThread(in::commit);
+      }
+      Replication.setRole(s, Role.PRIMARY);
+      assertSame(model, scan(s));
+    }
+  }
+
   @Test
   void logAndIndexShippingThenPromotion() {
     try (Parallax pv = Parallax.open(dir.resolve("p.vol"), inPlace());
