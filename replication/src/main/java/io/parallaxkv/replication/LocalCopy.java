@@ -12,8 +12,8 @@ import java.nio.ByteBuffer;
  * and one lower than the highest this copy has seen (from a primary or the master's fence) is
  * refused: that is what keeps a deposed primary from getting any write acknowledged.
  *
- * <p>All methods are synchronized: shipped records, installs, fences and the role change of a
- * promotion happen one at a time, which the engine hooks require.
+ * <p>All methods but {@link #installSegment} are synchronized: shipped records, installs, fences
+ * and the role change of a promotion happen one at a time, which the engine hooks require.
  */
 final class LocalCopy implements AutoCloseable {
   /** The request's epoch is below one this copy saw. */
@@ -102,10 +102,20 @@ final class LocalCopy implements AutoCloseable {
     }
   }
 
-  synchronized void installSegment(long reqEpoch, long id, int seg, byte[] data) throws StaleEpochException {
-    check(reqEpoch);
-    checkInstall(id);
-    install.segment(seg, data);
+  /**
+   * Copies a segment of the install in progress. The copy (2 MiB, its nodes rewritten, written
+   * out) runs outside this copy's lock, so shipped records, on every write's path, do not wait
+   * for it; the install itself takes one call at a time, and one closed meanwhile (a newer
+   * install, a promotion) refuses it.
+   */
+  void installSegment(long reqEpoch, long id, int seg, byte[] data) throws StaleEpochException {
+    Replication.IndexInstall in;
+    synchronized (this) {
+      check(reqEpoch);
+      checkInstall(id);
+      in = install;
+    }
+    in.segment(seg, data);
     Faults.reach(Faults.BACKUP_MID_INSTALL);
   }
 
