@@ -4,6 +4,7 @@ import java.io.Closeable;
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -71,11 +72,13 @@ public final class ReplicatedClient implements Closeable {
    * way (see {@link Transport.Connection#call}), and must carry the bytes of this call.
    */
   public void put(byte[] key, byte[] value) throws IOException {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(value, "value");
     call(key, Frame.request(Frame.Type.WRITE, "", 0, 0, key.clone(), value.clone()));
   }
 
   public void delete(byte[] key) throws IOException {
-    call(key, Frame.request(Frame.Type.WRITE, "", 0, 1, key.clone(), null));
+    call(key, Frame.request(Frame.Type.WRITE, "", 0, 1, Objects.requireNonNull(key, "key").clone(), null));
   }
 
   /** The value, or null when the key is absent. */

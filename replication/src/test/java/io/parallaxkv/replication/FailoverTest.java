@@ -124,6 +124,9 @@ class FailoverTest {
         IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
             IllegalArgumentException.class, () -> c.put("A-too-big".getBytes(StandardCharsets.UTF_8), tooBig));
         assertTrue(refused.getMessage().contains("up to"), refused.getMessage());
+        NullPointerException noValue = org.junit.jupiter.api.Assertions.assertThrows(
+            NullPointerException.class, () -> c.put("A-null".getBytes(StandardCharsets.UTF_8), null));
+        assertEquals("value", noValue.getMessage());
         Thread.sleep(4000);
         // The primaries compacted and shipped their levels; the backups installed them.
         long trees = 0;
