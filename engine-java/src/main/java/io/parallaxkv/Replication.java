@@ -4,7 +4,6 @@ import io.parallaxkv.internal.HandleState;
 import io.parallaxkv.internal.NativeApi;
 import io.parallaxkv.internal.NativeMemory;
 import io.parallaxkv.internal.Scratch;
-import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
@@ -159,13 +158,29 @@ public final class Replication {
   }
 
   /**
-   * Native memory that any thread may use, for a buffer an object keeps across calls (the
-   * backends' {@code allocate} is confined to the allocating thread on FFM); the garbage collector
-   * frees it once the object lets go of it.
+   * A native buffer a handle keeps across calls, usable from any thread; freed with the handle
+   * (closed by its owner or its region, or found leaked), whose close action frees it.
    */
-  private static NativeMemory kept(NativeApi api, int size) {
-    ByteBuffer b = ByteBuffer.allocateDirect(size);
-    return new NativeMemory(api.addressAtPosition(b), b, null);
+  private static final class KeptBuffer {
+    private final NativeApi api;
+    private NativeMemory mem;
+
+    KeptBuffer(NativeApi api) {
+      this.api = api;
+    }
+
+    synchronized NativeMemory atLeast(int size) {
+      if (mem == null || mem.size() < size) {
+        free();
+        mem = api.allocateShared(size);
+      }
+      return mem;
+    }
+
+    synchronized void free() {
+      if (mem != null) mem.close();
+      mem = null;
+    }
   }
 
   /**
@@ -179,12 +194,16 @@ public final class Replication {
   public static final class LogCursor implements AutoCloseable {
     private final NativeApi api;
     private final HandleState state;
-    private NativeMemory buf;
+    private final KeptBuffer buf;
 
     LogCursor(Region region, long ptr) {
       this.api = region.api;
       NativeApi a = api;
-      this.state = handle(region, "Log cursor", ptr, a::replCursorClose);
+      KeptBuffer b = buf = new KeptBuffer(a);
+      this.state = handle(region, "Log cursor", ptr, p -> {
+        a.replCursorClose(p);
+        b.free();
+      });
       state.register(this);
     }
 
@@ -200,8 +219,8 @@ public final class Replication {
       try {
         int cap = Math.max(maxBytes, 4096);
         for (;;) {
-          if (buf == null || buf.size() < cap) buf = kept(api, cap);
-          int rc = api.replCursorRead(c, buf.address, cap, out.address(), out.address() + 8);
+          NativeMemory m = buf.atLeast(cap);
+          int rc = api.replCursorRead(c, m.address, cap, out.address(), out.address() + 8);
           long len = out.out(0);
           if (rc == ParallaxException.ETOOBIG && len > cap) {
             cap = Math.toIntExact(len);
@@ -210,7 +229,7 @@ public final class Replication {
           Native.check(api, rc);
           if (len == 0) return null;
           byte[] records = new byte[(int) len];
-          buf.buffer.get(0, records);
+          m.buffer.get(0, records);
           return new Chunk(records, out.out(1));
         }
       } finally {
@@ -222,7 +241,6 @@ public final class Replication {
     @Override
     public synchronized void close() {
       state.close();
-      buf = null;
     }
   }
 
@@ -233,12 +251,16 @@ public final class Replication {
   public static final class IndexExport implements AutoCloseable {
     private final NativeApi api;
     private final HandleState state;
-    private NativeMemory segBuf;
+    private final KeptBuffer segBuf;
 
     IndexExport(Region region, long ptr) {
       this.api = region.api;
       NativeApi a = api;
-      this.state = handle(region, "Index export", ptr, a::replExportClose);
+      KeptBuffer b = segBuf = new KeptBuffer(a);
+      this.state = handle(region, "Index export", ptr, p -> {
+        a.replExportClose(p);
+        b.free();
+      });
       state.register(this);
     }
 
@@ -275,9 +297,9 @@ public final class Replication {
       if (dst.length < SEGMENT_SIZE) throw new InvalidArgumentException("buffer under a segment");
       long x = state.acquire();
       try {
-        if (segBuf == null) segBuf = kept(api, SEGMENT_SIZE);
-        Native.check(api, api.replExportSegment(x, seg, segBuf.address));
-        segBuf.buffer.get(0, dst, 0, SEGMENT_SIZE);
+        NativeMemory m = segBuf.atLeast(SEGMENT_SIZE);
+        Native.check(api, api.replExportSegment(x, seg, m.address));
+        m.buffer.get(0, dst, 0, SEGMENT_SIZE);
       } finally {
         state.release();
       }
@@ -286,7 +308,6 @@ public final class Replication {
     @Override
     public synchronized void close() {
       state.close();
-      segBuf = null;
     }
   }
 
@@ -298,12 +319,16 @@ public final class Replication {
   public static final class IndexInstall implements AutoCloseable {
     private final NativeApi api;
     private final HandleState state;
-    private NativeMemory segBuf;
+    private final KeptBuffer segBuf;
 
     IndexInstall(Region region, long ptr) {
       this.api = region.api;
       NativeApi a = api;
-      this.state = handle(region, "Index install", ptr, a::replInstallClose);
+      KeptBuffer b = segBuf = new KeptBuffer(a);
+      this.state = handle(region, "Index install", ptr, p -> {
+        a.replInstallClose(p);
+        b.free();
+      });
       state.register(this);
     }
 
@@ -329,9 +354,9 @@ public final class Replication {
       if (data.length < SEGMENT_SIZE) throw new InvalidArgumentException("data under a segment");
       long in = state.acquire();
       try {
-        if (segBuf == null) segBuf = kept(api, SEGMENT_SIZE);
-        segBuf.buffer.put(0, data, 0, SEGMENT_SIZE);
-        Native.check(api, api.replInstallSegment(in, seg, segBuf.address));
+        NativeMemory m = segBuf.atLeast(SEGMENT_SIZE);
+        m.buffer.put(0, data, 0, SEGMENT_SIZE);
+        Native.check(api, api.replInstallSegment(in, seg, m.address));
       } finally {
         state.release();
       }
@@ -352,7 +377,6 @@ public final class Replication {
     @Override
     public synchronized void close() {
       state.close();
-      segBuf = null;
     }
   }
 }

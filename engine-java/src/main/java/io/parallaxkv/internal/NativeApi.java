@@ -203,8 +203,19 @@ public abstract class NativeApi {
   /** Copies {@code len} bytes between native addresses. */
   public abstract void copyMemory(long src, long dst, long len);
 
-  /** Allocates native memory that the caller frees with {@link NativeMemory#close()}. */
+  /**
+   * Allocates native memory that the caller frees with {@link NativeMemory#close()}; on FFM only
+   * the allocating thread may use and free it (a block for the length of one call).
+   */
   public abstract NativeMemory allocate(int size);
+
+  /**
+   * Like {@link #allocate}, but any thread may use and free the block: a buffer an object keeps
+   * across calls that come from several threads.
+   */
+  public NativeMemory allocateShared(int size) {
+    return allocate(size);
+  }
 
   /**
    * Opens a lifetime scope for zero-copy views of engine memory (FFM: a shared arena whose

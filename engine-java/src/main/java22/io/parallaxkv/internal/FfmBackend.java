@@ -721,6 +721,13 @@ final class FfmBackend extends NativeApi {
     return new NativeMemory(seg.address(), seg.asByteBuffer(), arena::close);
   }
 
+  @Override
+  public NativeMemory allocateShared(int size) {
+    Arena arena = Arena.ofShared(); // closing it costs a handshake: for long-lived blocks only
+    MemorySegment seg = arena.allocate(Math.max(size, 1), 16);
+    return new NativeMemory(seg.address(), seg.asByteBuffer(), arena::close);
+  }
+
   // ---- replication.h ----
 
   @Override
