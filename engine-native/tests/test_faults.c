@@ -376,14 +376,14 @@ static void test_large_log_write_eio(void **state) {
   free(back);
   free(v);
   verify(f);
-  /* The run the failed put allocated is garbage (nothing points at it):
-   * once the value that did get written is deleted too, GC frees both. */
+  /* The run the failed put took was given back, never listed: once the
+   * value that did get written is deleted too, GC frees its run. */
   assert_ok(par_delete(f->reg, "huge", 4, PAR_SYNC));
   par_stats st;
   for (int i = 0; i < 3; i++) assert_ok(par_flush(f->reg));
   assert_ok(par_region_stats(f->reg, &st));
-  /* One segment holds the live large values of the other keys; before the
-   * failed run was counted as garbage it stayed: 3. */
+  /* One segment holds the live large values of the other keys; a failed
+   * run neither given back nor counted as garbage would stay: 3. */
   if (st.large_log_segments > 1)
     fail_msg("the large log holds %llu segments once the huge values died", (unsigned long long)st.large_log_segments);
 }

@@ -36,6 +36,12 @@
  *              large values that a completed par_flush put into L1 are on
  *              disk even if the WAL never wrote them (a long durability
  *              interval) and the process is killed right after.
+ *  lost_writes_are_garbage, left_head_open_until_logged,
+ *  uncommitted_part_is_garbage, unlogged_writes_are_garbage,
+ *  run_listed_once_written
+ *              the large-log records a crash leaves that nothing will ever
+ *              point at are counted as garbage by the next open, so GC
+ *              frees them.
  *  gc_crash    a child overwrites and deletes large values with PAR_SYNC
  *              while GC runs, and is killed at random moments; after each
  *              reopen every synced write is present (or superseded by a
@@ -904,7 +910,7 @@ static void test_flushed_large_survives_kill(void **state) {
 
 /* A crash loses the WAL records of writes whose values were already in the
  * large log: a full 256 KiB tail buffer is written at once, and a huge value's
- * run is listed and written by the put itself. Nothing will ever point at
+ * run is written and listed by the put itself. Nothing will ever point at
  * those values; unless the next open counts them as garbage, a head full of
  * them never reaches the GC threshold and a run stays for good (the Java kill
  * loop's volume grew to several times its live data this way). */
@@ -999,23 +1005,33 @@ static void die_at_second_sync(void *arg) {
   if (atomic_fetch_add(syncs, 1) == 1) raise(SIGKILL);
 }
 
-static void test_left_head_open_until_logged(void **state) {
-  (void)state;
-  char *dir = tu_make_dir("gc_lefthead");
-  char *path = tu_path(dir, "gc.px");
+/* Runs child(path) in a child process, which must die by SIGKILL (raised
+ * by itself at the point the test is about, named by where). */
+static void run_child_to_its_kill(void (*child)(const char *path), const char *path, const char *where) {
   pid_t pid = tu_fork();
   assert_true(pid >= 0);
   if (pid == 0) {
-    par_region *r = fill_a_head_unsynced(path, malloc(8192), 0);
-    static atomic_int syncs;
-    fault_observe_syncs(die_at_second_sync, &syncs);
-    par_put(r, "last", 4, "x", 1, PAR_SYNC); /* the WAL writer lists, then dies */
+    child(path);
     _exit(6);
   }
   int status;
   waitpid(pid, &status, 0);
   if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGKILL)
-    fail_msg("the child did not die at its second fdatasync (status %d)", status);
+    fail_msg("the child did not die at %s (status %d)", where, status);
+}
+
+static void left_head_child(const char *path) {
+  par_region *r = fill_a_head_unsynced(path, malloc(8192), 0);
+  static atomic_int syncs;
+  fault_observe_syncs(die_at_second_sync, &syncs);
+  par_put(r, "last", 4, "x", 1, PAR_SYNC); /* the WAL writer lists, then dies */
+}
+
+static void test_left_head_open_until_logged(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_lefthead");
+  char *path = tu_path(dir, "gc.px");
+  run_child_to_its_kill(left_head_child, path, "its second fdatasync");
   par_stats st = reopen_and_collect(path, "left_head");
   /* Both heads are mostly lost values: the next one (open, counted whole) and
    * the one left, which also holds the synced values GC then moves. */
@@ -1110,6 +1126,87 @@ static void test_uncommitted_part_is_garbage(void **state) {
     fail_msg("the heads count %llu bytes of garbage, not %llu: the uncommitted part's value is not counted",
              (unsigned long long)garbage, (unsigned long long)counted);
   for (int i = 0; i < 2; i++) assert_ok(par_region_close(r[i]));
+  assert_ok(par_close(v));
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
+/* A huge value's run is taken from the free segments, often the ones a dead
+ * run just gave back, which still hold that run's record. Had the run been
+ * listed before its record was written, a kill in between would leave a
+ * listed run whose header, the dead record's, looks whole and covered by the
+ * levels: the next open would not count it as garbage, and it would stay for
+ * good (the Java kill loop's large log grew by one such run every few dozen
+ * kills). The child here dies at the listing's fdatasync: the first one on
+ * the writing thread, without meta_mu, once the catalog lists the run. */
+static pthread_t run_writer;
+static par_region *run_region;
+
+/* The run of region r that starts at seg (any run: seg 0), if it is listed. */
+static int find_run(par_region *r, uint32_t seg, vlog_seg *out) {
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  int found = 0;
+  for (uint32_t i = 0; d && i < d->nvlog && !found; i++)
+    if ((d->vlog[i].seg == seg || !seg) && d->vlog[i].nsegs > 1) {
+      *out = d->vlog[i];
+      found = 1;
+    }
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  return found;
+}
+
+static void die_at_listing_sync(void *arg) {
+  (void)arg;
+  /* A sync under meta_mu (the redo log's, before it appends) is not the one. */
+  if (!pthread_equal(pthread_self(), run_writer) || pthread_mutex_trylock(&run_region->vol->meta_mu)) return;
+  pthread_mutex_unlock(&run_region->vol->meta_mu);
+  vlog_seg run;
+  if (find_run(run_region, 0, &run)) raise(SIGKILL);
+}
+
+/* The child: writes a huge value and deletes it, waits for GC to free its
+ * run, then writes another, which takes the same segments, and dies at its
+ * listing. */
+static void run_listing_child(const char *path) {
+  par_options o = gc_options();
+  par_volume *v;
+  if (par_open(path, &o, &v) || par_region_open(v, "gc", 1, &run_region)) _exit(3);
+  const size_t huge = 3u << 20;
+  uint8_t *val = malloc(huge);
+  tu_fill_pattern(val, huge, 7);
+  if (par_put(run_region, "old", 3, val, huge, PAR_SYNC) || par_delete(run_region, "old", 3, PAR_SYNC) ||
+      par_compact(run_region))
+    _exit(4);
+  vlog_seg run;
+  for (int i = 0; i < 500 && find_run(run_region, 0, &run); i++) tu_sleep_ms(10);
+  if (find_run(run_region, 0, &run)) _exit(5);
+  tu_fill_pattern(val, huge, 8);
+  run_writer = pthread_self();
+  fault_observe_syncs(die_at_listing_sync, NULL);
+  par_put(run_region, "new", 3, val, huge, 0);
+}
+
+static void test_run_listed_once_written(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_runlisting");
+  char *path = tu_path(dir, "gc.px");
+  run_child_to_its_kill(run_listing_child, path, "the run's listing");
+  par_options o = gc_options();
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 0, &r));
+  uint8_t buf[16];
+  size_t len;
+  assert_par(par_get(r, NULL, "new", 3, buf, sizeof buf, &len), PAR_NOT_FOUND);
+  vlog_seg run = {0};
+  if (!find_run(r, 0, &run)) fail_msg("the killed put's run is not listed");
+  if (!run.garbage)
+    fail_msg("the run at %u (inc %u) that a kill cut off from its put is not counted as garbage", run.seg,
+             run.inc);
+  assert_ok(par_region_close(r));
   assert_ok(par_close(v));
   tu_rm_rf(dir);
   free(dir);
@@ -1282,6 +1379,7 @@ int main(void) {
       cmocka_unit_test(test_left_head_open_until_logged),
       cmocka_unit_test(test_uncommitted_part_is_garbage),
       cmocka_unit_test(test_unlogged_writes_are_garbage),
+      cmocka_unit_test(test_run_listed_once_written),
       cmocka_unit_test(test_gc_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

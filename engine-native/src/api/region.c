@@ -197,6 +197,11 @@ static int list_vlog(void *ctx, const vlog_taken *taken, uint32_t ntaken, const 
   return region_persist(ctx, edit_list_vlog, &a);
 }
 
+static void give_back_vlog(void *ctx, uint32_t seg, uint32_t n) {
+  par_region *r = ctx;
+  for (uint32_t k = 0; k < n; k++) segalloc_free(&r->vol->alloc, seg + k);
+}
+
 /* The WAL's pointer records reach the disk after the values they point to,
  * and those are durable first: one fdatasync covering both would let a power
  * cut keep the WAL block and lose the value (the key would then fail its
@@ -337,8 +342,8 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   if (!rc) {
     r->next_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
-    rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, r);
-    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, r);
+    rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, give_back_vlog, r);
+    if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, give_back_vlog, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crash_garbage(r, last, &lost)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,

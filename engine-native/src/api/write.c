@@ -129,8 +129,8 @@ static int goes_to_large_log(const par_options *o, int cls, size_t value_len) {
 
 /* Appends ops' values bound for the large log there (write_mu held) and
  * rewrites those ops, in logged (a copy of ops), to carry their pointers
- * (in ptrs). Every record appended, and a huge value's run even when its
- * write failed, is added to placed. unlogged: the ops get no WAL record. */
+ * (in ptrs). Every record appended is added to placed. unlogged: the ops
+ * get no WAL record. */
 static int place_large_values(par_region *r, uint64_t lsn, int unlogged, const wal_op *ops, uint32_t n,
                               wal_op *logged, uint8_t *ptrs, garbage_list *placed) {
   const par_options *o = &r->vol->opts;
@@ -142,8 +142,8 @@ static int place_large_values(par_region *r, uint64_t lsn, int unlogged, const w
     int rc = vlog_record_size(ops[i].key_len, ops[i].value_len) > PAR_SEGMENT_SIZE
                  ? vlog_append_huge(&r->hot, lsn + i, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p)
                  : vlog_append(&r->hot, lsn + i, unlogged, ops[i].key, ops[i].key_len, ops[i].value, ops[i].value_len, &p);
-    if (p.inc) garbage_add(placed, p);
     if (rc) return rc;
+    garbage_add(placed, p);
     vptr_encode(ptrs + (size_t)i * VPTR_SIZE, p);
     logged[i].type = WAL_PUT_LARGE;
     logged[i].value = ptrs + (size_t)i * VPTR_SIZE;

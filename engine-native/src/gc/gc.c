@@ -136,8 +136,8 @@ static void count_lost_runs(par_region *r, const gc_task *runs, uint32_t n, uint
     if (file_read(&r->vol->file, buf, PAR_BLOCK, seg_offset(runs[i].seg)) != PAR_OK) break;
     uint64_t size = (uint64_t)dec32(buf + 4) + VLOG_HDR, lsn = dec64(buf + 8);
     int whole = size > (uint64_t)SEG * (runs[i].nsegs - 1) && size <= (uint64_t)SEG * runs[i].nsegs;
-    /* A header left by the segment's earlier use says nothing of this run,
-     * except that its value never reached the disk: garbage too. */
+    /* A listed run holds its own record (vlog_append_huge), so a header
+     * that does not describe it is damage: garbage too. */
     if (!whole || lost_lsn(c, last, lsn)) garbage_add(&c->values, (vptr){runs[i].seg, 0, runs[i].inc, SEG});
     else if (lsn <= covered) break; /* runs are listed in LSN order: the older ones are older still */
   }

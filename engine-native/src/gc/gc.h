@@ -73,10 +73,10 @@ void crash_losses_free(crash_losses *c);
  *   values are synced before the WAL blocks that point at them, and every
  *   pointer recovered is in a level (covered_lsn <= last) or a replayed
  *   record. A head that cannot be read stays open.
- * - The newest runs (one huge value each, listed before it is written): a
- *   run whose record is lost as above, or was never written whole, is
- *   garbage. Runs are listed in LSN order, so the walk from the newest stops
- *   at the first run the levels cover.
+ * - The newest runs (one huge value each, listed once its record is written
+ *   and durable: log/vlog.h): a run whose record is lost as above, or whose
+ *   header is damaged, is garbage. Runs are listed in LSN order, so the walk
+ *   from the newest stops at the first run the levels cover.
  * A skipped part is counted again at each open until the levels cover it: an
  * overcount only makes GC collect its segment sooner. */
 int gc_count_crash_garbage(par_region *r, uint64_t last, crash_losses *lost);

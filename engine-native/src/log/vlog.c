@@ -27,12 +27,14 @@ uint32_t vlog_seed(uint32_t region_id, uint32_t inc) {
   return crc32c(0x766c6f67u, b, 8);
 }
 
-int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list, void *ctx) {
+int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list,
+              vlog_give_back_fn give_back, void *ctx) {
   memset(l, 0, sizeof *l);
   l->file = f;
   l->region_id = region_id;
   l->take = take;
   l->list = list;
+  l->give_back = give_back;
   l->ctx = ctx;
   l->cap = VLOG_CHUNK;
   l->buf = file_buf_alloc(l->cap);
@@ -234,15 +236,13 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
   size_t size = vlog_record_size(key_len, value_len);
   uint32_t n = (uint32_t)((size + SEG - 1) / SEG), seg, inc;
   *out = (vptr){0};
-  /* The run is listed at once, on the caller's thread: a redo sync is
-   * small beside the write of a value of several MiB. */
   int rc = l->take(l->ctx, n, &seg, &inc);
   if (rc) return rc;
-  vlog_taken run = {seg, inc, n};
-  if ((rc = l->list(l->ctx, &run, 1, NULL, 0))) return rc;
-  *out = (vptr){seg, 0, inc, (uint32_t)size};
   uint8_t *buf = file_buf_alloc(SEG);
-  if (!buf) return par_error(PAR_ENOMEM, "large-value buffer");
+  if (!buf) {
+    l->give_back(l->ctx, seg, n);
+    return par_error(PAR_ENOMEM, "large-value buffer");
+  }
   /* The header and key, then the value streamed through the buffer; the
    * checksum covers all of it, so it is computed first. */
   uint8_t *p = buf + VLOG_HDR;
@@ -273,10 +273,20 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
     left -= fill;
   }
   free(buf);
-  if (rc) return rc; /* *out names the run, for the caller to count as garbage */
+  if (rc) {
+    l->give_back(l->ctx, seg, n);
+    return rc;
+  }
+  /* A listing that fails after its record reached the file stops the
+   * allocator (segalloc_stop), so the run given back is never reused. */
+  vlog_taken run = {seg, inc, n};
+  if ((rc = l->list(l->ctx, &run, 1, NULL, 0))) {
+    l->give_back(l->ctx, seg, n);
+    return rc;
+  }
+  /* Not added to `written`: the listing's fdatasync made the run durable. */
   pthread_mutex_lock(&l->mu);
   l->bytes += size;
-  l->written += size;
   pthread_mutex_unlock(&l->mu);
   *out = (vptr){seg, 0, inc, (uint32_t)size};
   return PAR_OK;

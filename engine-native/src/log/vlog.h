@@ -54,6 +54,8 @@ typedef int (*vlog_take_fn)(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc)
  * and closes the heads left: a left head is the pointer to its unwritten
  * tail ({seg, used bytes, inc, unused bytes}), which counts as garbage. */
 typedef int (*vlog_list_fn)(void *ctx, const vlog_taken *taken, uint32_t ntaken, const vptr *left, uint32_t nleft);
+/* Gives back n segments taken and never listed (nothing points into them). */
+typedef void (*vlog_give_back_fn)(void *ctx, uint32_t seg, uint32_t n);
 
 typedef struct vlog {
   pthread_mutex_t mu;
@@ -61,6 +63,7 @@ typedef struct vlog {
   uint32_t region_id;
   vlog_take_fn take;
   vlog_list_fn list;
+  vlog_give_back_fn give_back;
   void *ctx;
   uint32_t seg, inc;   /* current segment; seg == 0 until one is needed */
   uint64_t head_lsn;   /* the newest LSN appended to it */
@@ -80,7 +83,7 @@ typedef struct vlog {
   uint32_t cap;
   int failed;
   uint64_t bytes;      /* record bytes appended */
-  uint64_t written;    /* bytes written to the file (buffers and huge values) */
+  uint64_t written;    /* buffer bytes written to the file, not synced yet by a listing */
 } vlog;
 
 static inline size_t vlog_record_size(size_t klen, size_t vlen);
@@ -98,7 +101,8 @@ static inline size_t vlog_record_size(size_t klen, size_t vlen);
  * (their records are orphans, which nothing will ever point at), and the
  * next open counts the orphans of the segments still open as garbage
  * (gc_count_crash_garbage). A closed segment holds none. */
-int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list, void *ctx);
+int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list,
+              vlog_give_back_fn give_back, void *ctx);
 void vlog_destroy(vlog *l);
 /* unlogged: the write has no WAL record (PAR_NO_WAL); only a flush makes it
  * durable. */
@@ -115,14 +119,19 @@ int vlog_flush(vlog *l);
 int vlog_list_pending(vlog *l, uint64_t durable_lsn, uint64_t covered_lsn);
 /* The heads taken and not listed yet (being listed included). */
 uint32_t vlog_unlisted(vlog *l);
-/* Bytes written to the file so far: a caller that must make records durable
+/* Bytes of the tail buffer written to the file so far (a run of a huge
+ * value is synced by its listing): a caller that must make records durable
  * syncs the file when this changed since its last sync. */
 uint64_t vlog_written(vlog *l);
 /* Writes a record too large for a segment into a run of segments of its
- * own, at once (no sync: the WAL writer syncs it before the WAL block that
- * points at it, see vlog_written). When the write fails after the run was
- * allocated, *out still names the run (its inc is 0 if none was), which
- * nothing will point at: the caller counts it as garbage. */
+ * own, at once, and only then lists the run (one synced redo record, which
+ * makes the record durable too: the volume is one file). A listed run
+ * therefore always holds its own record whole: listed first, a kill before
+ * the write would leave the run holding what its segments held before, often
+ * a dead run's record, whose header looks whole and covered by the levels, so
+ * the next open would never count the run as garbage. When the write or the
+ * listing fails the run is given back; *out names the run only once it is
+ * listed. */
 int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
                      uint32_t value_len, vptr *out);
 /* Copies the value at p out of the tail buffer into a malloc'd *copy when
