@@ -68,6 +68,8 @@ void tu_failf(const char *file, int line, const char *cond, const char *fmt, ...
 char *tu_make_dir(const char *name);
 /* Removes a directory tree (best effort). */
 void tu_rm_rf(const char *path);
+/* Copies file from to file to (replaced); aborts on failure. */
+void tu_copy_file(const char *from, const char *to);
 /* Returns a malloc'ed "<dir>/<file>". */
 char *tu_path(const char *dir, const char *file);
 /* Unsigned integer from the environment, or dflt when unset/invalid. */
