@@ -361,6 +361,43 @@ static void test_gc_shadow_in_l0(void **state) {
 
 /* ---- gc_full_volume ---------------------------------------------------------- */
 
+/* Overwrites through a volume or a description at its limit: a put refused
+ * with `refusal` is retried, up to `retries` times `pause_ms` apart, while GC
+ * gives the room back; the same write must then succeed. */
+typedef struct limit_writer {
+  par_region *r;
+  int refusal, retries;
+  long pause_ms;
+  uint8_t *val;
+  uint64_t written, refused;
+} limit_writer;
+
+static void put_when_room(limit_writer *w, uint32_t k, uint64_t ver) {
+  char key[32];
+  size_t vl = make_value(k, ver, w->val);
+  int rc, tries = 0;
+  while ((rc = par_put(w->r, key, key_of(k, key), w->val, vl, 0)) == w->refusal && tries++ < w->retries) {
+    w->refused++;
+    tu_sleep_ms((uint64_t)w->pause_ms);
+  }
+  if (rc)
+    fail_msg("version %llu of key %u: %s after %d tries (%s); %.1f MiB written so far", (unsigned long long)ver, k,
+             par_strerror(rc), tries, par_last_error(), w->written / 1048576.0);
+  w->written += vl;
+}
+
+/* Every key holds the version last acknowledged. */
+static void check_acked(par_region *r, uint32_t keys, const uint64_t *acked) {
+  uint8_t *buf = malloc(8192);
+  char key[32];
+  for (uint32_t k = 0; k < keys; k++) {
+    size_t len;
+    assert_ok(par_get(r, NULL, key, key_of(k, key), buf, 8192, &len));
+    assert_int_equal(value_version(k, buf, len), acked[k]);
+  }
+  free(buf);
+}
+
 static void test_gc_full_volume(void **state) {
   (void)state;
   char *dir = tu_make_dir("gc_full");
@@ -371,44 +408,25 @@ static void test_gc_full_volume(void **state) {
   par_region *r;
   assert_ok(par_open(path, &o, &v));
   assert_ok(par_region_open(v, "gc", 1, &r));
-  enum { KEYS = 1500, ROUNDS = 30, RETRIES = 400 };
-  uint8_t *val = malloc(8192), *buf = malloc(8192);
+  enum { KEYS = 1500, ROUNDS = 30 };
+  limit_writer w = {r, PAR_ENOSPC, 400, 5, malloc(8192), 0, 0};
   uint64_t *acked = calloc(KEYS, sizeof *acked);
-  char key[32];
-  uint64_t written = 0, refused = 0;
   for (uint64_t ver = 1; ver <= ROUNDS; ver++)
     for (uint32_t k = 0; k < KEYS; k++) {
-      size_t vl = make_value(k, ver, val);
-      int rc, tries = 0;
-      /* A full volume may refuse a write while GC catches up; the same
-       * write must then succeed: the live data is a fraction of the cap. */
-      while ((rc = par_put(r, key, key_of(k, key), val, vl, 0)) == PAR_ENOSPC && tries++ < RETRIES) {
-        refused++;
-        struct timespec ts = {0, 5 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-      }
-      if (rc)
-        fail_msg("version %llu of key %u: %s after %d tries (%s); %.1f MiB written so far",
-                 (unsigned long long)ver, k, par_strerror(rc), tries, par_last_error(), written / 1048576.0);
+      put_when_room(&w, k, ver);
       acked[k] = ver;
-      written += vl;
     }
   par_stats st;
   assert_ok(par_region_stats(r, &st));
   fprintf(stderr, "gc_full_volume: %.1f MiB written through a %.0f MiB volume; %llu refusals; GC freed %llu segments\n",
-          written / 1048576.0, (double)o.max_volume_size / 1048576.0, (unsigned long long)refused,
+          w.written / 1048576.0, (double)o.max_volume_size / 1048576.0, (unsigned long long)w.refused,
           (unsigned long long)st.gc_segments_freed);
-  assert_true(written > 3 * o.max_volume_size);
-  for (uint32_t k = 0; k < KEYS; k++) {
-    size_t len;
-    assert_ok(par_get(r, NULL, key, key_of(k, key), buf, 8192, &len));
-    assert_int_equal(value_version(k, buf, len), acked[k]);
-  }
+  assert_true(w.written > 3 * o.max_volume_size);
+  check_acked(r, KEYS, acked);
   assert_ok(par_region_close(r));
   assert_ok(par_close(v));
   free(acked);
-  free(val);
-  free(buf);
+  free(w.val);
   tu_rm_rf(dir);
   free(dir);
   free(path);
@@ -450,11 +468,9 @@ static void test_gc_description_limit(void **state) {
   par_region *r;
   assert_ok(par_open(path, &o, &v));
   assert_ok(par_region_open(v, "gc", 1, &r));
-  enum { KEYS = 600, ROUNDS = 40, RETRIES = 2000 };
-  uint8_t *val = malloc(8192), *buf = malloc(8192);
+  enum { KEYS = 600, ROUNDS = 40 };
+  limit_writer w = {r, PAR_ELIMIT, 2000, 2, malloc(8192), 0, 0};
   uint64_t *acked = calloc(KEYS, sizeof *acked);
-  char key[32];
-  uint64_t written = 0, refused = 0;
   for (uint64_t ver = 1; ver <= ROUNDS; ver++)
     for (uint32_t k = 0; k < KEYS; k++) {
       if (ver == 6 && k == 0) {
@@ -466,42 +482,24 @@ static void test_gc_description_limit(void **state) {
         redolog_payload_limit = (uint32_t)region_desc_encode(catalog_find_id(&v->cat, r->id), NULL) + REDO_DESC_RESERVE + 48;
         pthread_mutex_unlock(&v->meta_mu);
       }
-      size_t vl = make_value(k, ver, val);
-      int rc, tries = 0;
-      while ((rc = par_put(r, key, key_of(k, key), val, vl, 0)) == PAR_ELIMIT && tries++ < RETRIES) {
-        refused++;
-        struct timespec ts = {0, 2 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-      }
-      if (rc)
-        fail_msg("version %llu of key %u: %s after %d tries (%s); %.1f MiB written so far",
-                 (unsigned long long)ver, k, par_strerror(rc), tries, par_last_error(), written / 1048576.0);
+      put_when_room(&w, k, ver);
       acked[k] = ver;
-      written += vl;
     }
   int frc;
-  for (int tries = 0; (frc = par_flush(r)) == PAR_ELIMIT && tries < RETRIES; tries++) {
-    struct timespec ts = {0, 2 * 1000 * 1000};
-    nanosleep(&ts, NULL);
-  }
+  for (int tries = 0; (frc = par_flush(r)) == PAR_ELIMIT && tries < w.retries; tries++) tu_sleep_ms(2);
   assert_ok(frc);
   par_stats st;
   assert_ok(par_region_stats(r, &st));
   fprintf(stderr, "gc_description_limit: record limit %u bytes; %.1f MiB written; %llu writes refused "
           "with PAR_ELIMIT and then accepted; GC freed %llu segments; %llu large-log segments now\n",
-          redolog_payload_limit, written / 1048576.0, (unsigned long long)refused,
+          redolog_payload_limit, w.written / 1048576.0, (unsigned long long)w.refused,
           (unsigned long long)st.gc_segments_freed, (unsigned long long)st.large_log_segments);
-  assert_true(refused > 0); /* the limit was reached */
-  for (uint32_t k = 0; k < KEYS; k++) {
-    size_t len;
-    assert_ok(par_get(r, NULL, key, key_of(k, key), buf, 8192, &len));
-    assert_int_equal(value_version(k, buf, len), acked[k]);
-  }
+  assert_true(w.refused > 0); /* the limit was reached */
+  check_acked(r, KEYS, acked);
   assert_ok(par_region_close(r));
   assert_ok(par_close(v));
   free(acked);
-  free(val);
-  free(buf);
+  free(w.val);
   tu_rm_rf(dir);
   free(dir);
   free(path);
