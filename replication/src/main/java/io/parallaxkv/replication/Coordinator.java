@@ -57,6 +57,24 @@ public final class Coordinator implements Closeable {
         .forPath(SERVERS + "/" + server, server.getBytes(StandardCharsets.UTF_8));
   }
 
+  /**
+   * Whether server's node exists and belongs to this client's current session: false once the
+   * session expired, also after Curator opened a new one.
+   */
+  public boolean ownsServerNode(String server) throws Exception {
+    Stat st = zk.checkExists().forPath(SERVERS + "/" + server);
+    return st != null && st.getEphemeralOwner() == zk.getZookeeperClient().getZooKeeper().getSessionId();
+  }
+
+  /** The session timeout ZooKeeper granted (it may differ from the one asked for). */
+  public int sessionTimeoutMs() {
+    try {
+      return zk.getZookeeperClient().getZooKeeper().getSessionTimeout();
+    } catch (Exception e) {
+      throw new IllegalStateException("no ZooKeeper session", e);
+    }
+  }
+
   public Set<String> liveServers() throws Exception {
     if (zk.checkExists().forPath(SERVERS) == null) return Set.of();
     return new HashSet<>(zk.getChildren().forPath(SERVERS));

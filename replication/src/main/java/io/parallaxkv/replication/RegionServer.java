@@ -45,6 +45,7 @@ public final class RegionServer implements Closeable {
   private final Transport transport = new NettyTransport();
   private final Peers peers = new Peers(transport);
   private final Coordinator coord;
+  private final ReadLease lease;
   private final Master master;
   private final Closeable endpoint;
   private final Map<String, LocalCopy> copies = new ConcurrentHashMap<>();
@@ -71,6 +72,7 @@ public final class RegionServer implements Closeable {
       Runtime.getRuntime().halt(3);
     });
     coord.register(self);
+    lease = new ReadLease(coord, self);
     master = new Master(coord, peers, self, cfg.rf(), cfg.regions());
     follower = new Thread(this::follow, "map-follower");
     follower.setDaemon(true);
@@ -197,6 +199,8 @@ public final class RegionServer implements Closeable {
         PrimaryRegion p = primaryFor(req.a());
         if (p == null) return req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of that key");
         byte[] v = p.region().get(req.a());
+        // Checked after the read (ReadLease): a lease valid now was valid when the read was made.
+        if (!lease.valid()) return req.fail(Frame.Status.NOT_PRIMARY, self + " has no read lease");
         return v == null ? req.reply(Frame.Status.NOT_FOUND, 0, null, null) : req.reply(Frame.Status.OK, 0, null, v);
       }
       case SCAN: {
@@ -204,6 +208,8 @@ public final class RegionServer implements Closeable {
         if (p == null) return req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of " + req.region());
         List<byte[][]> pairs = new ArrayList<>();
         try (Scanner s = p.region().scanner()) {
+          // The scanner reads one snapshot, taken when it opened: the lease is checked after that.
+          if (!lease.valid()) return req.fail(Frame.Status.NOT_PRIMARY, self + " has no read lease");
           for (boolean ok = s.seekToFirst(); ok; ok = s.next()) pairs.add(new byte[][] {s.key(), s.value()});
         }
         return req.reply(Frame.Status.OK, pairs.size(), Pairs.encode(pairs), null);
@@ -250,6 +256,7 @@ public final class RegionServer implements Closeable {
   public void close() {
     running = false;
     follower.interrupt();
+    lease.close();
     master.close();
     primaries.values().forEach(PrimaryRegion::close);
     try {

@@ -9,10 +9,15 @@ import static org.junit.jupiter.api.Assertions.fail;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
@@ -154,6 +159,12 @@ class FailoverTest {
     }
   }
 
+  /**
+   * A primary paused past its session timeout (SIGSTOP, then SIGCONT) is deposed meanwhile. On
+   * resume it must acknowledge no write (its backups were fenced), and answer no read: reads
+   * sent to it while it was stopped, served the moment it resumes, would otherwise return a value
+   * its successor had overwritten (ReadLease; before it, they did).
+   */
   @Test
   @Timeout(180)
   void pausedPrimaryIsFencedOnResume() throws Exception {
@@ -162,13 +173,36 @@ class FailoverTest {
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
         RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
         waitFor(c, "r1", 30000, r -> true);
+        byte[] leased = "A-leased".getBytes(StandardCharsets.UTF_8);
+        c.put(leased, "overwritten".getBytes(StandardCharsets.UTF_8));
         Writers w = new Writers(c, 2, 200);
         Thread.sleep(1500);
         String old = r0.primary().server();
         cl.signal(old, "STOP");
         waitFor(c, "r0", 30000, r -> !r.primary().server().equals(old));
+        c.put(leased, "current".getBytes(StandardCharsets.UTF_8));
+        ExecutorService readers = Executors.newFixedThreadPool(8);
+        List<Future<Frame>> reads = new ArrayList<>();
+        for (int i = 0; i < 8; i++) {
+          reads.add(readers.submit(
+              () -> c.callServer(old, Frame.request(Frame.Type.GET, "", 0, 0, leased, null), 5000)));
+        }
         Thread.sleep(1000);
         cl.signal(old, "CONT");
+        int readsAnswered = 0;
+        for (Future<Frame> f : reads) {
+          try {
+            Frame r = f.get();
+            assertNotEquals(Frame.Status.OK, r.status(), "a deposed primary answered a read: "
+                + (r.b() == null ? "null" : new String(r.b(), StandardCharsets.UTF_8)));
+            readsAnswered++;
+          } catch (ExecutionException e) {
+            // it may have exited on its lost session already: no stale read either
+          }
+        }
+        readers.shutdown();
+        System.out.printf("resumed old primary: %d of %d reads sent while it was stopped refused by an answer%n",
+            readsAnswered, reads.size());
         // The old primary, resumed, must acknowledge nothing: its backups were fenced.
         int refused = 0, answered = 0;
         long end = System.currentTimeMillis() + 2000;
@@ -190,6 +224,8 @@ class FailoverTest {
           assertEquals(null, c.get(("A-fenced-" + i).getBytes(StandardCharsets.UTF_8)));
         }
         w.stop();
+        assertEquals("current", new String(c.get(leased), StandardCharsets.UTF_8));
+        c.delete(leased); // not a writer's key: verify finds no key the writers did not write
         verify(c, w);
         assertTrue(!Set.copyOf(c.regions().get("r0").info().servers()).contains(old));
       }
