@@ -66,6 +66,15 @@ final class Cluster implements Closeable {
 
   /** Starts a server with extra JVM options (fault injection: see Faults). */
   String startWith(List<String> jvmOptions) throws Exception {
+    return start(jvmOptions, zk.getConnectString(), SESSION_MS);
+  }
+
+  /** Starts a server that reaches ZooKeeper at zkConnect (a proxy) with its own session timeout. */
+  String startVia(String zkConnect, int sessionMs) throws Exception {
+    return start(List.of(), zkConnect, sessionMs);
+  }
+
+  private String start(List<String> jvmOptions, String zkConnect, int sessionMs) throws Exception {
     int n = next++;
     String host = "127.0.0." + n;
     int port = 17000 + (int) (ProcessHandle.current().pid() % 1000) * 10 + n;
@@ -76,9 +85,9 @@ final class Cluster implements Closeable {
         "-Dparallax.backend=jni", "-Dorg.slf4j.simpleLogger.defaultLogLevel=info"));
     cmd.addAll(jvmOptions);
     cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), ServerMain.class.getName(),
-        "--zk", zk.getConnectString(), "--dir", sdir.toString(), "--host", host, "--port", String.valueOf(port),
+        "--zk", zkConnect, "--dir", sdir.toString(), "--host", host, "--port", String.valueOf(port),
         "--rf", String.valueOf(rf), "--regions", String.valueOf(regions), "--mode", mode,
-        "--session-timeout-ms", String.valueOf(SESSION_MS), "--l0-size", String.valueOf(l0Size)));
+        "--session-timeout-ms", String.valueOf(sessionMs), "--l0-size", String.valueOf(l0Size)));
     Process p = new ProcessBuilder(cmd).redirectError(sdir.resolve("server.log").toFile()).start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
     String line = out.readLine();

@@ -43,6 +43,14 @@ class FailoverTest {
     return null;
   }
 
+  /** Waits for both regions; r0's primary must be the first server started (the master's placement). */
+  private static RegionInfo waitForR0LedBy(ReplicatedClient c, String first) throws Exception {
+    RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
+    waitFor(c, "r1", 30000, r -> true);
+    assertEquals(first, r0.primary().server(), "the first server is r0's primary (the master's placement)");
+    return r0;
+  }
+
   /** role, log LSN, L0 LSN, covered, applied, skipped, trees, segments, compactions; complete. */
   private static long[] stats(ReplicatedClient c, String server, String region) throws Exception {
     Frame r = c.callServer(server, Frame.request(Frame.Type.STATS, region, 0, 0, null, null), 3000);
@@ -348,9 +356,7 @@ class FailoverTest {
       cl.start();
       cl.start();
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
-        RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
-        waitFor(c, "r1", 30000, r -> true);
-        assertEquals(cut, r0.primary().server(), "the first server is r0's primary (the master's placement)");
+        RegionInfo r0 = waitForR0LedBy(c, cut);
         Writers w = new Writers(c, 4, 200);
         // A backup dropped on the primary's report: the cut has been on for 3 s, and writes
         // under way at its start were answered.
@@ -368,6 +374,62 @@ class FailoverTest {
         long acks = w.acks.get();
         while (w.acks.get() < acks + 50) Thread.sleep(20);
         w.stop();
+        verify(c, w);
+        assertTrue(after.epoch() > r0.epoch());
+      }
+    }
+  }
+
+  /**
+   * A primary cut off from ZooKeeper, not from its peers and clients (a black hole between it and
+   * ZooKeeper only). Its session expires and the master moves its regions on while it still runs:
+   * its ZooKeeper client only gives up a session timeout after it saw the connection fail. Until
+   * it exits it must answer no read (its lease lapsed: before ReadLease it answered the
+   * overwritten value) and acknowledge no write (fenced); no acknowledged write is lost. Its
+   * session timeout is 4 s (the others' 2 s), which leaves it about 2 s between the failover and
+   * its exit.
+   */
+  @Test
+  @Timeout(180)
+  void primaryCutOffFromZooKeeperIsReplaced() throws Exception {
+    try (Cluster cl = new Cluster(dir, "send-index"); BlackholeProxy zkPath = new BlackholeProxy(cl.zk.getPort())) {
+      String cut = cl.startVia(zkPath.connectString(), 4000);
+      cl.start();
+      cl.start();
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
+        RegionInfo r0 = waitForR0LedBy(c, cut);
+        byte[] leased = "A-leased".getBytes(StandardCharsets.UTF_8);
+        c.put(leased, "overwritten".getBytes(StandardCharsets.UTF_8));
+        Writers w = new Writers(c, 2, 200);
+        Thread.sleep(1500);
+        zkPath.blackhole();
+        long cutAt = System.currentTimeMillis();
+        RegionInfo after = waitFor(c, "r0", 30000, r -> !r.primary().server().equals(cut));
+        long failoverMs = System.currentTimeMillis() - cutAt;
+        c.put(leased, "current".getBytes(StandardCharsets.UTF_8));
+        int reads = 0, writes = 0;
+        while (cl.alive(cut) && System.currentTimeMillis() - cutAt < 20000) {
+          try {
+            Frame r = c.callServer(cut, Frame.request(Frame.Type.GET, "", 0, 0, leased, null), 2000);
+            assertNotEquals(Frame.Status.OK, r.status(), "a primary cut off from ZooKeeper and deposed answered a read: "
+                + (r.b() == null ? "null" : new String(r.b(), StandardCharsets.UTF_8)));
+            reads++;
+            byte[] key = ("A-zkcut-" + writes).getBytes(StandardCharsets.UTF_8);
+            r = c.callServer(cut, Frame.request(Frame.Type.WRITE, "", 0, 0, key, Writers.value(1, 20)), 3000);
+            assertNotEquals(Frame.Status.OK, r.status(), "a primary cut off from ZooKeeper and deposed acknowledged a write");
+            writes++;
+          } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            // it exited meanwhile
+          }
+        }
+        System.out.printf("cut off from ZooKeeper: failover after %d ms; until it exited, the old primary refused "
+            + "%d reads and %d writes%n", failoverMs, reads, writes);
+        assertTrue(reads > 0, "the old primary exited before the test could read from it" + cl.logs());
+        assertTrue(!cl.alive(cut), "the old primary did not exit on its lost session" + cl.logs());
+        for (int i = 0; i < writes; i++) assertEquals(null, c.get(("A-zkcut-" + i).getBytes(StandardCharsets.UTF_8)));
+        w.stop();
+        assertEquals("current", new String(c.get(leased), StandardCharsets.UTF_8));
+        c.delete(leased);
         verify(c, w);
         assertTrue(after.epoch() > r0.epoch());
       }
