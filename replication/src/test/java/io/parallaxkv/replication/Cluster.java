@@ -40,8 +40,9 @@ final class Cluster implements Closeable {
     this.rf = rf;
     this.regions = regions;
     this.l0Size = l0Size;
-    // tickTime 200 ms: sessions of 400 ms .. 4 s can be negotiated
-    zk = new TestingServer(new InstanceSpec(null, -1, -1, -1, true, -1, 200, -1), true);
+    // tickTime 200 ms: sessions of 400 ms .. 10 s can be negotiated
+    zk = new TestingServer(new InstanceSpec(null, -1, -1, -1, true, -1, 200, -1,
+        Map.of("maxSessionTimeout", "10000")), true);
   }
 
   /** Starts one more region server; returns its id (host:port). */

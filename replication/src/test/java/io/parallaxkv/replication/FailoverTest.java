@@ -386,14 +386,15 @@ class FailoverTest {
    * its ZooKeeper client only gives up a session timeout after it saw the connection fail. Until
    * it exits it must answer no read (its lease lapsed: before ReadLease it answered the
    * overwritten value) and acknowledge no write (fenced); no acknowledged write is lost. Its
-   * session timeout is 4 s (the others' 2 s), which leaves it about 2 s between the failover and
+   * session timeout is 8 s (the others' 2 s): its client notices the silence after 2/3 of it and
+   * gives the session up one timeout later, which leaves it about 5 s between the failover and
    * its exit.
    */
   @Test
   @Timeout(180)
   void primaryCutOffFromZooKeeperIsReplaced() throws Exception {
     try (Cluster cl = new Cluster(dir, "send-index"); BlackholeProxy zkPath = new BlackholeProxy(cl.zk.getPort())) {
-      String cut = cl.startVia(zkPath.connectString(), 4000);
+      String cut = cl.startVia(zkPath.connectString(), 8000);
       cl.start();
       cl.start();
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
@@ -408,7 +409,7 @@ class FailoverTest {
         long failoverMs = System.currentTimeMillis() - cutAt;
         c.put(leased, "current".getBytes(StandardCharsets.UTF_8));
         int reads = 0, writes = 0;
-        while (cl.alive(cut) && System.currentTimeMillis() - cutAt < 20000) {
+        while (cl.alive(cut) && System.currentTimeMillis() - cutAt < 30000) {
           try {
             Frame r = c.callServer(cut, Frame.request(Frame.Type.GET, "", 0, 0, leased, null), 2000);
             assertNotEquals(Frame.Status.OK, r.status(), "a primary cut off from ZooKeeper and deposed answered a read: "
