@@ -144,6 +144,11 @@ public final class Coordinator implements Closeable {
     return new LeaderLatch(zk, MASTER, server);
   }
 
+  /** The server the master's election currently puts first ("" while none takes part). */
+  public String master() throws Exception {
+    return new LeaderLatch(zk, MASTER).getLeader().getId();
+  }
+
   @Override
   public void close() {
     zk.close();

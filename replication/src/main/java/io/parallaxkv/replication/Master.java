@@ -27,17 +27,27 @@ import org.slf4j.LoggerFactory;
  * becomes primary: it holds every
  * acknowledged write, and every other backup's log is a prefix of its log (all received the same
  * stream in order). Backups whose log is longer than the new primary's are dropped.
+ *
+ * <p>A master that reaches ZooKeeper but none of a failed region's live backups (a partition
+ * ZooKeeper does not see) cannot fail it over; after {@link #HANDOVER_MS} of that it hands its
+ * leadership over (it leaves the election and joins again at its end), so that a server that
+ * reaches the backups does it. Where no server can, leadership just moves round the servers.
  */
 final class Master implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(Master.class);
+  /** How long a master may fail to reach every live backup of a failed region before it hands over. */
+  static final long HANDOVER_MS = 3000;
 
   private final Coordinator coord;
   private final Peers peers;
   private final String self;
   private final int rf, nregions;
-  private final LeaderLatch latch;
+  /** Replaced (on the master thread) when this server hands its leadership over. */
+  private volatile LeaderLatch latch;
   private final Thread thread;
   private volatile boolean running = true;
+  /** Master thread only: since when failovers reached none of a region's live backups (0: they did). */
+  private long unreachedSince;
 
   Master(Coordinator coord, Peers peers, String self, int rf, int nregions) throws Exception {
     this.coord = coord;
@@ -52,14 +62,14 @@ final class Master implements Closeable {
     thread.start();
   }
 
-  boolean isLeader() {
-    return latch.hasLeadership();
-  }
-
   private void loop() {
     while (running) {
       try {
-        if (latch.await(200, TimeUnit.MILLISECONDS)) reconcile();
+        if (latch.await(200, TimeUnit.MILLISECONDS)) {
+          reconcile();
+        } else {
+          unreachedSince = 0;
+        }
         Thread.sleep(150);
       } catch (InterruptedException e) {
         return;
@@ -123,11 +133,14 @@ final class Master implements Closeable {
     RegionInfo r = v.info();
     long epoch = r.epoch() + 1;
     List<Fenced> fenced = new ArrayList<>();
+    boolean called = false, answered = false;
     for (Member m : r.backups()) {
       if (!live.contains(m.server())) continue;
+      called = true;
       try {
         Frame resp = peers.get(m.server()).call(
             Frame.request(Frame.Type.FENCE, r.name(), epoch, 0, null, null), 2000).get();
+        answered = true;
         if (resp.status() == Frame.Status.OK) {
           fenced.add(new Fenced(m, resp.num(), resp.a().length > 0 && resp.a()[0] == 1));
         } else {
@@ -137,6 +150,11 @@ final class Master implements Closeable {
         LOG.warn("master: cannot fence {} of {}: {}", m.server(), r.name(), e.toString());
       }
     }
+    if (called && !answered) {
+      handOverAfterTimeout(r);
+      return;
+    }
+    unreachedSince = 0;
     Faults.reach(Faults.MASTER_FENCED);
     // Stream.max keeps the first of equal maxima: on a tie, the first backup in the map's order.
     Fenced chosen = fenced.stream().filter(Fenced::complete).max(Comparator.comparingLong(Fenced::lsn)).orElse(null);
@@ -156,10 +174,29 @@ final class Master implements Closeable {
     }
   }
 
+  /** Failing over r, this master reached none of its live backups (see the class comment). */
+  private void handOverAfterTimeout(RegionInfo r) throws Exception {
+    long now = System.currentTimeMillis();
+    if (unreachedSince == 0) unreachedSince = now;
+    if (now - unreachedSince < HANDOVER_MS) return;
+    LOG.warn("master: reached none of region {}'s live backups for {} ms: handing the leadership over", r.name(),
+        now - unreachedSince);
+    unreachedSince = 0;
+    LeaderLatch old = latch;
+    latch = coord.masterLatch(self);
+    old.close();
+    latch.start();
+  }
+
   @Override
   public void close() {
     running = false;
     thread.interrupt();
+    try {
+      thread.join(5000); // it may be replacing the latch
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
     try {
       latch.close();
     } catch (Exception e) {

@@ -381,9 +381,65 @@ class FailoverTest {
   }
 
   /**
+   * The master cut off from its peers and clients but not from ZooKeeper, and r1's primary
+   * killed during the cut: the master cannot fence r1's backups, so it hands its leadership over
+   * and a server that reaches them fails r1 over while the cut lasts. Before the hand-over r1 had
+   * no primary until the cut healed (the master is one of r1's backups too, and cannot reach
+   * itself either). The master's own region (r0, which it leads) waits for the
+   * cut to heal: ZooKeeper sees nothing wrong with it. Healed, three copies again, nothing lost.
+   */
+  @Test
+  @Timeout(180)
+  void masterCutOffFromItsPeersHandsOver() throws Exception {
+    long cutAt = 15_000, cutMs = 30_000;
+    try (Cluster cl = new Cluster(dir, "send-index")) {
+      String master = cl.startWith(List.of("-Dparallax.repl.partition=" + cutAt + ":" + cutMs));
+      // A lower bound of the cut's start (see primaryCutOffFromItsBackupsStalls), so also of its end.
+      long cutStart = ProcessHandle.of(cl.pid(master)).orElseThrow().info().startInstant().orElseThrow().toEpochMilli()
+          + cutAt;
+      String r1Primary = cl.start();
+      cl.start();
+      cl.start(); // a spare: it restores r1's third copy during the cut
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000);
+          Coordinator zk = new Coordinator(cl.zk.getConnectString(), 10000)) {
+        waitForR0LedBy(c, master);
+        RegionInfo r1 = waitFor(c, "r1", 30000, r -> true);
+        assertEquals(r1Primary, r1.primary().server());
+        assertEquals(master, zk.master(), "the first server started is the master");
+        Writers w = new Writers(c, 2, 200);
+        sleepUntil(cutStart + 1000);
+        assertTrue(System.currentTimeMillis() < cutStart + 5000, "the cluster formed too late for the cut" + cl.logs());
+        cl.kill(r1Primary);
+        long killedAt = System.currentTimeMillis();
+        RegionInfo after = waitFor(c, "r1", cutMs, r -> !r.primary().server().equals(r1Primary));
+        byte[] probe = {(byte) 0xf0, 'p'};
+        c.put(probe, "during the cut".getBytes(StandardCharsets.UTF_8));
+        long healsAt = cutStart + cutMs;
+        System.out.printf("master cut off: r1 failed over and took a write %d ms after its primary's kill, "
+            + "at least %d ms before the cut healed%n", System.currentTimeMillis() - killedAt,
+            healsAt - System.currentTimeMillis());
+        assertTrue(System.currentTimeMillis() < healsAt, "r1 failed over (" + after.encode()
+            + ") and took a write only when the master's cut healed" + cl.logs());
+        assertTrue(after.epoch() > r1.epoch());
+        assertNotEquals(master, zk.master(), "the cut master still leads");
+        c.delete(probe);
+        sleepUntil(healsAt + 1000);
+        long acks = w.acks.get();
+        while (w.acks.get() < acks + 50) Thread.sleep(20);
+        waitReplicated(c, 60000);
+        w.stop();
+        verify(c, w);
+        assertTrue(cl.alive(master), "the old master keeps running");
+        assertEquals(master, waitFor(c, "r0", 1000, r -> true).primary().server(), "r0 stays with its primary");
+      }
+    }
+  }
+
+  /**
    * A primary cut off from ZooKeeper, not from its peers and clients (a black hole between it and
-   * ZooKeeper only). Its session expires and the master moves its regions on while it still runs:
-   * its ZooKeeper client only gives up a session timeout after it saw the connection fail. Until
+   * ZooKeeper only), which is the master too. Its session expires and a new master moves its
+   * regions on while it still runs: its ZooKeeper client only gives up a session timeout after
+   * it saw the connection fail. Until
    * it exits it must answer no read (its lease lapsed: before ReadLease it answered the
    * overwritten value) and acknowledge no write (fenced); no acknowledged write is lost. Its
    * session timeout is 8 s (the others' 2 s): its client notices the silence after 2/3 of it and
@@ -397,8 +453,10 @@ class FailoverTest {
       String cut = cl.startVia(zkPath.connectString(), 8000);
       cl.start();
       cl.start();
-      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
+      try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000);
+          Coordinator zk = new Coordinator(cl.zk.getConnectString(), 10000)) {
         RegionInfo r0 = waitForR0LedBy(c, cut);
+        assertEquals(cut, zk.master(), "the server cut off is the master too");
         byte[] leased = "A-leased".getBytes(StandardCharsets.UTF_8);
         c.put(leased, "overwritten".getBytes(StandardCharsets.UTF_8));
         Writers w = new Writers(c, 2, 200);
@@ -407,6 +465,7 @@ class FailoverTest {
         long cutAt = System.currentTimeMillis();
         RegionInfo after = waitFor(c, "r0", 30000, r -> !r.primary().server().equals(cut));
         long failoverMs = System.currentTimeMillis() - cutAt;
+        assertNotEquals(cut, zk.master(), "a new master failed r0 over");
         c.put(leased, "current".getBytes(StandardCharsets.UTF_8));
         int reads = 0, writes = 0;
         while (cl.alive(cut) && System.currentTimeMillis() - cutAt < 30000) {
