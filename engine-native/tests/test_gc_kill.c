@@ -203,19 +203,29 @@ static uint64_t audit_run(par_region *r, const view *w, uint64_t lsn, const vlog
   return live || s->garbage ? 0 : (uint64_t)SEG * s->nsegs;
 }
 
+/* The volume at path and its region, opened in the parent (a recovery when
+ * a child was killed). */
+static par_region *open_region(const char *path, const par_options *o, int create, par_volume **v) {
+  par_region *r;
+  assert_ok(par_open(path, o, v));
+  assert_ok(par_region_open(*v, REGION, create, &r));
+  return r;
+}
+
+static void close_region(par_volume *v, par_region *r) {
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+}
+
 static void audit(const char *copy, int cycle) {
   par_options o = kill_options();
   o.create_if_missing = 0;
   par_volume *v;
-  par_region *r;
-  assert_ok(par_open(copy, &o, &v));
-  assert_ok(par_region_open(v, REGION, 0, &r));
+  par_region *r = open_region(copy, &o, 0, &v);
   assert_ok(par_compact(r));
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
+  close_region(v, r);
   o.gc_threshold_pct = 100; /* GC would collect the segments the audit reads */
-  assert_ok(par_open(copy, &o, &v));
-  assert_ok(par_region_open(v, REGION, 0, &r));
+  r = open_region(copy, &o, 0, &v);
 
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
@@ -249,8 +259,7 @@ static void audit(const char *copy, int cycle) {
   if (t.uncounted)
     fail_msg("seed %llu cycle %d: the large log leaks %llu bytes (see above)", (unsigned long long)run_seed, cycle,
              (unsigned long long)t.uncounted);
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
+  close_region(v, r);
 }
 
 /* Values outside the workload's keys, live for good: every audit reads a
@@ -258,17 +267,14 @@ static void audit(const char *copy, int cycle) {
 static void write_base(const char *path) {
   par_options o = kill_options();
   par_volume *v;
-  par_region *r;
-  assert_ok(par_open(path, &o, &v));
-  assert_ok(par_region_open(v, REGION, 1, &r));
+  par_region *r = open_region(path, &o, 1, &v);
   uint8_t *val = malloc(VALUE_MAX);
   assert_non_null(val);
   tu_fill_pattern(val, VALUE_MAX, 1);
   assert_ok(par_put(r, "base/run", 8, val, VALUE_MAX, 0));
   assert_ok(par_put(r, "base/large", 10, val, 8192, PAR_SYNC));
   free(val);
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
+  close_region(v, r);
 }
 
 static void test_gc_kill(void **state) {
@@ -284,11 +290,8 @@ static void test_gc_kill(void **state) {
     if (tu_rand_range(&rng, 2)) {
       par_options o = kill_options();
       par_volume *v;
-      par_region *r;
-      assert_ok(par_open(path, &o, &v));
-      assert_ok(par_region_open(v, REGION, 0, &r));
-      assert_ok(par_region_close(r));
-      assert_ok(par_close(v));
+      par_region *r = open_region(path, &o, 0, &v); /* the parent recovers the volume */
+      close_region(v, r);
     }
     if (recovering) fprintf(stderr, "gc_kill cycle %d: killed while recovering\n", cycle);
     tu_copy_file(path, copy);
