@@ -87,6 +87,9 @@ final class Master implements Closeable {
       return;
     }
     for (Coordinator.Versioned v : map.values()) {
+      // Leadership lost or handed over meanwhile: the map's conditional writes would keep a stale
+      // master's changes out, but the next master reconciles from a fresh read anyway.
+      if (!latch.hasLeadership()) return;
       RegionInfo r = v.info();
       if (!live.contains(r.primary().server())) {
         failover(v, live);
