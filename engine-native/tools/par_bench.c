@@ -564,11 +564,13 @@ int main(int argc, char **argv) {
   }
   par_stats st;
   par_region_stats(region, &st);
-  printf("levels:");
+  printf("levels (live MiB/entries/segments):");
   for (uint32_t i = 1; i <= st.levels; i++)
-    printf(" L%u=%.1fMiB/%" PRIu64, i, st.level[i].live_bytes / 1048576.0, st.level[i].entries);
-  printf("; compactions %" PRIu64 ", write stalls %" PRIu64 ", WAL %.1f MiB\n", st.compactions, st.write_stalls,
-         st.wal_bytes_appended / 1048576.0);
+    printf(" L%u=%.1f/%" PRIu64 "/%" PRIu64, i, st.level[i].live_bytes / 1048576.0, st.level[i].entries,
+           st.level[i].segments);
+  printf("; compactions %" PRIu64 ", write stalls %" PRIu64 ", WAL %.1f MiB appended, %" PRIu64 " segments held; "
+         "medium logs %" PRIu64 " segments\n", st.compactions, st.write_stalls, st.wal_bytes_appended / 1048576.0,
+         st.wal_segments, st.medium_log_segments);
   printf("classes: %" PRIu64 " small, %" PRIu64 " medium, %" PRIu64 " large puts; large log %.1f MiB appended, "
          "%" PRIu64 " segments; GC %" PRIu64 " runs, %.1f MiB relocated, %" PRIu64 " segments freed\n",
          st.small_puts, st.medium_puts, st.large_puts, st.large_log_bytes_appended / 1048576.0,
