@@ -4,14 +4,18 @@
  * par_get's "full length with a short buffer" rule, overwrites and empty
  * values, atomic batches, snapshots that ignore later writes (also across a
  * compaction), scanner seek modes and key order, durability across
- * close/reopen (with and without par_flush), and counters that move.
+ * close/reopen (with and without par_flush), counters that move, and space
+ * freed by a region drop given back to the file system.
  */
 #define _GNU_SOURCE
 #include "testutil.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct fx {
   char *dir;
@@ -220,6 +224,84 @@ static void test_region_drop_frees_space(void **state) {
   if (vs2.segments_used >= vs1.segments_used)
     fail_msg("drop freed nothing: segments_used %llu before, %llu after",
              (unsigned long long)vs1.segments_used, (unsigned long long)vs2.segments_used);
+}
+
+static uint64_t blocks_on_disk(const char *path) {
+  struct stat st;
+  assert_int_equal(stat(path, &st), 0);
+  return (uint64_t)st.st_blocks * 512;
+}
+
+/* Whether the file system under dir can punch holes (ext4, xfs and tmpfs can). */
+static int can_punch_holes(const char *dir) {
+  char *probe = tu_path(dir, "punch-probe");
+  int fd = open(probe, O_RDWR | O_CREAT, 0600);
+  int ok = fd >= 0 && posix_fallocate(fd, 0, 1 << 20) == 0 &&
+           fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 1 << 20) == 0;
+  if (fd >= 0) close(fd);
+  unlink(probe);
+  free(probe);
+  return ok;
+}
+
+/* What a dropped region held goes back to the file system (holes in the
+ * volume file): at the latest once the volume closes, the file keeps only
+ * the segments in use and a reserve of 32 free ones (64 MiB) with their
+ * blocks. Released segments are used again, and what is written there
+ * survives a reopen. */
+static void test_space_goes_back_to_the_file_system(void **state) {
+  fx *f = *state;
+  if (!can_punch_holes(f->dir)) {
+    print_message("skipped: the file system under PAR_TEST_DIR cannot punch holes\n");
+    skip();
+  }
+  par_region *r = NULL;
+  assert_ok(par_region_open(f->vol, "big", 1, &r));
+  char key[32], val[1000];
+  for (int i = 0; i < 200000; i++) { /* 200 MB: the volume grows past 100 segments */
+    snprintf(key, sizeof key, "big%08d", i);
+    tu_fill_pattern(val, sizeof val, (uint64_t)i);
+    assert_ok(par_put(r, key, strlen(key), val, sizeof val, 0));
+  }
+  assert_ok(par_flush(r));
+  assert_ok(par_region_close(r));
+  assert_ok(par_region_drop(f->vol, "big"));
+  reopen(f, 0);
+
+  par_volume_stats vs;
+  assert_ok(par_volume_stats_get(f->vol, &vs));
+  uint64_t held = blocks_on_disk(f->path);
+  if (vs.segments_released == 0 || held > (vs.segments_used + 32) * PAR_SEGMENT_SIZE + (1u << 20))
+    fail_msg("the file holds %llu bytes on disk for %llu segments in use (%llu released, volume %llu bytes)",
+             (unsigned long long)held, (unsigned long long)vs.segments_used,
+             (unsigned long long)vs.segments_released, (unsigned long long)vs.volume_bytes);
+  if (held + vs.segments_released * PAR_SEGMENT_SIZE > vs.volume_bytes + (1u << 20))
+    fail_msg("%llu bytes on disk and %llu segments released exceed the volume's %llu bytes",
+             (unsigned long long)held, (unsigned long long)vs.segments_released,
+             (unsigned long long)vs.volume_bytes);
+
+  /* Written again where the holes are, and read back after a reopen. */
+  for (int i = 0; i < 100000; i++) {
+    snprintf(key, sizeof key, "again%08d", i);
+    tu_fill_pattern(val, sizeof val, (uint64_t)i + 7);
+    assert_ok(par_put(f->reg, key, strlen(key), val, sizeof val, 0));
+  }
+  par_volume_stats after;
+  assert_ok(par_flush(f->reg));
+  assert_ok(par_volume_stats_get(f->vol, &after));
+  if (after.segments_released >= vs.segments_released || after.volume_bytes != vs.volume_bytes)
+    fail_msg("released segments were not used again: %llu released before, %llu after; volume %llu then %llu bytes",
+             (unsigned long long)vs.segments_released, (unsigned long long)after.segments_released,
+             (unsigned long long)vs.volume_bytes, (unsigned long long)after.volume_bytes);
+  reopen(f, 0);
+  for (int i = 0; i < 100000; i += 7) {
+    snprintf(key, sizeof key, "again%08d", i);
+    char got[1000];
+    size_t len = 0;
+    assert_ok(par_get(f->reg, NULL, key, strlen(key), got, sizeof got, &len));
+    assert_int_equal(len, sizeof got);
+    assert_true(tu_check_pattern(got, len, (uint64_t)i + 7));
+  }
 }
 
 /* ---- point operations ----------------------------------------------------- */
@@ -1245,6 +1327,7 @@ int main(void) {
       cmocka_unit_test(test_volume_create_if_missing),
       cmocka_unit_test_setup_teardown(test_regions_lifecycle, setup, teardown),
       cmocka_unit_test_setup_teardown(test_region_drop_frees_space, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_space_goes_back_to_the_file_system, setup, teardown),
       cmocka_unit_test_setup_teardown(test_put_get_delete_exists, setup, teardown),
       cmocka_unit_test_setup_teardown(test_get_small_buffer, setup, teardown),
       cmocka_unit_test_setup_teardown(test_snapshot_view, setup, teardown),

@@ -6,7 +6,10 @@
  *             freed segment is reused first; a full volume grows the file;
  *             the volume limit gives PAR_ENOSPC and leaves the allocator
  *             usable; segalloc_mark rejects segment 0, segments outside the
- *             file and double references with PAR_ECORRUPT.
+ *             file and double references with PAR_ECORRUPT; segalloc_trim
+ *             gives the blocks of free segments beyond its reserve back
+ *             (blocks on disk), allocation prefers segments that kept
+ *             theirs and reserves released ones again (ENOSPC there).
  *  crc32c     published CRC-32C vectors (RFC 3720 B.4), incremental use and
  *             unaligned buffers against a bitwise reference.
  *  catalog    region_desc encode/decode round trip (and copy, for_each_seg);
@@ -41,6 +44,7 @@
 #define _GNU_SOURCE
 #include "testutil.h"
 
+#include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,6 +53,7 @@
 #include "index/memtable.h"
 #include "index/node.h"
 #include "index/tree.h"
+#include "io/fault.h"
 #include "io/file.h"
 #include "log/vlog.h"
 #include "log/wal.h"
@@ -260,6 +265,97 @@ static void test_segalloc_limit(void **state) {
   assert_par(segalloc_alloc(&s.alloc, &seg), PAR_ENOSPC);
   assert_int_equal(seg_used(&s.alloc), 2);
   assert_int_equal(s.file.size, 2 * SEGSZ);
+  scratch_close(&s);
+}
+
+static uint64_t blocks_on_disk(const scratch *s) {
+  struct stat st;
+  assert_int_equal(fstat(s->file.fd, &st), 0);
+  return (uint64_t)st.st_blocks * 512;
+}
+
+/* The file's blocks are those of `segs` segments, give or take the file
+ * system's own (an extent tree block or a few). */
+static void expect_blocks_of(const scratch *s, uint32_t segs) {
+  uint64_t b = blocks_on_disk(s), want = (uint64_t)segs * SEGSZ;
+  if (b + (64u << 10) < want || b > want + (64u << 10))
+    fail_msg("%llu bytes on disk, expected those of %u segments (%llu)", (unsigned long long)b, segs,
+             (unsigned long long)want);
+}
+
+/* segalloc_trim at rest releases the free segments beyond SEGALLOC_TRIM_FLOOR, the
+ * highest first; allocation prefers a segment that kept its blocks, and
+ * reserves a released one again first, so a full file system shows there. */
+static void test_segalloc_trim(void **state) {
+  (void)state;
+  scratch s;
+  scratch_open(&s, "internals_segtrim", 200, 0);
+  segalloc *a = &s.alloc;
+  for (uint32_t want = 1; want <= 150; want++) assert_int_equal(alloc_seg(a), want);
+  for (uint32_t seg = 1; seg <= 100; seg++) segalloc_free(a, seg);
+  /* 51 in use (segment 0 too), 149 free: 32 are kept, 117 released. */
+  expect_blocks_of(&s, 200);
+  segalloc_trim(a, 1);
+  assert_int_equal(SEGALLOC_TRIM_FLOOR(51u), 32);
+  assert_int_equal(segalloc_released(a), 117);
+  assert_int_equal(seg_used(a), 51);
+  assert_int_equal(seg_total(a), 200);
+  assert_int_equal(s.file.size, 200 * SEGSZ); /* the size stays */
+  expect_blocks_of(&s, 83);
+  segalloc_trim(a, 1); /* nothing beyond the reserve: nothing changes */
+  assert_int_equal(segalloc_released(a), 117);
+
+  /* Released: 33..100 and 151..199 (highest first); kept: 1..32. A segment
+   * freed now keeps its blocks and goes before the lower released ones. */
+  segalloc_free(a, 120);
+  for (uint32_t want = 1; want <= 32; want++) assert_int_equal(alloc_seg(a), want);
+  assert_int_equal(alloc_seg(a), 120);
+  expect_blocks_of(&s, 83);
+  assert_int_equal(alloc_seg(a), 33); /* released: reserved again */
+  assert_int_equal(segalloc_released(a), 116);
+  expect_blocks_of(&s, 84);
+
+  /* A full file system fails the reservation: PAR_ENOSPC, nothing taken. */
+  fault_rule rule = {.op = FAULT_FALLOCATE, .err = ENOSPC};
+  int id = fault_arm(&rule);
+  uint32_t seg = 12345;
+  assert_par(segalloc_alloc(a, &seg), PAR_ENOSPC);
+  assert_par(segalloc_alloc_run(a, 3, &seg), PAR_ENOSPC);
+  assert_int_equal(fault_fired(id), 2);
+  fault_reset();
+  assert_int_equal(seg, 12345);
+  assert_int_equal(segalloc_released(a), 116);
+  assert_int_equal(seg_used(a), 50 + 34); /* 120 was freed and taken again */
+  assert_int_equal(alloc_seg(a), 34);
+
+  /* A run across released segments is reserved as a whole and holds what is written. */
+  assert_ok(segalloc_alloc_run(a, 3, &seg));
+  assert_int_equal(seg, 35);
+  assert_int_equal(segalloc_released(a), 112);
+  expect_blocks_of(&s, 88);
+  uint8_t *buf = file_buf_alloc(SEGSZ);
+  assert_non_null(buf);
+  tu_fill_pattern(buf, SEGSZ, 7);
+  assert_ok(file_write(&s.file, buf, SEGSZ, seg_offset(36)));
+  memset(buf, 0, SEGSZ);
+  assert_ok(file_read(&s.file, buf, SEGSZ, seg_offset(36)));
+  assert_true(tu_check_pattern(buf, SEGSZ, 7));
+  free(buf);
+  scratch_close(&s);
+
+  /* After merges the reserve follows demand: what the busiest of the last
+   * 8 stretches between trims allocated stays, until 8 quieter ones. */
+  scratch_open(&s, "internals_segtrim2", 300, 0);
+  a = &s.alloc;
+  for (uint32_t want = 1; want <= 250; want++) assert_int_equal(alloc_seg(a), want);
+  for (uint32_t k = 1; k <= 250; k++) segalloc_free(a, k);
+  segalloc_trim(a, 0);
+  assert_int_equal(segalloc_released(a), 299 - 250);
+  for (int i = 0; i < 7; i++) segalloc_trim(a, 0);
+  assert_int_equal(segalloc_released(a), 299 - 250);
+  segalloc_trim(a, 0); /* the stretch of 250 left the window */
+  assert_int_equal(segalloc_released(a), 299 - 32);
+  expect_blocks_of(&s, 33);
   scratch_close(&s);
 }
 
@@ -2075,6 +2171,7 @@ int main(void) {
       cmocka_unit_test(test_segalloc_basic),
       cmocka_unit_test(test_segalloc_mark_then_alloc),
       cmocka_unit_test(test_segalloc_limit),
+      cmocka_unit_test(test_segalloc_trim),
       cmocka_unit_test(regression_segalloc_empty_file),
       cmocka_unit_test(test_crc32c),
       cmocka_unit_test(test_catalog_roundtrip),

@@ -558,9 +558,12 @@ int main(int argc, char **argv) {
     for (uint64_t i = 0; i < cfg.keys; i++) live += live_size[i];
     par_volume_stats vs;
     par_volume_stats_get(vol, &vs);
-    printf("space: %.1f MiB in use for %.1f MiB of live keys+values: space amplification %.2f\n",
+    double held = (double)vs.volume_bytes - (double)vs.segments_released * PAR_SEGMENT_SIZE;
+    printf("space: %.1f MiB in use for %.1f MiB of live keys+values: space amplification %.2f; "
+           "the file holds %.1f MiB (%.2f), %" PRIu64 " free segments released\n",
            vs.segments_used * (double)PAR_SEGMENT_SIZE / 1048576.0, live / 1048576.0,
-           vs.segments_used * (double)PAR_SEGMENT_SIZE / (double)live);
+           vs.segments_used * (double)PAR_SEGMENT_SIZE / (double)live, held / 1048576.0, held / (double)live,
+           vs.segments_released);
   }
   par_stats st;
   par_region_stats(region, &st);

@@ -420,6 +420,13 @@ typedef struct par_volume_stats {
   uint64_t memory_budget;    /* bytes; 0: none                                */
   uint64_t memory_used;
   uint64_t memory_peak;
+  /* Free segments whose blocks the volume gave back to the file system
+   * (holes): the file occupies volume_bytes less these on the device.
+   * Free segments beyond a reserve are released after merges, GC and
+   * region drops: while the volume is open the reserve is what recent
+   * merges needed, at rest (after open, at close) a sixteenth of the
+   * segments in use, at least 32 (64 MiB). */
+  uint64_t segments_released;
 } par_volume_stats;
 
 PAR_API int par_volume_stats_get(par_volume *vol, par_volume_stats *out);

@@ -18,6 +18,10 @@ static int ensure_cap(segalloc *a, uint32_t n) {
   if (!b) return par_error(PAR_ENOMEM, "segment bitmap of %u segments", cap);
   memset(b + a->cap / 64, 0, (size_t)(cap - a->cap) / 64 * sizeof *b);
   a->bits = b;
+  uint64_t *h = realloc(a->holes, (size_t)cap / 64 * sizeof *h);
+  if (!h) return par_error(PAR_ENOMEM, "segment bitmap of %u segments", cap);
+  memset(h + a->cap / 64, 0, (size_t)(cap - a->cap) / 64 * sizeof *h);
+  a->holes = h;
   a->cap = cap;
   return PAR_OK;
 }
@@ -25,6 +29,40 @@ static int ensure_cap(segalloc *a, uint32_t n) {
 static int test_bit(const segalloc *a, uint32_t s) { return (a->bits[s / 64] >> (s % 64)) & 1; }
 static void set_bit(segalloc *a, uint32_t s) { a->bits[s / 64] |= 1ull << (s % 64); }
 static void clear_bit(segalloc *a, uint32_t s) { a->bits[s / 64] &= ~(1ull << (s % 64)); }
+static int test_hole(const segalloc *a, uint32_t s) { return (a->holes[s / 64] >> (s % 64)) & 1; }
+
+/* The lowest free segment from `from` that is (hole = 1) or is not a
+ * released one, or nsegs. */
+static uint32_t find_free(const segalloc *a, uint32_t from, int hole) {
+  for (uint32_t w = from / 64; w * 64 < a->nsegs; w++) {
+    uint64_t free = ~a->bits[w] & (hole ? a->holes[w] : ~a->holes[w]);
+    if (w == from / 64) free &= ~0ull << (from % 64);
+    if (free) {
+      uint32_t s = w * 64 + (uint32_t)__builtin_ctzll(free);
+      return s < a->nsegs ? s : a->nsegs;
+    }
+  }
+  return a->nsegs;
+}
+
+/* Reserves the blocks of the released segments in [first, first + n)
+ * again (lock held): each run of them is one call. */
+static int reserve_holes(segalloc *a, uint32_t first, uint32_t n) {
+  for (uint32_t s = first; s < first + n;) {
+    if (!test_hole(a, s)) {
+      s++;
+      continue;
+    }
+    uint32_t e = s + 1;
+    while (e < first + n && test_hole(a, e)) e++;
+    int rc = file_reserve(a->file, seg_offset(s), seg_offset(e - s));
+    if (rc) return rc;
+    for (uint32_t k = s; k < e; k++) a->holes[k / 64] &= ~(1ull << (k % 64));
+    a->nholes -= e - s;
+    s = e;
+  }
+  return PAR_OK;
+}
 
 int segalloc_init(segalloc *a, par_file *file) {
   memset(a, 0, sizeof *a);
@@ -42,6 +80,7 @@ int segalloc_init(segalloc *a, par_file *file) {
 
 void segalloc_destroy(segalloc *a) {
   free(a->bits);
+  free(a->holes);
   free(a->pinned);
   free(a->deferred);
   pthread_mutex_destroy(&a->mu);
@@ -64,16 +103,21 @@ int segalloc_alloc(segalloc *a, uint32_t *seg) {
     pthread_mutex_unlock(&a->mu);
     return stopped_error();
   }
-retry:
-  for (uint32_t s = a->hint; s < a->nsegs; s++) {
-    if (!test_bit(a, s)) {
+retry:;
+  /* A segment that kept its blocks first; a released one costs a reserve. */
+  uint32_t s = find_free(a, a->hint, 0);
+  if (s == a->nsegs && a->nholes) s = find_free(a, a->hint, 1);
+  if (s < a->nsegs) {
+    int rc = reserve_holes(a, s, 1);
+    if (!rc) {
       set_bit(a, s);
       a->used++;
-      a->hint = s + 1;
+      a->allocs++;
+      if (s == a->hint) a->hint = s + 1;
       *seg = s;
-      pthread_mutex_unlock(&a->mu);
-      return PAR_OK;
     }
+    pthread_mutex_unlock(&a->mu);
+    return rc;
   }
   /* Grow by an eighth of the volume (at least GROW_MIN_SEGS), bounded by
    * the limit; fall back to exactly one segment near the limit. */
@@ -101,6 +145,7 @@ int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first) {
     return stopped_error();
   }
   uint32_t run = 0, start = 0;
+  int rc;
   for (uint32_t s = 1; s < a->nsegs; s++) {
     if (test_bit(a, s)) {
       run = 0;
@@ -112,7 +157,7 @@ int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first) {
   /* Grow the file so that a free tail (possibly empty) plus new segments make the run. */
   start = run ? start : a->nsegs;
   uint32_t need = start + n - a->nsegs;
-  int rc = ensure_cap(a, start + n);
+  rc = ensure_cap(a, start + n);
   if (!rc) rc = file_grow(a->file, (uint64_t)(start + n) * SEG);
   if (rc) {
     pthread_mutex_unlock(&a->mu);
@@ -120,8 +165,14 @@ int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first) {
   }
   a->nsegs += need;
 found:
+  rc = reserve_holes(a, start, n);
+  if (rc) {
+    pthread_mutex_unlock(&a->mu);
+    return rc;
+  }
   for (uint32_t s = start; s < start + n; s++) set_bit(a, s);
   a->used += n;
+  a->allocs += n;
   *first = start;
   pthread_mutex_unlock(&a->mu);
   return PAR_OK;
@@ -134,6 +185,7 @@ void segalloc_free(segalloc *a, uint32_t seg) {
   if (a->pinned && seg < a->pin_cap && test_pin(a->pinned, seg)) {
     a->deferred[seg / 64] |= 1ull << (seg % 64);
   } else if (seg && seg < a->nsegs && test_bit(a, seg)) {
+    assert(!test_hole(a, seg)); /* in use, so its blocks are there */
     clear_bit(a, seg);
     a->used--;
     if (seg < a->hint) a->hint = seg;
@@ -214,4 +266,88 @@ uint64_t segalloc_room(segalloc *a) {
   uint64_t room = (uint64_t)(a->nsegs - a->used) + (max_segs > a->nsegs ? max_segs - a->nsegs : 0);
   pthread_mutex_unlock(&a->mu);
   return room;
+}
+
+uint32_t segalloc_released(segalloc *a) {
+  pthread_mutex_lock(&a->mu);
+  uint32_t n = a->nholes;
+  pthread_mutex_unlock(&a->mu);
+  return n;
+}
+
+/* The highest run (at most max long) of free segments that keep their
+ * blocks, or 0 (lock held). */
+static uint32_t highest_kept_run(const segalloc *a, uint32_t max, uint32_t *first) {
+  uint32_t s = a->nsegs;
+  while (s > 1 && (test_bit(a, s - 1) || test_hole(a, s - 1))) s--;
+  if (s <= 1) return 0;
+  uint32_t e = s;
+  while (s > 1 && e - s < max && !test_bit(a, s - 1) && !test_hole(a, s - 1)) s--;
+  *first = s;
+  return e - s;
+}
+
+/* The reserve of free segments that keep their blocks (lock held); ends
+ * the current stretch of allocations unless at_rest. */
+static uint32_t trim_keep(segalloc *a, int at_rest) {
+  uint32_t keep = SEGALLOC_TRIM_FLOOR(a->used);
+  if (at_rest) return keep;
+  uint32_t window = sizeof a->demand / sizeof *a->demand;
+  a->demand[a->ndemand++ % window] = a->allocs;
+  a->allocs = 0;
+  for (uint32_t i = 0; i < window; i++)
+    if (a->demand[i] > keep) keep = a->demand[i];
+  return keep;
+}
+
+void segalloc_trim(segalloc *a, int at_rest) {
+  pthread_mutex_lock(&a->mu);
+  uint32_t keep = trim_keep(a, at_rest);
+  pthread_mutex_unlock(&a->mu);
+  /* Runs of at most 16 segments (32 MiB): the lock is not held while the
+   * file system punches, and an allocation meanwhile skips them. */
+  for (;;) {
+    pthread_mutex_lock(&a->mu);
+    uint32_t kept = a->nsegs - a->used - a->releasing - a->nholes;
+    uint32_t first = 0, n = 0;
+    if (!a->stopped && !a->cannot_release && kept > keep)
+      n = highest_kept_run(a, kept - keep < 16 ? kept - keep : 16, &first);
+    for (uint32_t s = first; s < first + n; s++) set_bit(a, s);
+    a->releasing += n;
+    pthread_mutex_unlock(&a->mu);
+    if (!n) return;
+
+    int rc = file_release(a->file, seg_offset(first), seg_offset(n));
+    pthread_mutex_lock(&a->mu);
+    for (uint32_t s = first; s < first + n; s++) {
+      clear_bit(a, s);
+      if (!rc) a->holes[s / 64] |= 1ull << (s % 64);
+    }
+    a->releasing -= n;
+    assert(a->used + a->releasing + a->nholes + (rc ? 0 : n) <= a->nsegs);
+    if (rc) a->cannot_release = 1;
+    else a->nholes += n;
+    if (first < a->hint) a->hint = first;
+    pthread_mutex_unlock(&a->mu);
+    if (rc) return;
+  }
+}
+
+void segalloc_settle(segalloc *a) {
+  segalloc_trim(a, 1);
+  pthread_mutex_lock(&a->mu);
+  for (uint32_t s = 1; s < a->nsegs;) {
+    if (test_bit(a, s) || test_hole(a, s)) {
+      s++;
+      continue;
+    }
+    uint32_t e = s + 1;
+    while (e < a->nsegs && !test_bit(a, e) && !test_hole(a, e)) e++;
+    if (file_reserve(a->file, seg_offset(s), seg_offset(e - s)) != PAR_OK) {
+      for (uint32_t k = s; k < e; k++) a->holes[k / 64] |= 1ull << (k % 64);
+      a->nholes += e - s;
+    }
+    s = e;
+  }
+  pthread_mutex_unlock(&a->mu);
 }

@@ -5,7 +5,23 @@
  * it — so a crash can neither leak a segment nor hand out one in use.
  * Invariant kept by the callers: a segment is freed only after the redo
  * record that stops referencing it is durable, and only once no reader can
- * still reach it. */
+ * still reach it.
+ *
+ * The file never shrinks, so without more its size would stay at its high
+ * mark (a merge writes its new tree before the old one is freed).
+ * segalloc_trim gives the blocks of free segments beyond a reserve back to
+ * the file system (punched holes); allocation prefers free segments that
+ * kept their blocks and reserves a released one's blocks again before
+ * handing it out, so a full file system still shows at allocation.
+ *
+ * Releasing a segment and reserving it again costs file-system work (a
+ * punch, a fallocate, and unwritten extents converted as the merge writes
+ * them), so the reserve follows demand: it holds what the busiest of the
+ * last TRIM_WINDOWS stretches between trims allocated. Each merge rewrites
+ * its destination level whole, so the frequent small merges cycle through
+ * kept segments, and what a rare large merge freed goes back once a few
+ * small ones showed it is not needed. At rest (open, close) the reserve is
+ * only the floor. */
 #ifndef PAR_ALLOC_SEGALLOC_H
 #define PAR_ALLOC_SEGALLOC_H
 
@@ -18,11 +34,18 @@ typedef struct segalloc {
   pthread_mutex_t mu;
   par_file *file;
   uint64_t *bits;   /* 1 = in use; segment 0 (superblocks) is always in use */
+  uint64_t *holes;  /* 1 = free, its blocks released (never set with bits)  */
   uint32_t nsegs;   /* segments in the file                                */
-  uint32_t cap;     /* segments the bitmap can describe                    */
-  uint32_t used;
+  uint32_t cap;     /* segments the bitmaps can describe                   */
+  uint32_t used;    /* set in bits, but for those being released            */
+  uint32_t nholes;
+  uint32_t releasing; /* set in bits while segalloc_trim punches them      */
   uint32_t hint;    /* lowest possibly free segment                        */
   int stopped;      /* segalloc_stop was called                            */
+  int cannot_release; /* the file system refused a hole: trim does nothing */
+  uint32_t allocs;  /* segments allocated since the last segalloc_trim      */
+  uint32_t demand[8]; /* allocs of the last 8 stretches between trims       */
+  uint32_t ndemand;   /* stretches recorded (the ring's next slot, mod 8)   */
   /* Segments a checkpoint is copying (segalloc_pin): a free of one of them
    * is only noted in deferred, and done by segalloc_unpin, so that it is
    * not handed out and overwritten while the checkpoint reads it. NULL
@@ -55,6 +78,24 @@ void segalloc_stop(segalloc *a);
 int segalloc_mark(segalloc *a, uint32_t seg);
 int segalloc_in_use(segalloc *a, uint32_t seg);
 void segalloc_counts(segalloc *a, uint32_t *total, uint32_t *used);
+/* Free segments whose blocks were given back to the file system. */
+uint32_t segalloc_released(segalloc *a);
+
+/* Gives the blocks of free segments back to the file system while more
+ * than the reserve hold theirs, highest segments first, a run at a time
+ * without the lock held. The reserve is the floor, SEGALLOC_TRIM_FLOOR, and
+ * unless at_rest also the most allocated between two trims lately (see
+ * above). Called where a thread may wait on the file system: after a merge
+ * or GC frees space and after a region drop, and at rest at open and close.
+ * Advisory: a failure stops it for the life of the allocator. */
+void segalloc_trim(segalloc *a, int at_rest);
+/* Once the catalog is replayed at open: trims at rest, then reserves the
+ * blocks of the free segments kept (whether an earlier open released one
+ * is not stored); one the file system cannot hold counts as released. */
+void segalloc_settle(segalloc *a);
+/* The least number of free segments that keep their blocks: a sixteenth
+ * of those in use, at least 32 (64 MiB). */
+#define SEGALLOC_TRIM_FLOOR(used) ((used) / 16 > 32u ? (used) / 16 : 32u)
 /* Segments of a volume that user writes' values leave to compaction and GC
  * (api/region.c), which go first when the room left is below it
  * (compaction.c). */

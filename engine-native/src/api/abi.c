@@ -42,6 +42,7 @@ PAR_API size_t par_abi_layout(int64_t *out, size_t cap) {
       (int64_t)sizeof(par_checkpoint_stats),
       (int64_t)offsetof(par_options, memory_budget_mib),
       (int64_t)offsetof(par_volume_stats, memory_budget),
+      (int64_t)offsetof(par_volume_stats, segments_released),
   };
   size_t n = sizeof v / sizeof v[0];
   for (size_t i = 0; out && i < n && i < cap; i++) out[i] = v[i];

@@ -106,6 +106,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   /* A full volume opens with the recovered stream; the first catalog change
    * checkpoints it (redolog.h), or fails with PAR_ENOSPC as it would anyway. */
   if (!rc && (rc = redolog_checkpoint(&v->log, &v->cat)) == PAR_ENOSPC) rc = PAR_OK;
+  if (!rc) segalloc_settle(&v->alloc);
   pthread_mutex_init(&v->meta_mu, NULL);
   pthread_mutex_init(&v->txn_mu, NULL);
   pthread_mutex_init(&v->ckpt_mu, NULL);
@@ -148,6 +149,7 @@ PAR_API int par_close(par_volume *v) {
   int rc2 = redolog_checkpoint(&v->log, &v->cat);
   pthread_mutex_unlock(&v->meta_mu);
   if (rc2 && rc2 != PAR_ENOSPC && !rc) rc = rc2;
+  segalloc_trim(&v->alloc, 1); /* a closed volume holds only the floor free */
   catalog_free(&v->cat);
   redolog_close(&v->log);
   segalloc_destroy(&v->alloc);
@@ -216,6 +218,7 @@ PAR_API int par_region_drop(par_volume *v, const char *name) {
     catalog_remove(&v->cat, d->id);
   }
   pthread_mutex_unlock(&v->meta_mu);
+  if (!rc) segalloc_trim(&v->alloc, 0);
   return rc;
 }
 
@@ -247,5 +250,6 @@ PAR_API int par_volume_stats_get(par_volume *v, par_volume_stats *out) {
   out->memory_budget = v->budget.limit;
   out->memory_used = atomic_load(&v->budget.used);
   out->memory_peak = atomic_load(&v->budget.peak);
+  out->segments_released = segalloc_released(&v->alloc);
   return PAR_OK;
 }

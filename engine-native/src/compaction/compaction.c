@@ -434,8 +434,10 @@ static int commit(par_region *r, task *t, dtree *nt, int *recorded) {
   return rc;
 }
 
-/* Runs a task. Its references go before it is counted as done, so that
- * whoever waits for compactions sees the replaced trees' space freed. */
+/* Runs a task. Its references go before it is counted as done, and after
+ * a merge the space beyond the allocator's reserve goes back to the file
+ * system, so that whoever waits for compactions sees the replaced trees'
+ * space freed (a GC's space is freed, and trimmed, by gc_reclaim). */
 static void run(par_region *r, task *t) {
   int rc;
   if (t->kind == TASK_GC) {
@@ -455,6 +457,7 @@ static void run(par_region *r, task *t) {
     if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
     dtree_unref(nt);                             /* a published view holds its own reference */
     task_release(t);
+    segalloc_trim(&r->vol->alloc, 0);
     pthread_mutex_lock(&r->view_mu);
     if (rc) r->failed = rc;
     else atomic_fetch_add(&r->stats.compactions, 1);

@@ -332,6 +332,7 @@ void gc_reclaim(par_region *r) {
     for (uint32_t k = 0; k < dv.nsegs; k++) segalloc_free(&r->vol->alloc, dv.seg + k);
     atomic_fetch_add(&r->stats.gc_freed, dv.nsegs);
   }
+  if (dropped) segalloc_trim(&r->vol->alloc, 0);
   pthread_mutex_lock(&r->view_mu);
   for (uint32_t i = 0; i < r->npending;) {
     int gone = 0;

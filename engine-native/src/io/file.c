@@ -228,6 +228,21 @@ int file_grow(par_file *f, uint64_t new_size) {
   return PAR_OK;
 }
 
+int file_reserve(par_file *f, uint64_t off, uint64_t len) {
+  assert(off + len <= f->size);
+  int e = do_fallocate(f->fd, off, len);
+  if (e)
+    return par_error_errno(par_status_from_errno(e), e, "cannot reserve %llu bytes of the volume at %llu",
+                           (unsigned long long)len, (unsigned long long)off);
+  return PAR_OK;
+}
+
+int file_release(par_file *f, uint64_t off, uint64_t len) {
+  assert(off + len <= f->size);
+  if (f->is_blockdev) return EOPNOTSUPP;
+  return fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ? errno : 0;
+}
+
 void file_prefetch(const par_file *f, uint64_t off, uint64_t len) {
   (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }

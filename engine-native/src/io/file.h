@@ -61,6 +61,16 @@ uint64_t file_syncs_on_this_thread(void);
  * with it. Callers serialise growth (the segment allocator's lock). */
 int file_grow(par_file *f, uint64_t new_size);
 
+/* Reserves the blocks of [off, off + len), inside the file, again after
+ * file_release gave them back: a full file system fails here (PAR_ENOSPC),
+ * not in a later write. */
+int file_reserve(par_file *f, uint64_t off, uint64_t len);
+/* Gives the blocks of [off, off + len), inside the file, back to the file
+ * system (a hole: reads return zeros, the size stays). 0 or the errno
+ * (EOPNOTSUPP: the file system or a block device cannot); advisory, so it
+ * sets no error message. */
+int file_release(par_file *f, uint64_t off, uint64_t len);
+
 /* Asks the kernel to read [off, off + len) into the page cache without
  * waiting (the map is MADV_RANDOM: a reader that knows it will go through a
  * range in order asks for it ahead). Advisory: errors are ignored. */

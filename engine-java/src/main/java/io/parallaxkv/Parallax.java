@@ -414,7 +414,7 @@ public final class Parallax implements AutoCloseable {
         int o = Scratch.DATA;
         int m = o + Layout.VOLUME_STATS_MEMORY;
         return new VolumeStats(b.getLong(o), b.getLong(o + 8), b.getLong(o + 16), b.getLong(o + 24),
-            b.getLong(m), b.getLong(m + 8), b.getLong(m + 16));
+            b.getLong(m), b.getLong(m + 8), b.getLong(m + 16), b.getLong(o + Layout.VOLUME_STATS_RELEASED));
       } finally {
         s.release();
       }

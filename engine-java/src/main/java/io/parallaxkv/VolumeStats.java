@@ -13,6 +13,9 @@ package io.parallaxkv;
  *                      regions (a flushed L0 still held by a reader is no longer counted);
  *                      counted also without a budget
  * @param memoryPeak    the most {@code memoryUsed} has been since the volume opened
+ * @param segmentsReleased free segments whose blocks went back to the file system: the file
+ *                      occupies {@code volumeBytes} less these (2 MiB each) on the device
  */
 public record VolumeStats(long volumeBytes, long segmentsTotal, long segmentsUsed,
-    long metadataBytes, long memoryBudget, long memoryUsed, long memoryPeak) {}
+    long metadataBytes, long memoryBudget, long memoryUsed, long memoryPeak,
+    long segmentsReleased) {}

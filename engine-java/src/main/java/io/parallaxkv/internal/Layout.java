@@ -43,9 +43,11 @@ public final class Layout {
   public static final int STATS_ESTIMATED_KEYS = 896;
   public static final int LEVEL_STATS_SIZE = 48;
   public static final int LEVEL_HEIGHT = 40;
-  public static final int VOLUME_STATS_SIZE = 56;
+  public static final int VOLUME_STATS_SIZE = 64;
   /** Three u64: memory budget, memory used, memory peak. */
   public static final int VOLUME_STATS_MEMORY = 32;
+  /** u64: free segments whose blocks went back to the file system. */
+  public static final int VOLUME_STATS_RELEASED = 56;
   /** {@code par_range_estimate}: entries, then bytes (u64 each). */
   public static final int RANGE_ESTIMATE_SIZE = 16;
   /** {@code par_checkpoint_stats}: segments, segments copied, bytes copied, bytes read (u64). */
@@ -68,7 +70,7 @@ public final class Layout {
         LEVEL_STATS_SIZE,
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
         MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE,
-        CHECKPOINT_STATS_SIZE, OPT_MEMORY_BUDGET_MIB, VOLUME_STATS_MEMORY};
+        CHECKPOINT_STATS_SIZE, OPT_MEMORY_BUDGET_MIB, VOLUME_STATS_MEMORY, VOLUME_STATS_RELEASED};
   }
 
   /**
