@@ -283,7 +283,7 @@ static void expect_blocks_of(const scratch *s, uint32_t segs) {
              (unsigned long long)want);
 }
 
-/* segalloc_trim at rest releases the free segments beyond SEGALLOC_TRIM_FLOOR, the
+/* segalloc_trim at rest releases the free segments beyond segalloc_trim_floor, the
  * highest first; allocation prefers a segment that kept its blocks, and
  * reserves a released one again first, so a full file system shows there. */
 static void test_segalloc_trim(void **state) {
@@ -296,7 +296,7 @@ static void test_segalloc_trim(void **state) {
   /* 51 in use (segment 0 too), 149 free: 32 are kept, 117 released. */
   expect_blocks_of(&s, 200);
   segalloc_trim(a, 1);
-  assert_int_equal(SEGALLOC_TRIM_FLOOR(51u), 32);
+  assert_int_equal(segalloc_trim_floor(51), 32);
   assert_int_equal(segalloc_released(a), 117);
   assert_int_equal(seg_used(a), 51);
   assert_int_equal(seg_total(a), 200);

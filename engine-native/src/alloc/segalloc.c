@@ -1,6 +1,7 @@
 #include "alloc/segalloc.h"
 
 #include <assert.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -287,10 +288,16 @@ static uint32_t highest_kept_run(const segalloc *a, uint32_t max, uint32_t *firs
   return e - s;
 }
 
+static _Atomic uint32_t min_floor = 32;
+
+void segalloc_set_min_floor(uint32_t segs) { min_floor = segs; }
+
+uint32_t segalloc_trim_floor(uint32_t used) { return used / 16 > min_floor ? used / 16 : min_floor; }
+
 /* The reserve of free segments that keep their blocks (lock held); ends
  * the current stretch of allocations unless at_rest. */
 static uint32_t trim_keep(segalloc *a, int at_rest) {
-  uint32_t keep = SEGALLOC_TRIM_FLOOR(a->used);
+  uint32_t keep = segalloc_trim_floor(a->used);
   if (at_rest) return keep;
   uint32_t window = sizeof a->demand / sizeof *a->demand;
   a->demand[a->ndemand++ % window] = a->allocs;

@@ -83,7 +83,7 @@ uint32_t segalloc_released(segalloc *a);
 
 /* Gives the blocks of free segments back to the file system while more
  * than the reserve hold theirs, highest segments first, a run at a time
- * without the lock held. The reserve is the floor, SEGALLOC_TRIM_FLOOR, and
+ * without the lock held. The reserve is the floor, segalloc_trim_floor, and
  * unless at_rest also the most allocated between two trims lately (see
  * above). Called where a thread may wait on the file system: after a merge
  * or GC frees space and after a region drop, and at rest at open and close.
@@ -95,7 +95,10 @@ void segalloc_trim(segalloc *a, int at_rest);
 void segalloc_settle(segalloc *a);
 /* The least number of free segments that keep their blocks: a sixteenth
  * of those in use, at least 32 (64 MiB). */
-#define SEGALLOC_TRIM_FLOOR(used) ((used) / 16 > 32u ? (used) / 16 : 32u)
+uint32_t segalloc_trim_floor(uint32_t used);
+/* For tests: the floor's minimum instead of 32, so that their small
+ * volumes release segments too (0 releases all but a sixteenth). */
+void segalloc_set_min_floor(uint32_t segs);
 /* Segments of a volume that user writes' values leave to compaction and GC
  * (api/region.c), which go first when the room left is below it
  * (compaction.c). */
