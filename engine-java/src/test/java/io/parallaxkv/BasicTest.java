@@ -51,6 +51,24 @@ class BasicTest {
   }
 
   @Test
+  void aDroppedRegionsSpaceGoesBackToTheFileSystem() {
+    byte[] value = new byte[1000];
+    try (Parallax db = TestSupport.open(dir)) {
+      try (Region big = db.region("big")) {
+        for (int i = 0; i < 200_000; i++) big.put(b(String.format("big%08d", i)), value);
+        big.flush();
+      }
+      db.dropRegion("big");
+    }
+    try (Parallax db = TestSupport.open(dir)) {
+      VolumeStats vs = db.stats();
+      // 200 MB were written; at rest the volume keeps at most 32 free segments with their blocks.
+      assertTrue(vs.segmentsReleased() > 0, vs.toString());
+      assertTrue(vs.segmentsTotal() - vs.segmentsUsed() - vs.segmentsReleased() <= 32, vs.toString());
+    }
+  }
+
+  @Test
   void compactMergesEverythingIntoTheLastLevelAndFreesTheMediumLog() {
     // A small L0 and growth factor 2: several levels, and medium values in transient logs.
     Options small = Options.builder().l0Size(64 << 10).growthFactor(2).build();
