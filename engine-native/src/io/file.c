@@ -230,7 +230,10 @@ int file_grow(par_file *f, uint64_t new_size) {
 
 int file_reserve(par_file *f, uint64_t off, uint64_t len) {
   assert(off + len <= f->size);
+  if (f->is_blockdev) return PAR_OK; /* its blocks are always there */
   int e = do_fallocate(f->fd, off, len);
+  /* A file system that cannot reserve grows by ftruncate (file_grow): nothing to reserve. */
+  if (e == EOPNOTSUPP || e == EINVAL || e == ENODEV) return PAR_OK;
   if (e)
     return par_error_errno(par_status_from_errno(e), e, "cannot reserve %llu bytes of the volume at %llu",
                            (unsigned long long)len, (unsigned long long)off);

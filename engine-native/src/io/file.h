@@ -63,7 +63,8 @@ int file_grow(par_file *f, uint64_t new_size);
 
 /* Reserves the blocks of [off, off + len), inside the file, again after
  * file_release gave them back: a full file system fails here (PAR_ENOSPC),
- * not in a later write. */
+ * not in a later write. A block device, or a file system that cannot
+ * reserve (file_grow falls back to ftruncate there), succeeds at once. */
 int file_reserve(par_file *f, uint64_t off, uint64_t len);
 /* Gives the blocks of [off, off + len), inside the file, back to the file
  * system (a hole: reads return zeros, the size stays). 0 or the errno
