@@ -280,7 +280,13 @@ uint32_t segalloc_released(segalloc *a) {
  * blocks, or 0 (lock held). */
 static uint32_t highest_kept_run(const segalloc *a, uint32_t max, uint32_t *first) {
   uint32_t s = a->nsegs;
-  while (s > 1 && (test_bit(a, s - 1) || test_hole(a, s - 1))) s--;
+  while (s > 1 && (test_bit(a, s - 1) || test_hole(a, s - 1))) {
+    /* A word with no kept free segment goes at once: the lock is held, and
+     * a large volume has most of its segments in use. */
+    uint32_t w = (s - 1) / 64;
+    if (s % 64 == 0 && s >= 128 && (a->bits[w] | a->holes[w]) == ~0ull) s -= 64;
+    else s--;
+  }
   if (s <= 1) return 0;
   uint32_t e = s;
   while (s > 1 && e - s < max && !test_bit(a, s - 1) && !test_hole(a, s - 1)) s--;
