@@ -67,9 +67,12 @@
 #define SEGSZ ((uint64_t)PAR_SEGMENT_SIZE)
 
 /* Values encode (key index, version) in their first 16 bytes and a pattern
- * after, so a torn or misplaced value is detected. */
+ * after, so a torn or misplaced value is detected. Their sizes: from
+ * value_min, spread over value_spread bytes. */
+static size_t value_min = 1100, value_spread = 6000;
+
 static size_t make_value(uint32_t k, uint64_t ver, uint8_t *out) {
-  size_t len = 1100 + tu_mix64(k * 1000003ull + ver) % 6000;
+  size_t len = value_min + tu_mix64(k * 1000003ull + ver) % value_spread;
   uint64_t k64 = k;
   memcpy(out, &k64, 8);
   memcpy(out + 8, &ver, 8);
@@ -92,9 +95,14 @@ static uint64_t value_version(uint32_t k, const uint8_t *v, size_t len) {
 
 static size_t key_of(uint32_t k, char *out) { return (size_t)snprintf(out, 32, "gc-%06u", k); }
 
+/* The tests place records in the hot log in write order and find them
+ * there: merges into the last level do not copy them into sorted runs
+ * (sorted_runs tests those; test_gc_kill, test_crash and test_model run
+ * with them). */
 static par_options gc_options(void) {
   par_options o = tu_options(256u << 10, 4);
   o.gc_threshold_pct = 10;
+  o.sort_large_values = 0;
   return o;
 }
 
@@ -180,7 +188,7 @@ static void test_gc_space(void **state) {
   free(path);
 }
 
-/* ---- gc_damaged_record ------------------------------------------------------- */
+/* ---- sorted_runs ------------------------------------------------------------- */
 
 /* Where key's current value lives in the large log. */
 static vptr value_pointer(par_region *r, const char *key, size_t key_len) {
@@ -192,6 +200,144 @@ static vptr value_pointer(par_region *r, const char *key, size_t key_len) {
   assert_int_equal(e.cat, CAT_LARGE);
   return vptr_decode(e.value);
 }
+
+static int cmp_u64(const void *a, const void *b) {
+  uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+  return (x > y) - (x < y);
+}
+
+enum { SCAN_WINDOW = 50 };
+
+/* What a scan of SCAN_WINDOW adjacent keys reads of the large log: the
+ * distinct 4 KiB pages their records touch, summed over consecutive
+ * windows, and (*ideal) the pages their bytes would fill back to back. */
+static uint64_t scan_pages(par_region *r, uint32_t keys, uint64_t *ideal) {
+  char key[32];
+  uint64_t pages = 0, page[SCAN_WINDOW * 4];
+  *ideal = 0;
+  for (uint32_t k0 = 0; k0 + SCAN_WINDOW <= keys; k0 += SCAN_WINDOW) {
+    uint32_t n = 0;
+    uint64_t bytes = 0;
+    for (uint32_t k = k0; k < k0 + SCAN_WINDOW; k++) {
+      vptr p = value_pointer(r, key, key_of(k, key));
+      uint64_t first = (seg_offset(p.seg) + p.off) / 4096, last = (seg_offset(p.seg) + p.off + p.size - 1) / 4096;
+      assert_true(last - first < 4);
+      for (uint64_t q = first; q <= last; q++) page[n++] = q;
+      bytes += p.size;
+    }
+    qsort(page, n, sizeof *page, cmp_u64);
+    for (uint32_t i = 0; i < n; i++) pages += !i || page[i] != page[i - 1];
+    *ideal += (bytes + 4095) / 4096;
+  }
+  return pages;
+}
+
+/* Loads large values in a scattered key order (through merges that make
+ * more than one level) and par_compacts. */
+static void load_scattered(par_region *r, uint32_t keys, uint64_t ver, uint8_t *val) {
+  char key[32];
+  for (uint32_t i = 0; i < keys; i++) {
+    uint32_t k = (uint32_t)((uint64_t)i * 7919u % keys);
+    size_t vl = make_value(k, ver, val);
+    assert_ok(par_put(r, key, key_of(k, key), val, vl, 0));
+  }
+  assert_ok(par_compact(r));
+}
+
+static void verify_versions(par_region *r, uint32_t keys, uint64_t (*want)(uint32_t k)) {
+  char key[32];
+  uint8_t *buf = malloc(8192);
+  for (uint32_t k = 0; k < keys; k++) {
+    size_t len;
+    int rc = par_get(r, NULL, key, key_of(k, key), buf, 8192, &len);
+    if (!want(k)) {
+      assert_par(rc, PAR_NOT_FOUND);
+    } else {
+      assert_ok(rc);
+      if (value_version(k, buf, len) != want(k))
+        fail_msg("key %u: version %llu, want %llu", k, (unsigned long long)value_version(k, buf, len),
+                 (unsigned long long)want(k));
+    }
+  }
+  free(buf);
+}
+
+enum { SORT_KEYS = 12000 };
+
+static uint64_t after_updates(uint32_t k) { return k % 5 == 0 ? 0 : k % 2 == 0 ? 2 : 1; }
+
+/* A merge into the last level copies the large values it moves there into
+ * sorted runs: after par_compact a scan of adjacent keys reads their values
+ * a few to a page, where without the runs it reads a page or two for each.
+ * Updates and deletes over sorted runs, GC collecting both the runs and
+ * the segments the copies emptied, and reopens keep every value. */
+static void test_sorted_runs(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("sorted_runs");
+  uint8_t *val = malloc(8192);
+  value_min = 1030; /* just over large_threshold, where placement matters most */
+  value_spread = 200;
+  for (int sort = 0; sort < 2; sort++) {
+    char name[32];
+    snprintf(name, sizeof name, "sorted%d.px", sort);
+    char *path = tu_path(dir, name);
+    par_options o = gc_options();
+    o.l0_size = 64u << 10; /* L1 spills: runs from flushes and from spills */
+    o.growth_factor = 2;
+    o.sort_large_values = (uint32_t)sort;
+    par_volume *v;
+    par_region *r;
+    assert_ok(par_open(path, &o, &v));
+    assert_ok(par_region_open(v, "s", 1, &r));
+    load_scattered(r, SORT_KEYS, 1, val);
+    par_stats st;
+    assert_ok(par_region_stats(r, &st));
+    uint64_t ideal, pages = scan_pages(r, SORT_KEYS, &ideal);
+    fprintf(stderr,
+            "sorted_runs: sort_large_values %d: %u levels, %.1f MiB of %.1f MiB copied; scans of %u keys read "
+            "%.1f pages, %.1f back to back\n",
+            sort, st.levels, st.large_log_bytes_sorted / 1048576.0, st.large_bytes / 1048576.0, SCAN_WINDOW,
+            (double)pages / (SORT_KEYS / SCAN_WINDOW), (double)ideal / (SORT_KEYS / SCAN_WINDOW));
+    assert_true(st.levels >= 2);
+    if (!sort) {
+      assert_int_equal(st.large_log_bytes_sorted, 0);
+      assert_true(pages > 4 * ideal);
+    } else {
+      /* All but what GC relocated while the load ran, which it wrote in
+       * the order of the segments it emptied. */
+      assert_true(st.large_log_bytes_sorted >= st.large_bytes * 9 / 10);
+      assert_true(pages < 2 * ideal);
+    }
+    /* Overwrite the even keys, delete every fifth, merge down and collect. */
+    char key[32];
+    for (uint32_t k = 0; k < SORT_KEYS; k++) {
+      if (k % 5 == 0) assert_ok(par_delete(r, key, key_of(k, key), 0));
+      else if (k % 2 == 0) assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, 2, val), 0));
+    }
+    assert_ok(par_compact(r));
+    for (int i = 0; i < 4; i++) assert_ok(par_flush(r));
+    verify_versions(r, SORT_KEYS, after_updates);
+    assert_ok(par_region_stats(r, &st));
+    if (sort) assert_true(st.gc_segments_freed > 0);
+    for (int pass = 0; pass < 2; pass++) {
+      assert_ok(par_region_close(r));
+      assert_ok(par_close(v));
+      assert_ok(par_open(path, &o, &v));
+      assert_ok(par_region_open(v, "s", 0, &r));
+      verify_versions(r, SORT_KEYS, after_updates);
+    }
+    assert_ok(par_region_close(r));
+    assert_ok(par_close(v));
+    free(path);
+  }
+  value_min = 1100;
+  value_spread = 6000;
+  free(val);
+  tu_rm_rf(dir);
+  free(dir);
+}
+
+/* ---- gc_damaged_record ------------------------------------------------------- */
 
 static void test_gc_damaged_record(void **state) {
   (void)state;
@@ -234,7 +380,7 @@ static void test_gc_damaged_record(void **state) {
   /* GC gives a segment up when L0 is full, to retry after the next merge:
    * rounds go on (a bounded number) until the segment was collected. */
   uint64_t ver = 1;
-  while (ver < 12 && (ver < 4 || value_pointer(r, key, key_of(survivor, key)).seg == first.seg)) {
+  while (ver < 12 && (ver < 4 || value_pointer(r, key, key_of(survivor, key)).inc == first.inc)) {
     ver++;
     for (uint32_t k = 0; k < KEYS; k++)
       if (k != damaged && k != survivor)
@@ -244,7 +390,7 @@ static void test_gc_damaged_record(void **state) {
   par_stats st;
   assert_ok(par_region_stats(r, &st));
   assert_true(st.gc_segments_freed > 0);
-  if (value_pointer(r, key, key_of(survivor, key)).seg == first.seg)
+  if (value_pointer(r, key, key_of(survivor, key)).inc == first.inc)
     fail_msg("the record behind the damaged one was not relocated (%llu segments freed)",
              (unsigned long long)st.gc_segments_freed);
   size_t len;
@@ -1376,6 +1522,7 @@ int main(void) {
   segalloc_set_min_floor(0);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_gc_space),
+      cmocka_unit_test(test_sorted_runs),
       cmocka_unit_test(test_gc_damaged_record),
       cmocka_unit_test(test_gc_shadow_logged),
       cmocka_unit_test(test_gc_shadow_unlogged),

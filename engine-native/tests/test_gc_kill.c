@@ -234,6 +234,13 @@ static void audit(const char *copy, int cycle) {
   assert_non_null(segs);
   if (n) memcpy(segs, d->vlog, n * sizeof *segs);
   pthread_mutex_unlock(&r->vol->meta_mu);
+  /* Incarnations are unique: a pointer names one segment (a replay's
+   * sorted runs once took incarnations before the region's counter was
+   * set, and garbage went to another segment of the same number). */
+  for (uint32_t i = 0; i < n; i++)
+    for (uint32_t j = i + 1; j < n; j++)
+      if (segs[i].inc == segs[j].inc)
+        fail_msg("cycle %d: segments %u and %u have incarnation %u", cycle, segs[i].seg, segs[j].seg, segs[i].inc);
 
   uint8_t *buf = file_buf_alloc(SEG);
   assert_non_null(buf);

@@ -121,6 +121,12 @@ typedef struct par_options {
                                      Writers wait while it is reached, and the
                                      largest L0 is flushed (docs/architecture.md,
                                      "Memory"); par_volume_stats reports it   */
+  uint32_t sort_large_values;     /* 1 (default): with HYBRID placement, a
+                                     merge into the last level copies the
+                                     large values it moves there into the
+                                     large log in key order, so that scans
+                                     read them a few to a page (each value is
+                                     written once more; 0: never)             */
 } par_options;
 
 /* Fills *opts with the defaults above. */
@@ -374,6 +380,9 @@ typedef struct par_stats {
    * estimate-pending-compaction-bytes). They write about as much. 0 when
    * compaction has caught up; par_compact's forced merges are not counted. */
   uint64_t pending_compaction_bytes;
+  /* Large-log record bytes merges copied into the last level in key order
+   * (par_options.sort_large_values), since the region opened. */
+  uint64_t large_log_bytes_sorted;
 } par_stats;
 
 PAR_API int par_region_stats(par_region *r, par_stats *out);

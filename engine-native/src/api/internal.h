@@ -116,12 +116,19 @@ struct par_region {
   } *pending;
   uint32_t npending, pending_cap;
   int reclaiming;                    /* a gc_reclaim runs (one at a time) */
+  /* The large-log segments, sorted, this session's GC relocations and
+   * sorted runs went to (gc.h: gc_note_settled), under settled_mu (a leaf
+   * lock). */
+  pthread_mutex_t settled_mu;
+  uint32_t *settled;
+  uint32_t nsettled, settled_cap;
 
   struct {
     atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
     atomic_uint_fast64_t class_puts[3], class_bytes[3]; /* small, medium, large */
     atomic_uint_fast64_t gc_runs, gc_scanned, gc_relocated, gc_freed;
     atomic_uint_fast64_t medium_written;
+    atomic_uint_fast64_t large_sorted; /* record bytes merges copied into sorted runs */
     atomic_uint_fast64_t log_value_reads[2]; /* by user reads: [0] medium, [1] large */
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
@@ -304,6 +311,10 @@ int region_persist(par_region *r, desc_edit_fn fn, void *arg);
  * *ticket) returns, and nothing outside the catalog may act on the change
  * before (meta/redolog.h). */
 int region_persist_unsynced(par_region *r, desc_edit_fn fn, void *arg, uint64_t *ticket);
+/* Takes a large-log segment for a spill's sorted run (a
+ * sorted_run_take_fn; ctx is the region): PAR_ENOSPC or PAR_ELIMIT, without
+ * an error message, when the room the hot head leaves is not there. */
+int region_take_sorted(void *ctx, uint32_t ntaken, uint32_t *seg, uint32_t *inc);
 /* Whether every WAL and large-log segment r's logs took is listed in its
  * description (a log lists one before its contents must be durable). */
 int region_logs_listed(par_region *r);

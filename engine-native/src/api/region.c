@@ -167,9 +167,29 @@ static int take_hot(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
 }
 
 /* The cold head takes GC's relocations: it may use the space and the
- * description room the hot head leaves. */
+ * description room the hot head leaves. Its records are settled: merges
+ * into the last level do not copy them (gc.h). */
 static int take_cold(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
-  return take_segments(ctx, n, seg, inc);
+  int rc = take_segments(ctx, n, seg, inc);
+  if (!rc) gc_note_settled(ctx, *inc);
+  return rc;
+}
+
+/* A merge's sorted run (log/sorted_run.h) is an optimisation: it leaves a
+ * quarter of the volume's limit to user writes, merges and GC (a copy
+ * takes room until GC frees the segment it emptied), and the description
+ * the room the hot head leaves, counting the segments the run took and the
+ * commit will list. */
+int region_take_sorted(void *ctx, uint32_t ntaken, uint32_t *seg, uint32_t *inc) {
+  par_region *r = ctx;
+  uint64_t keep = SEGALLOC_RESERVE + r->vol->file.limit / PAR_SEGMENT_SIZE / 4;
+  if (segalloc_room(&r->vol->alloc) < 1u + keep) return PAR_ENOSPC;
+  pthread_mutex_lock(&r->vol->meta_mu);
+  size_t len = redolog_region_payload(catalog_find_id(&r->vol->cat, r->id), 0) +
+               (size_t)(ntaken + 1) * VLOG_SEG_DESC_BYTES;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  if (len + REDO_DESC_RESERVE > redolog_payload_limit) return PAR_ELIMIT;
+  return take_segments(r, 1, seg, inc);
 }
 
 typedef struct vlog_listing {
@@ -240,6 +260,8 @@ int region_logs_listed(par_region *r) {
 static void region_free(par_region *r) {
   view_unref(r->view);
   free(r->pending);
+  free(r->settled);
+  pthread_mutex_destroy(&r->settled_mu);
   pthread_mutex_destroy(&r->write_mu);
   pthread_mutex_destroy(&r->commit_mu);
   pthread_mutex_destroy(&r->view_mu);
@@ -301,6 +323,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   pthread_mutex_init(&r->view_mu, NULL);
   pthread_mutex_init(&r->cur_mu, NULL);
   pthread_mutex_init(&r->live_mu, NULL);
+  pthread_mutex_init(&r->settled_mu, NULL);
   pthread_cond_init(&r->view_cv, NULL);
 
   /* Claim the region in the catalog and copy its description. */
@@ -333,11 +356,13 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
 
   uint64_t last;
   crash_losses lost = {0};
+  /* Before the replay: its merges into the last level take incarnations
+   * for their sorted runs. */
+  atomic_store(&r->next_inc, d.next_inc);
   rc = region_recover(r, &d, &last, &lost);
   if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
   uint32_t replayed_segments = d.nwal;
-  atomic_store(&r->next_inc, d.next_inc);
   region_desc_free(&d);
   if (!rc) {
     r->next_lsn = last + 1;

@@ -22,6 +22,7 @@ PAR_API void par_options_init(par_options *o) {
   o->small_threshold = 120;
   o->large_threshold = 1024;
   o->gc_threshold_pct = 10;
+  o->sort_large_values = 1;
 }
 
 static int check_options(const par_options *o) {
@@ -38,6 +39,8 @@ static int check_options(const par_options *o) {
   if (o->small_threshold > o->large_threshold)
     return par_error(PAR_EINVAL, "small_threshold %u is above large_threshold %u", o->small_threshold,
                      o->large_threshold);
+  if (o->sort_large_values > 1)
+    return par_error(PAR_EINVAL, "sort_large_values %u is not 0 or 1", o->sort_large_values);
   if (o->medium_merge_level > 1)
     return par_error(PAR_EINVAL, "medium_merge_level %u is not 0 (last) or 1 (last but one)", o->medium_merge_level);
   if (o->gc_threshold_pct < 1 || o->gc_threshold_pct > 100)

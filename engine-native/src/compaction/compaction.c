@@ -23,9 +23,11 @@
 #include "api/internal.h"
 #include "index/builder.h"
 #include "io/mapguard.h"
+#include "log/sorted_run.h"
 #include "parallax/replication.h"
 #include "scan/merge.h"
 #include "scan/rangedel.h"
+#include "util/sorted_u32.h"
 #include "util/status.h"
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
@@ -39,7 +41,10 @@ typedef struct task {
   dtree *dst_tree;      /* may be NULL        */
   int drop_tombstones;
   int inline_medium;    /* the merge level: medium values go into the leaves */
-  garbage_list garbage; /* large-log records the merge found dead */
+  garbage_list garbage; /* large-log records the merge found dead, or copied */
+  int sort_large;       /* a merge into the last level: copy the upper
+                           source's large values into a sorted run */
+  sorted_run sorted;
   gc_task gc;
 } task;
 
@@ -84,6 +89,7 @@ typedef struct layout_edit {
   uint64_t covered; /* 0: unchanged */
   seg_list wal_freed;
   const garbage_list *garbage; /* may be NULL */
+  const sorted_run *sorted;    /* may be NULL */
 } layout_edit;
 
 static int medium_seg_in_view(const view *w, uint32_t seg) {
@@ -127,6 +133,14 @@ static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
         return PAR_ENOMEM;
     if (drop) memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal); /* d->wal may be NULL */
     d->nwal -= drop;
+  }
+  /* A run's segments, closed: the unused tail of each is garbage. */
+  for (uint32_t i = 0; e->sorted && i < e->sorted->nsegs; i++) {
+    const sorted_run_seg *s = &e->sorted->segs[i];
+    assert(!region_desc_find_vlog(d, s->inc)); /* incarnations are unique */
+    if (s->inc > d->next_inc) d->next_inc = s->inc;
+    int rc = region_desc_add_vlog(d, (vlog_seg){s->seg, s->inc, PAR_SEGMENT_SIZE - s->used, 1, 0});
+    if (rc) return rc;
   }
   if (e->garbage) garbage_apply(e->garbage, d);
   return PAR_OK;
@@ -212,6 +226,7 @@ static int pick(par_region *r, task *t) {
   t->dst_tree = w->tree[t->dst][0];
   if (t->dst_tree) dtree_ref(t->dst_tree);
   t->drop_tombstones = is_last(w, t->dst);
+  t->sort_large = t->drop_tombstones && v->opts.sort_large_values && v->opts.placement == PAR_PLACEMENT_HYBRID;
   t->inline_medium = v->opts.placement != PAR_PLACEMENT_HYBRID || t->drop_tombstones ||
                      (v->opts.medium_merge_level == 1 && t->dst < PAR_MAX_LEVELS && is_last(w, t->dst + 1));
   r->dest_busy[t->dst] = 1;
@@ -224,6 +239,7 @@ static void task_release(task *t) {
   dtree_unref(t->src);
   dtree_unref(t->dst_tree);
   garbage_free(&t->garbage);
+  sorted_run_free(&t->sorted);
 }
 
 /* The merge proper: every entry of the sources, in order, into the
@@ -238,7 +254,33 @@ typedef struct merge_run {
   vlog_readahead ra;
   uint8_t *owned;
   uint64_t class_bytes[3];
+  const uint32_t *copyable; /* sorted: the segments whose records a copy may read (gc.h) */
+  uint32_t ncopyable;
 } merge_run;
+
+/* Adds a large entry of the upper level to the builder pointing at a copy
+ * of its record in the task's sorted run; the old record becomes garbage.
+ * A record the run cannot take (no room, a damaged record: its readers
+ * will report it) keeps its pointer. */
+static int add_sorted_copy(merge_run *mr, tree_entry *e) {
+  vptr p = vptr_decode(e->value);
+  vlog_record rec;
+  vptr np;
+  int rc = sorted_u32_contains(mr->copyable, mr->ncopyable, p.inc)
+               ? vlog_read_mapped(&mr->r->vol->file, mr->r->id, p, &rec)
+               : PAR_NOT_FOUND;
+  if (!rc && (rec.key_len != e->key_len || memcmp(rec.key, e->key, e->key_len) != 0)) rc = PAR_ECORRUPT;
+  if (!rc) rc = sorted_run_append(&mr->t->sorted, &rec, &np);
+  if (rc == PAR_NOT_FOUND || rc == PAR_ECORRUPT || rc == PAR_ENOSPC || rc == PAR_ELIMIT)
+    return builder_add_entry(mr->b, e);
+  if (rc) return rc;
+  garbage_add(&mr->t->garbage, p);
+  uint8_t enc[VPTR_SIZE];
+  vptr_encode(enc, np);
+  tree_entry copy = *e;
+  copy.value = enc;
+  return builder_add_entry(mr->b, &copy);
+}
 
 static int merge_entries(void *arg) {
   merge_run *mr = arg;
@@ -273,7 +315,10 @@ static int merge_entries(void *arg) {
       int cls = e->cat == CAT_LARGE ? 2 : e->cat == CAT_MEDIUM ? 1 : e->cat == CAT_TOMBSTONE ? 0
                 : pair < o->small_threshold ? 0 : pair < o->large_threshold ? 1 : 2;
       mr->class_bytes[cls] += leaf_entry_size(stored, kl, e->value_len);
-      rc = builder_add_entry(mr->b, e);
+      if (t->sort_large && m->cur == 0 && e->cat == CAT_LARGE && e->value_len == VPTR_SIZE)
+        rc = add_sorted_copy(mr, e);
+      else
+        rc = builder_add_entry(mr->b, e);
     }
     if (!rc) rc = merge_next(m);
   }
@@ -285,6 +330,12 @@ static int merge(par_region *r, task *t, dtree **out) {
   par_volume *v = r->vol;
   kv_source *src[2] = {0};
   int n = 0, rc = PAR_OK;
+  /* A flushed L0 may point at large-log records still in a tail buffer:
+   * they must be durable before the tree that refers to them is committed
+   * (the WAL thread writes those buffers before each WAL write), and in the
+   * file before a sorted run copies them. During recovery they already are. */
+  if (t->frozen && atomic_load(&r->logging)) rc = wal_sync(&r->wal, t->frozen->max_lsn);
+  if (rc) return rc;
   if (t->frozen) {
     src[n] = memtable_source(t->frozen, UINT64_MAX, count_shadowed, t);
     rc = src[n] ? src[n]->seek(src[n], NULL, 0, 0) : par_error(PAR_ENOMEM, "compaction source");
@@ -308,7 +359,20 @@ static int merge(par_region *r, task *t, dtree **out) {
   building = !rc;
   merge_run mr = {.r = r, .t = t, .b = &b,
                   .m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd}};
+  /* Copying values: a view of the merge's own keeps the records it may
+   * read from being freed under it (gc.h). */
+  view *pin = NULL;
+  uint32_t *copyable = NULL;
+  if (!rc && t->sort_large) {
+    sorted_run_init(&t->sorted, &v->file, &v->alloc, r->id, region_take_sorted, r);
+    pin = view_create(r);
+    rc = pin ? gc_copyable_segments(r, &copyable, &mr.ncopyable) : par_error(PAR_ENOMEM, "view");
+    mr.copyable = copyable;
+  }
   if (!rc) rc = mapguard_run(merge_entries, &mr);
+  if (!rc && t->sort_large) rc = sorted_run_finish(&t->sorted);
+  view_unref(pin);
+  free(copyable);
   free(mr.owned);
   for (int i = 0; i < n; i++) {
     if (!src[i]) continue;
@@ -318,11 +382,6 @@ static int merge(par_region *r, task *t, dtree **out) {
     src[i]->close(src[i]);
   }
   rdel_free(&rd);
-  /* A flushed L0 may point at large-log records still in a tail buffer:
-   * they must be durable before the tree that refers to them is committed
-   * (the WAL thread writes those buffers before each WAL write). During
-   * recovery they already are. */
-  if (!rc && t->frozen && atomic_load(&r->logging)) rc = wal_sync(&r->wal, t->frozen->max_lsn);
   tree_desc d;
   if (!rc) {
     building = 0;
@@ -369,6 +428,7 @@ static int merge(par_region *r, task *t, dtree **out) {
     }
   if (!rc) *out = dtree_create_shared(&v->alloc, &d, sets, nsets);
   if (!rc && !*out) rc = par_error(PAR_ENOMEM, "tree handle");
+  if (!rc && t->sorted.nsegs) atomic_fetch_add(&r->stats.large_sorted, t->sorted.bytes);
   if (rc) {
     for (uint32_t i = 0; i < d.segs.n; i++) segalloc_free(&v->alloc, d.segs.v[i]);
     /* the set this flush wrote frees its own segments; inherited ones are
@@ -413,7 +473,7 @@ static int commit(par_region *r, task *t, dtree *nt, int *recorded) {
   pthread_mutex_lock(&r->view_mu);
   view *n = merged_view(r, t, nt);
   int rc = n ? PAR_OK : par_error(PAR_ENOMEM, "view");
-  layout_edit e = {r, n, t->kind == TASK_FLUSH ? t->frozen->max_lsn : 0, {0}, &t->garbage};
+  layout_edit e = {r, n, t->kind == TASK_FLUSH ? t->frozen->max_lsn : 0, {0}, &t->garbage, &t->sorted};
   uint64_t ticket = 0;
   if (!rc) rc = region_persist_unsynced(r, edit_layout, &e, &ticket);
   *recorded = !rc;
@@ -455,6 +515,8 @@ static void run(par_region *r, task *t) {
     rc = merge(r, t, &nt);
     if (!rc) rc = commit(r, t, nt, &recorded);
     if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
+    if (rc && !recorded) sorted_run_abort(&t->sorted);
+    for (uint32_t i = 0; recorded && i < t->sorted.nsegs; i++) gc_note_settled(r, t->sorted.segs[i].inc);
     dtree_unref(nt);                             /* a published view holds its own reference */
     task_release(t);
     segalloc_trim(&r->vol->alloc, 0);

@@ -8,6 +8,7 @@
 #include "api/internal.h"
 #include "io/mapguard.h"
 #include "parallax/replication.h"
+#include "util/sorted_u32.h"
 #include "util/status.h"
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
@@ -208,6 +209,63 @@ static uint64_t gc_score(const vlog_seg *s) {
   return s->nsegs > 1 && s->garbage ? (uint64_t)SEG * s->nsegs : s->garbage;
 }
 
+static int cmp_u32(const void *a, const void *b) {
+  uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+  return (x > y) - (x < y);
+}
+
+void gc_note_settled(par_region *r, uint32_t inc) {
+  pthread_mutex_lock(&r->settled_mu);
+  if (r->nsettled == r->settled_cap) {
+    uint32_t cap = r->settled_cap ? r->settled_cap * 2 : 64;
+    uint32_t *v = realloc(r->settled, cap * sizeof *v);
+    if (v) {
+      r->settled = v;
+      r->settled_cap = cap;
+    }
+  }
+  if (r->nsettled < r->settled_cap) {
+    uint32_t i = r->nsettled++;
+    for (; i > 0 && r->settled[i - 1] > inc; i--) r->settled[i] = r->settled[i - 1];
+    r->settled[i] = inc;
+  }
+  pthread_mutex_unlock(&r->settled_mu);
+}
+
+/* A dropped segment's incarnation is never used again. */
+static void forget_settled(par_region *r, uint32_t inc) {
+  pthread_mutex_lock(&r->settled_mu);
+  for (uint32_t i = 0; i < r->nsettled; i++)
+    if (r->settled[i] == inc) {
+      memmove(r->settled + i, r->settled + i + 1, (r->nsettled - i - 1) * sizeof *r->settled);
+      r->nsettled--;
+      break;
+    }
+  pthread_mutex_unlock(&r->settled_mu);
+}
+
+int gc_copyable_segments(par_region *r, uint32_t **incs, uint32_t *n) {
+  *incs = NULL;
+  *n = 0;
+  pthread_mutex_lock(&r->view_mu);
+  pthread_mutex_lock(&r->vol->meta_mu);
+  pthread_mutex_lock(&r->settled_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  uint32_t *v = d && d->nvlog ? malloc(d->nvlog * sizeof *v) : NULL;
+  int rc = d && d->nvlog && !v ? par_error(PAR_ENOMEM, "copyable large-log segments") : PAR_OK;
+  for (uint32_t i = 0; v && i < d->nvlog; i++) {
+    const vlog_seg *s = &d->vlog[i];
+    if (s->nsegs == 1 && !is_pending(r, s->inc) && !sorted_u32_contains(r->settled, r->nsettled, s->inc))
+      v[(*n)++] = s->inc;
+  }
+  pthread_mutex_unlock(&r->settled_mu);
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  pthread_mutex_unlock(&r->view_mu);
+  if (v) qsort(v, *n, sizeof *v, cmp_u32);
+  *incs = v;
+  return rc;
+}
+
 int gc_pick(par_region *r, gc_task *t, int dry) {
   /* A relocation appends to the large log and the WAL, which start only
    * after the region's WAL replay (whose flushes wake the workers). */
@@ -331,6 +389,7 @@ void gc_reclaim(par_region *r) {
     if (region_persist(r, edit_drop_vlog, &dv)) break; /* the rest stay pending, retried later */
     for (uint32_t k = 0; k < dv.nsegs; k++) segalloc_free(&r->vol->alloc, dv.seg + k);
     atomic_fetch_add(&r->stats.gc_freed, dv.nsegs);
+    forget_settled(r, dv.inc);
   }
   if (dropped) segalloc_trim(&r->vol->alloc, 0);
   pthread_mutex_lock(&r->view_mu);

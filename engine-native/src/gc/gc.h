@@ -97,6 +97,25 @@ void gc_reclaim(par_region *r);
 /* Collects one segment (no locks held). */
 int gc_run(par_region *r, const gc_task *t);
 
+/* For a merge that copies large values into a sorted run
+ * (log/sorted_run.h), called (no locks held) after it registered a view of
+ * its own: the incarnations, sorted, of the single-segment large-log
+ * segments whose records it may copy, reading them until it drops that
+ * view. GC frees a segment it emptied only once every view older than the
+ * emptying is gone, so the segments of the description that GC is not
+ * emptying yet stay readable; those it is emptying (pending) may be freed
+ * and reused under the merge, and are left out. So are settled segments:
+ * GC's relocations, which it appends in the order of the segment it
+ * empties, and earlier runs. Copying those again would loop: GC empties a
+ * run's partly filled last segment (its unused tail is garbage), the next
+ * merge would copy the relocated values into a new run with a tail of its
+ * own, and so on while merges are small. A pointer into a segment left out
+ * is kept as it is. */
+int gc_copyable_segments(par_region *r, uint32_t **incs, uint32_t *n);
+/* Notes a segment of this session's GC relocations or sorted runs (any
+ * lock but settled_mu may be held); PAR_ENOMEM only costs a later copy. */
+void gc_note_settled(par_region *r, uint32_t inc);
+
 /* Back-pressure. What GC owes is the garbage of the segments it could
  * collect now (scored as gc_pick scores them; a collected segment waiting
  * for readers is no longer owed). While a region owes more than

@@ -29,6 +29,7 @@ public final class Options {
   final Integer gcThresholdPercent;
   final Integer mediumMergeLevel;
   final Integer memoryBudgetMiB;
+  final Boolean sortLargeValues;
 
   /** Where values live ({@code par_placement}). */
   public enum Placement {
@@ -47,6 +48,7 @@ public final class Options {
     gcThresholdPercent = b.gcThresholdPercent;
     mediumMergeLevel = b.mediumMergeLevel;
     memoryBudgetMiB = b.memoryBudgetMiB;
+    sortLargeValues = b.sortLargeValues;
     l0Size = b.l0Size;
     growthFactor = b.growthFactor;
     durabilityIntervalMs = b.durabilityIntervalMs;
@@ -68,7 +70,8 @@ public final class Options {
         + useDirectIo + ", maxVolumeSize=" + maxVolumeSize + ", createIfMissing=" + createIfMissing
         + ", placement=" + placement + ", smallThreshold=" + smallThreshold + ", largeThreshold="
         + largeThreshold + ", gcThresholdPercent=" + gcThresholdPercent + ", mediumMergeLevel="
-        + mediumMergeLevel + ", memoryBudgetMiB=" + memoryBudgetMiB + "}";
+        + mediumMergeLevel + ", memoryBudgetMiB=" + memoryBudgetMiB + ", sortLargeValues="
+        + sortLargeValues + "}";
   }
 
   /** Builds {@link Options}; every setter validates its argument (InvalidArgumentException). */
@@ -86,6 +89,7 @@ public final class Options {
     private Integer gcThresholdPercent;
     private Integer mediumMergeLevel;
     private Integer memoryBudgetMiB;
+    private Boolean sortLargeValues;
 
     private Builder() {}
 
@@ -217,6 +221,16 @@ public final class Options {
     public Builder memoryBudgetMiB(int mib) {
       require(mib >= 0, "memoryBudgetMiB must not be negative");
       memoryBudgetMiB = mib;
+      return this;
+    }
+
+    /**
+     * Whether, with {@link Placement#HYBRID}, a merge into the last level copies the large values
+     * it moves there into the large log in key order (default true), so that a scan reads them a
+     * few to a page instead of a page or more each; each large value is written once more.
+     */
+    public Builder sortLargeValues(boolean sort) {
+      sortLargeValues = sort;
       return this;
     }
 

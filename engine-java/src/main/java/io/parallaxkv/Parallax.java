@@ -128,6 +128,9 @@ public final class Parallax implements AutoCloseable {
       if (options.memoryBudgetMiB != null) {
         b.putInt(o + Layout.OPT_MEMORY_BUDGET_MIB, options.memoryBudgetMiB);
       }
+      if (options.sortLargeValues != null) {
+        b.putInt(o + Layout.OPT_SORT_LARGE_VALUES, options.sortLargeValues ? 1 : 0);
+      }
       b.put(Scratch.DATA + pathOff, p);
       b.put(Scratch.DATA + pathOff + p.length, (byte) 0);
       b.putLong(Scratch.OUT, 0);

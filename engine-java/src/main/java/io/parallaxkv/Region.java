@@ -551,7 +551,8 @@ public final class Region implements AutoCloseable {
         RegionStats.Placement placement = new RegionStats.Placement(q[0], q[1], q[2], q[3], q[4],
             q[5], q[6], q[7], q[8], q[9], q[10], q[11], q[12], q[13], q[14],
             b.getLong(o + Layout.STATS_LOG_VALUE_READS),
-            b.getLong(o + Layout.STATS_LOG_VALUE_READS + 8));
+            b.getLong(o + Layout.STATS_LOG_VALUE_READS + 8),
+            b.getLong(o + Layout.STATS_LARGE_LOG_BYTES_SORTED));
         return new RegionStats(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
             c[11], c[12], deepest, List.copyOf(levels), placement,
             b.getLong(o + Layout.STATS_ESTIMATED_KEYS),

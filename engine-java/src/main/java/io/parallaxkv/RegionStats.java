@@ -56,12 +56,14 @@ public record RegionStats(long puts, long deletes, long gets, long scans, long u
    * @param mediumLogValueReads   values gets and scanners read from the medium log (a scanner
    *                              reads a value only when it is asked for)
    * @param largeLogValueReads    values gets and scanners read from the large log
+   * @param largeLogBytesSorted   large-log record bytes merges copied into the last level in key
+   *                              order ({@link Options.Builder#sortLargeValues})
    */
   public record Placement(long smallPuts, long mediumPuts, long largePuts, long smallBytes,
       long mediumBytes, long largeBytes, long largeLogBytesAppended, long largeLogSegments,
       long largeLogGarbageBytes, long gcRuns, long gcBytesScanned, long gcBytesRelocated,
       long gcSegmentsFreed, long mediumLogSegments, long mediumLogBytesWritten,
-      long mediumLogValueReads, long largeLogValueReads) {}
+      long mediumLogValueReads, long largeLogValueReads, long largeLogBytesSorted) {}
 
   /** The counters of level {@code n} (1-based). */
   public LevelStats level(int n) {

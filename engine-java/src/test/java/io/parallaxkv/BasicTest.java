@@ -258,6 +258,41 @@ class BasicTest {
   }
 
   @Test
+  void largeValuesAreCopiedInKeyOrderOnlyWhenAsked() {
+    for (boolean sort : new boolean[] {true, false}) {
+      Options o = Options.builder().l0Size(64 << 10).growthFactor(2).sortLargeValues(sort).build();
+      try (Parallax db = Parallax.open(dir.resolve("sort-" + sort + ".vol"), o);
+           Region r = db.region("r")) {
+        for (int i = 0; i < 3000; i++) {
+          int k = (int) ((long) i * 7919 % 3000);
+          r.put(b(String.format("k%06d", k)), value(k, 1100));
+        }
+        r.compact();
+        RegionStats.Placement p = r.stats().placement();
+        if (sort) {
+          assertTrue(p.largeLogBytesSorted() >= p.largeBytes(), p.toString());
+        } else {
+          assertEquals(0, p.largeLogBytesSorted(), p.toString());
+        }
+        try (Scanner sc = r.scanner()) {
+          int k = 0;
+          for (sc.seekToFirst(); sc.isValid(); sc.next(), k++) {
+            assertEquals(String.format("k%06d", k), s(sc.key()));
+            assertArrayEquals(value(k, 1100), sc.value());
+          }
+          assertEquals(3000, k);
+        }
+      }
+    }
+  }
+
+  private static byte[] value(int k, int len) {
+    byte[] v = new byte[len];
+    for (int i = 0; i < len; i++) v[i] = (byte) (k * 31 + i);
+    return v;
+  }
+
+  @Test
   void writeBatchIsAtomicAndReusable() {
     try (Parallax db = TestSupport.open(dir); Region r = db.region("r");
         WriteBatch batch = new WriteBatch()) {

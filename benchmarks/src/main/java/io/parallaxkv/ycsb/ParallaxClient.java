@@ -99,6 +99,9 @@ public class ParallaxClient extends KvClient {
       b.compactionThreads(Integer.parseInt(v.trim()));
     }
     if ((v = p.getProperty("parallax.directio")) != null) b.useDirectIo(Boolean.parseBoolean(v.trim()));
+    if ((v = p.getProperty("parallax.sortlargevalues")) != null) {
+      b.sortLargeValues(Boolean.parseBoolean(v.trim()));
+    }
     if ((v = p.getProperty("parallax.maxvolumesize")) != null) b.maxVolumeSize(parseBytes(v));
     return b.build();
   }

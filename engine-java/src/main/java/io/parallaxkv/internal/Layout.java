@@ -12,7 +12,7 @@ public final class Layout {
 
   public static final int STRUCT_SLACK = 4096;
 
-  public static final int OPTIONS_SIZE = 64;
+  public static final int OPTIONS_SIZE = 72;
   public static final int OPT_L0_SIZE = 0;
   public static final int OPT_GROWTH_FACTOR = 8;
   public static final int OPT_DURABILITY_MS = 12;
@@ -26,8 +26,9 @@ public final class Layout {
   public static final int OPT_GC_THRESHOLD_PCT = 52;
   public static final int OPT_MEDIUM_MERGE_LEVEL = 56;
   public static final int OPT_MEMORY_BUDGET_MIB = 60;
+  public static final int OPT_SORT_LARGE_VALUES = 64;
 
-  public static final int STATS_SIZE = 912;
+  public static final int STATS_SIZE = 920;
   public static final int STATS_PUTS = 0;
   public static final int STATS_LAST_LSN = 96;
   public static final int STATS_LEVELS = 104;
@@ -41,6 +42,8 @@ public final class Layout {
   public static final int STATS_LOG_VALUE_READS = 880;
   /** Two u64: estimated keys, then pending compaction bytes. */
   public static final int STATS_ESTIMATED_KEYS = 896;
+  /** u64: large-log bytes merges copied into the last level in key order. */
+  public static final int STATS_LARGE_LOG_BYTES_SORTED = 912;
   public static final int LEVEL_STATS_SIZE = 48;
   public static final int LEVEL_HEIGHT = 40;
   public static final int VOLUME_STATS_SIZE = 64;
@@ -70,7 +73,8 @@ public final class Layout {
         LEVEL_STATS_SIZE,
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
         MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE,
-        CHECKPOINT_STATS_SIZE, OPT_MEMORY_BUDGET_MIB, VOLUME_STATS_MEMORY, VOLUME_STATS_RELEASED};
+        CHECKPOINT_STATS_SIZE, OPT_MEMORY_BUDGET_MIB, VOLUME_STATS_MEMORY, VOLUME_STATS_RELEASED,
+        OPT_SORT_LARGE_VALUES, STATS_LARGE_LOG_BYTES_SORTED};
   }
 
   /**
