@@ -179,6 +179,7 @@ static void child_main(const char *path, const char *ack_path, const char *journ
                        const uint64_t *start, int ready_fd) {
   if (journal && powerloss_arm(journal) != 0) _exit(9);
   par_options o = tu_options(budget_mib ? 2u << 20 : 256u << 10, 4);
+  o.sort_large_values = 1; /* merges into the last level copy large values */
   o.durability_interval_ms = durability_ms;
   o.memory_budget_mib = budget_mib;
   par_volume *vol = NULL;
@@ -450,6 +451,7 @@ static void run_cycles(const char *name, int powerloss, int cycles) {
     read_acks(ack_path, max_ack);
     par_options o = tu_options(256u << 10, 4);
     o.create_if_missing = 0;
+    o.sort_large_values = 1; /* the replay's merges copy too */
     par_volume *vol = NULL;
     par_region *reg = NULL;
     assert_ok(par_open(path, &o, &vol));

@@ -59,6 +59,7 @@ static par_options kill_options(void) {
   o.compaction_threads = 2;
   o.gc_threshold_pct = 5;
   o.durability_interval_ms = 50;
+  o.sort_large_values = 1; /* runs' segments, copies and the replay's copies are audited too */
   return o;
 }
 

@@ -511,6 +511,7 @@ static void test_model(void **state) {
   m->opts = tu_options(cfg->budget_mib ? 2u << 20 : 256u << 10, cfg->budget_mib ? 2 : 4);
   m->opts.placement = placement;
   m->opts.memory_budget_mib = cfg->budget_mib;
+  m->opts.sort_large_values = 1; /* merges into the last level copy large values */
   m->val = malloc(BUF_CAP);
   m->buf = malloc(BUF_CAP);
   assert_non_null(m->val);

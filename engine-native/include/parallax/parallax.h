@@ -121,12 +121,14 @@ typedef struct par_options {
                                      Writers wait while it is reached, and the
                                      largest L0 is flushed (docs/architecture.md,
                                      "Memory"); par_volume_stats reports it   */
-  uint32_t sort_large_values;     /* 1 (default): with HYBRID placement, a
-                                     merge into the last level copies the
-                                     large values it moves there into the
-                                     large log in key order, so that scans
-                                     read them a few to a page (each value is
-                                     written once more; 0: never)             */
+  uint32_t sort_large_values;     /* 1: with HYBRID placement, a merge into
+                                     the last level copies the large values
+                                     it moves there into the large log in key
+                                     order, so that scans read them a few to
+                                     a page; each value is written once more
+                                     and read back by the merge. 0 (default):
+                                     never (docs/benchmarks.md: scans gain,
+                                     loads and updates lose more)             */
 } par_options;
 
 /* Fills *opts with the defaults above. */

@@ -22,7 +22,6 @@ PAR_API void par_options_init(par_options *o) {
   o->small_threshold = 120;
   o->large_threshold = 1024;
   o->gc_threshold_pct = 10;
-  o->sort_large_values = 1;
 }
 
 static int check_options(const par_options *o) {

@@ -226,8 +226,10 @@ public final class Options {
 
     /**
      * Whether, with {@link Placement#HYBRID}, a merge into the last level copies the large values
-     * it moves there into the large log in key order (default true), so that a scan reads them a
-     * few to a page instead of a page or more each; each large value is written once more.
+     * it moves there into the large log in key order (default false), so that a scan reads them a
+     * few to a page instead of a page or more each; each large value is written once more and
+     * read back by the merge, which costs loads and updates more than scans gain unless the
+     * workload is mostly scans (docs/benchmarks.md).
      */
     public Builder sortLargeValues(boolean sort) {
       sortLargeValues = sort;
