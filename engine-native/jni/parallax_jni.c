@@ -83,6 +83,8 @@ DECL(jint, replInstallSegment, jlong install, jint seg, jlong data)
 DECL(jint, replInstallCommit, jlong install)
 DECL(void, replInstallClose, jlong install)
 DECL(jlong, replStats, jlong region, jlong out, jlong cap)
+DECL(jint, replSnapshot, jlong region, jlong out, jlong lsnOut)
+DECL(jint, replRebase, jlong region, jlong lsn)
 DECL(jint, estimateRange, jlong r, jlong b, jlong bl, jlong e, jlong el, jlong out)
 DECL(jint, volumeStats, jlong vol, jlong out)
 DECL(jint, checkpoint, jlong vol, jlong path, jlong names, jlong n, jlong stats)
@@ -344,6 +346,12 @@ JNI_FN(jint, replInstallSegment)(JNIEnv *env, jclass cls, jlong install, jint se
 }
 JNI_FN(jint, replInstallCommit)(JNIEnv *env, jclass cls, jlong install) {
   return (jint)par_repl_install_commit(P(install));
+}
+JNI_FN(jint, replSnapshot)(JNIEnv *env, jclass cls, jlong region, jlong out, jlong lsnOut) {
+  return (jint)par_repl_snapshot(P(region), P(out), P(lsnOut));
+}
+JNI_FN(jint, replRebase)(JNIEnv *env, jclass cls, jlong region, jlong lsn) {
+  return (jint)par_repl_rebase(P(region), (uint64_t)lsn);
 }
 JNI_FN(void, replInstallClose)(JNIEnv *env, jclass cls, jlong install) {
   par_repl_install_close(P(install));

@@ -22,7 +22,10 @@
  *    to the other backup and to a new one; every promoted copy holds
  *    exactly the writes up to its log's end;
  *  - a promotion whose log copy is damaged fails and leaves a send-index
- *    backup (a retry fails again rather than serving without the log).
+ *    backup (a retry fails again rather than serving without the log);
+ *  - state transfer by snapshot: a build-index backup of a hybrid primary
+ *    (large values, one larger than a segment) loaded from a snapshot,
+ *    rebased to its LSN, fed the log after it, reopened and promoted.
  */
 #define _GNU_SOURCE
 #include "testutil.h"
@@ -916,6 +919,126 @@ static void test_send_index_refusals(void **state) {
   node_free(&s);
 }
 
+/* Writes every pair of p's snapshot into b as writes without the log (the
+ * state transfer by snapshot); returns the pairs written. */
+static size_t load_snapshot(par_region *p, par_snapshot *snap, par_region *b) {
+  par_scanner *sc;
+  assert_ok(par_scanner_open(p, snap, &sc));
+  size_t n = 0;
+  assert_ok(par_scanner_seek(sc, NULL, 0, PAR_SEEK_FIRST));
+  while (par_scanner_valid(sc)) {
+    const void *k, *v;
+    size_t kl, vl;
+    assert_ok(par_scanner_key(sc, &k, &kl));
+    assert_ok(par_scanner_value(sc, &v, &vl));
+    assert_ok(par_put(b, k, kl, v, vl, PAR_NO_WAL));
+    n++;
+    assert_ok(par_scanner_next(sc));
+  }
+  par_scanner_close(sc);
+  return n;
+}
+
+/* A build-index backup made from a snapshot of a hybrid primary (values in
+ * place, in the medium log, in the large log, larger than a segment), whose
+ * log was trimmed past LSN 1: loaded, rebased, fed the log from the
+ * snapshot's LSN on, reopened, promoted, compacted, equal to the model
+ * throughout; writes after the snapshot reach the backup through the log
+ * only. */
+static void test_snapshot_transfer(void **state) {
+  (void)state;
+  node p = {0}, b = {0};
+  node_open(&p, "repl_load_p", PAR_PLACEMENT_HYBRID);
+  node_open(&b, "repl_load_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_BACKUP_BUILD_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_load");
+  static const size_t big[] = {1u << 20, (3u << 20) + 17}; /* the large log; a run of segments */
+  for (int i = 0; i < 2; i++) {
+    uint8_t *v = malloc(big[i]);
+    char key[16];
+    int kl = snprintf(key, sizeof key, "big%d", i);
+    tu_fill_pattern(v, big[i], 77u + (uint64_t)i);
+    assert_ok(par_put(p.reg, key, (size_t)kl, v, big[i], 0));
+    tu_map_put(&m, key, (size_t)kl, v, big[i]);
+    free(v);
+  }
+  delete_range_model(p.reg, &m, 100, 300);
+  /* Until flushes trimmed the log past LSN 1: a backup cannot start from it. */
+  int i = 0, trimmed = 0;
+  for (int round = 0; round < 20 && !trimmed; round++) {
+    for (int k = 0; k < 2000; k++, i++) put_model(p.reg, &m, &rng, i, 3000);
+    assert_ok(par_flush(p.reg));
+    par_repl_cursor *c1;
+    assert_ok(par_repl_cursor_open(p.reg, 1, &c1));
+    size_t len;
+    uint64_t last;
+    uint8_t small[16];
+    int rc = par_repl_cursor_read(c1, small, sizeof small, &len, &last);
+    par_repl_cursor_close(c1);
+    trimmed = rc == PAR_ENOENT;
+  }
+  assert_true(trimmed);
+
+  /* The cursor is pinned before the snapshot, then moves past it. */
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, stat_of(p.reg, PAR_REPL_STAT_L0_LSN) + 1, &c));
+  for (int k = 0; k < 500; k++, i++) put_model(p.reg, &m, &rng, i, 3000);
+  par_snapshot *snap;
+  uint64_t x;
+  assert_ok(par_repl_snapshot(p.reg, &snap, &x));
+  assert_int_equal(x, stat_of(p.reg, PAR_REPL_STAT_LOG_LSN));
+  tu_map at_x;
+  tu_map_copy(&at_x, &m);
+  for (int k = 0; k < 1500; k++, i++) put_model(p.reg, &m, &rng, i, 3000); /* after it: the log's */
+  size_t pairs = load_snapshot(p.reg, snap, b.reg);
+  par_snapshot_release(snap);
+  assert_int_equal(pairs, at_x.n);
+  par_stats st;
+  assert_ok(par_region_stats(b.reg, &st));
+  assert_true(st.large_puts > 0 && st.large_log_bytes_appended > big[1]); /* the backup's own large log */
+  assert_true(stat_of(b.reg, PAR_REPL_STAT_LOG_LSN) <= x);
+  assert_ok(par_repl_rebase(b.reg, x));
+  assert_int_equal(stat_of(b.reg, PAR_REPL_STAT_LOG_LSN), x);
+  assert_int_equal(stat_of(b.reg, PAR_REPL_STAT_COVERED_LSN), x);
+  verify(b.reg, &at_x);
+  tu_map_free(&at_x);
+  par_repl_cursor *after;
+  assert_ok(par_repl_cursor_open(p.reg, x + 1, &after));
+  par_repl_cursor_close(c);
+  assert_ok(par_sync(p.reg));
+  ship_log(NULL, &after, b.reg);
+  verify(b.reg, &m);
+
+  /* Refusals: below what the region holds, a region that is no build-index backup. */
+  assert_par(par_repl_rebase(b.reg, x - 1), PAR_EINVAL);
+  assert_par(par_repl_rebase(p.reg, stat_of(p.reg, PAR_REPL_STAT_LOG_LSN)), PAR_EINVAL);
+  assert_par(par_repl_snapshot(p.reg, NULL, &x), PAR_EINVAL);
+
+  /* A close (crash-like) keeps the loaded state and the log after it. */
+  uint64_t shipped = stat_of(b.reg, PAR_REPL_STAT_LOG_LSN);
+  node_close(&b);
+  node_open(&b, "repl_load_b", PAR_PLACEMENT_HYBRID);
+  assert_int_equal(stat_of(b.reg, PAR_REPL_STAT_LOG_LSN), shipped);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_BACKUP_BUILD_INDEX));
+  for (int k = 0; k < 1000; k++, i++) put_model(p.reg, &m, &rng, i, 3000);
+  assert_ok(par_sync(p.reg));
+  ship_log(NULL, &after, b.reg);
+  par_repl_cursor_close(after);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_PRIMARY));
+  verify(b.reg, &m);
+  assert_ok(par_compact(b.reg));
+  verify(b.reg, &m);
+  for (int k = 0; k < 500; k++, i++) put_model(b.reg, &m, &rng, i, 3000); /* it serves */
+  node_close(&b);
+  node_open(&b, "repl_load_b", PAR_PLACEMENT_HYBRID);
+  verify(b.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&b);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_stream),
@@ -927,6 +1050,7 @@ int main(void) {
       cmocka_unit_test(test_rebuilt_tree_not_taken_as_held),
       cmocka_unit_test(test_failed_promotion_stays_backup),
       cmocka_unit_test(test_send_index_refusals),
+      cmocka_unit_test(test_snapshot_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

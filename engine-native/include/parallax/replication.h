@@ -144,6 +144,31 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
 PAR_API int par_repl_install_commit(par_repl_install *in);
 PAR_API void par_repl_install_close(par_repl_install *in);
 
+/* ---- state transfer by snapshot (build index) -------------------------- */
+
+/* A build-index backup can be made from the primary's pairs instead of its
+ * levels, which works for every placement and value size (shipped levels
+ * need PAR_PLACEMENT_IN_PLACE): the primary takes a snapshot with
+ * par_repl_snapshot, whose pairs (read with a scanner) go to a new region
+ * set to BACKUP_BUILD_INDEX as writes without the log (PAR_NO_WAL);
+ * par_repl_rebase(lsn) then makes the copy the state at the snapshot's LSN,
+ * and shipped records follow from lsn + 1 (open the primary's cursor there
+ * before the snapshot's LSN can be trimmed: at the primary's L0 LSN before
+ * the snapshot, say, and move on from lsn + 1 once it is known). */
+
+/* A snapshot of the region and the newest LSN it sees, every record up to
+ * which is durable in the region's WAL when this returns (a snapshot of a
+ * primary holds nothing a crash could roll back). Released with
+ * par_snapshot_release. */
+PAR_API int par_repl_snapshot(par_region *r, par_snapshot **out, uint64_t *lsn);
+/* On a build-index backup loaded from a snapshot at lsn: flushes L0 (the
+ * loaded pairs become durable in the levels), then, in one catalog record,
+ * makes lsn the LSN the levels cover and drops the log (the load's records
+ * of writes without it), so that the next shipped record is lsn + 1.
+ * PAR_EINVAL when the region is not a build-index backup or holds an LSN
+ * past lsn; PAR_EBUSY when it was written meanwhile. */
+PAR_API int par_repl_rebase(par_region *r, uint64_t lsn);
+
 /* ---- counters ---------------------------------------------------------- */
 
 enum {

@@ -24,3 +24,12 @@ void repl_wal_list_free(wal_list *l) {
   free(l->w);
   l->w = NULL;
 }
+
+int repl_trim_wal(par_region *r, region_desc *d, int drop_all, seg_list *freed, seg_list *wal_freed) {
+  uint32_t drop = region_wal_trimmable(r, d, d->covered_lsn, drop_all);
+  for (uint32_t i = 0; i < drop; i++)
+    if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(wal_freed, d->wal[i].seg)) return PAR_ENOMEM;
+  if (drop) memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
+  d->nwal -= drop;
+  return PAR_OK;
+}

@@ -396,12 +396,7 @@ static int edit_install(region_desc *d, void *arg, seg_list *freed) {
       if (e->w->tree[i][j] && tree_desc_copy(t, &e->w->tree[i][j]->d)) return PAR_ENOMEM;
     }
   if (e->covered > d->covered_lsn) d->covered_lsn = e->covered;
-  uint32_t drop = region_wal_trimmable(e->r, d, d->covered_lsn, e->restart);
-  for (uint32_t i = 0; i < drop; i++)
-    if (seg_list_push(freed, d->wal[i].seg) || seg_list_push(&e->wal_freed, d->wal[i].seg)) return PAR_ENOMEM;
-  if (drop) memmove(d->wal, d->wal + drop, (d->nwal - drop) * sizeof *d->wal);
-  d->nwal -= drop;
-  return PAR_OK;
+  return repl_trim_wal(e->r, d, e->restart, freed, &e->wal_freed);
 }
 
 /* The view the install makes: the layout's trees (held ones kept, copied

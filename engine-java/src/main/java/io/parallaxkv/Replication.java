@@ -23,7 +23,8 @@ import java.nio.ByteOrder;
  * </ul>
  *
  * <p>Send-index mode copies leaves as they are, so both regions need {@code Placement.IN_PLACE}
- * and values up to 1 MiB. Cursors, exports and installs belong to one thread at a time and are
+ * and values up to 1 MiB. A build-index backup can instead start from a {@link #snapshot} of the
+ * primary's pairs ({@link #rebase}), which works for every placement and value size. Cursors, exports and installs belong to one thread at a time and are
  * closed with their region.
  */
 public final class Replication {
@@ -83,6 +84,45 @@ public final class Replication {
       } finally {
         s.release();
       }
+    } finally {
+      region.state.release();
+    }
+  }
+
+  /** A snapshot of a region and the newest LSN it sees ({@link #snapshot}). */
+  public record SnapshotAt(Snapshot snapshot, long lsn) {}
+
+  /**
+   * A snapshot of the region and its LSN, every record up to which is durable when this returns:
+   * the state transfer of a build-index backup. Its pairs, written into a new region set to
+   * {@link Role#BACKUP_BUILD_INDEX} with {@link WriteOptions#NO_WAL}, then {@link #rebase}d to
+   * the LSN, make a copy that takes shipped records from {@code lsn + 1}: open the log cursor for
+   * it before the snapshot (at {@link Stats#l0Lsn()} + 1), so that the log after it is kept. Works
+   * for every placement and value size, unlike shipped levels. Close the snapshot when done.
+   */
+  public static SnapshotAt snapshot(Region region) {
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      Scratch s = Scratch.get(0);
+      Native.check(api, api.replSnapshot(r, s.address(), s.address() + 8));
+      return new SnapshotAt(new Snapshot(region, s.out(0)), s.out(1));
+    } finally {
+      region.state.release();
+    }
+  }
+
+  /**
+   * On a build-index backup loaded from a {@link #snapshot} at {@code lsn}: flushes the loaded
+   * pairs into its levels and makes {@code lsn} the newest LSN of its log, so that shipped records
+   * follow from {@code lsn + 1}. Throws {@link InvalidArgumentException} when the region is not a
+   * build-index backup or holds an LSN past {@code lsn}.
+   */
+  public static void rebase(Region region, long lsn) {
+    NativeApi api = region.api;
+    long r = region.state.acquire();
+    try {
+      Native.check(api, api.replRebase(r, lsn));
     } finally {
       region.state.release();
     }

@@ -78,6 +78,65 @@ class ReplicationTest {
   }
 
   /**
+   * A build-index backup of a hybrid primary (values up to 3 MiB, in its large log) made from a
+   * snapshot: loaded without the log, rebased to the snapshot's LSN, then fed the log after it;
+   * promoted, it holds the primary's state. Writes after the snapshot reach it through the log.
+   */
+  @Test
+  void snapshotTransferOfAHybridRegion() {
+    Options hybrid = Options.builder().l0Size(256 << 10)
+        .durabilityInterval(java.time.Duration.ofMillis(5)).build();
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), hybrid);
+        Parallax bv = Parallax.open(dir.resolve("b.vol"), hybrid)) {
+      Region p = pv.region("r");
+      Region bi = bv.region("r");
+      Replication.setRole(bi, Role.BACKUP_BUILD_INDEX);
+      TreeMap<String, byte[]> model = new TreeMap<>();
+      java.util.Random rnd = new java.util.Random(17);
+      Runnable writes = () -> {
+        for (int i = 0; i < 3000; i++) {
+          String k = String.format("key%05d", rnd.nextInt(2000));
+          byte[] v = new byte[i % 500 == 0 ? (3 << 20) + i : rnd.nextInt(4000)];
+          rnd.nextBytes(v);
+          if (i % 13 == 0) {
+            p.delete(b(k));
+            model.remove(k);
+          } else {
+            p.put(b(k), v);
+            model.put(k, v);
+          }
+        }
+      };
+      writes.run();
+      p.flush();
+      Replication.LogCursor before = Replication.openLog(p, Replication.stats(p).l0Lsn() + 1);
+      writes.run();
+      Replication.SnapshotAt at = Replication.snapshot(p);
+      TreeMap<String, byte[]> atSnapshot = new TreeMap<>(model);
+      writes.run();
+      try (Scanner sc = at.snapshot().scanner()) {
+        for (boolean ok = sc.seekToFirst(); ok; ok = sc.next()) bi.put(sc.key(), sc.value(), WriteOptions.NO_WAL);
+      }
+      at.snapshot().close();
+      assertTrue(Replication.stats(bi).logLsn() <= at.lsn());
+      Replication.rebase(bi, at.lsn());
+      assertEquals(at.lsn(), Replication.stats(bi).logLsn());
+      assertSame(atSnapshot, scan(bi));
+      assertTrue(bi.stats().placement().largeLogBytesAppended() > 3 << 20, "large values in the backup's own log");
+      assertThrows(InvalidArgumentException.class, () -> Replication.rebase(bi, at.lsn() - 1));
+      assertThrows(InvalidArgumentException.class, () -> Replication.rebase(p, Replication.stats(p).logLsn()));
+
+      try (Replication.LogCursor after = Replication.openLog(p, at.lsn() + 1)) {
+        before.close();
+        p.sync();
+        assertEquals(Replication.stats(p).logLsn(), shipLog(after, bi));
+      }
+      Replication.setRole(bi, Role.PRIMARY);
+      assertSame(model, scan(bi));
+    }
+  }
+
+  /**
    * A region server calls the hooks from whichever thread serves the message: a cursor reads on
    * one thread, then another, and is closed on a third; an install takes its segments on threads
    * other than the one that began it and the one that commits it. (On FFM, buffers the hooks kept

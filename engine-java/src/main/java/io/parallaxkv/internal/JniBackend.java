@@ -396,6 +396,16 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int replSnapshot(long region, long out, long lsnOut) {
+    return JniNative.replSnapshot(region, out, lsnOut);
+  }
+
+  @Override
+  public int replRebase(long region, long lsn) {
+    return JniNative.replRebase(region, lsn);
+  }
+
+  @Override
   public void replInstallClose(long install) {
     JniNative.replInstallClose(install);
   }

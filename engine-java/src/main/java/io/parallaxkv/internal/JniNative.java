@@ -128,4 +128,6 @@ final class JniNative {
   static native int replInstallCommit(long install);
   static native void replInstallClose(long install);
   static native long replStats(long region, long out, long cap);
+  static native int replSnapshot(long region, long out, long lsnOut);
+  static native int replRebase(long region, long lsn);
 }

@@ -188,6 +188,12 @@ public abstract class NativeApi {
   /** {@code par_repl_install_commit}. */
   public abstract int replInstallCommit(long install);
 
+  /** {@code par_repl_snapshot}. */
+  public abstract int replSnapshot(long region, long out, long lsnOut);
+
+  /** {@code par_repl_rebase}. */
+  public abstract int replRebase(long region, long lsn);
+
   /** {@code par_repl_install_close}. */
   public abstract void replInstallClose(long install);
 

@@ -48,7 +48,7 @@ final class FfmBackend extends NativeApi {
   private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH,
       replApplyH, replExportOpenH, replExportLayoutH, replExportCoveredH, replExportSegmentH,
       replExportCloseH, replInstallBeginH, replInstallNeededH, replInstallSegmentH,
-      replInstallCommitH, replInstallCloseH, replStatsH;
+      replInstallCommitH, replInstallCloseH, replStatsH, replSnapshotH, replRebaseH;
   private final MemorySegment listStub;
   private static final ThreadLocal<List<byte[]>> LIST_SINK = new ThreadLocal<>();
 
@@ -150,6 +150,8 @@ final class FfmBackend extends NativeApi {
     replInstallCommitH = h("par_repl_install_commit", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     replInstallCloseH = h("par_repl_install_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     replStatsH = h("par_repl_stats", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replSnapshotH = h("par_repl_snapshot", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replRebaseH = h("par_repl_rebase", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     estimateRange = h("par_estimate_range", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
         JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     try {
@@ -851,6 +853,24 @@ final class FfmBackend extends NativeApi {
   public int replInstallCommit(long install) {
     try {
       return (int) replInstallCommitH.invokeExact(install);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replSnapshot(long region, long out, long lsnOut) {
+    try {
+      return (int) replSnapshotH.invokeExact(region, out, lsnOut);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replRebase(long region, long lsn) {
+    try {
+      return (int) replRebaseH.invokeExact(region, lsn);
     } catch (Throwable t) {
       throw rethrow(t);
     }
