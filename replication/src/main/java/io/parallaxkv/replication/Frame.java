@@ -17,8 +17,14 @@ import java.nio.charset.StandardCharsets;
  */
 public record Frame(Type type, long id, Status status, String region, long epoch, long num,
     byte[] a, byte[] b) {
-  /** Largest encoded frame: a shipped segment plus room for the header. */
-  public static final int MAX_SIZE = (4 << 20) + 1024;
+  /** The largest value a region takes (the engine's {@code PAR_MAX_VALUE_SIZE}). */
+  public static final int MAX_VALUE = 64 << 20;
+
+  /**
+   * Largest encoded frame: a write of the largest value and key, or a shipped record holding
+   * them, with room for the headers.
+   */
+  public static final int MAX_SIZE = MAX_VALUE + (64 << 10);
 
   private static final byte[] NONE = new byte[0];
 
@@ -43,8 +49,18 @@ public record Frame(Type type, long id, Status status, String region, long epoch
     INSTALL_COMMIT,
     /** Primary to backup: it holds every acknowledged write; from now on a promotion candidate. */
     MARK_COMPLETE,
-    /** Primary to a build-index backup whose copy is current: build its own index from now on. */
-    BUILD_INDEX,
+    /**
+     * Primary to a build-index backup, a state transfer by snapshot: num = the load's id. The copy
+     * starts again empty (one that is complete, a promotion candidate, refuses).
+     */
+    LOAD_BEGIN,
+    /** Primary to backup: num = the load's id, a = pairs of the snapshot ({@link Pairs}). */
+    LOAD,
+    /**
+     * Primary to backup: num = the load's id, a = the snapshot's LSN (u64). Response num = the
+     * backup's newest LSN (the snapshot's).
+     */
+    LOAD_COMMIT,
     /** Master to backup: reject epochs below this one. Response num = newest LSN, b[0] = complete. */
     FENCE,
     /** Replication counters of the local copy, for tests: response a = 9 x u64. */

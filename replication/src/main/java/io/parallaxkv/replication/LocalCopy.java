@@ -4,7 +4,9 @@ import io.parallaxkv.Parallax;
 import io.parallaxkv.Region;
 import io.parallaxkv.Replication;
 import io.parallaxkv.Replication.Role;
+import io.parallaxkv.WriteOptions;
 import java.nio.ByteBuffer;
+import java.util.List;
 
 /**
  * This server's copy of one region, as primary or backup, for one membership (its join epoch).
@@ -12,8 +14,8 @@ import java.nio.ByteBuffer;
  * and one lower than the highest this copy has seen (from a primary or the master's fence) is
  * refused: that is what keeps a deposed primary from getting any write acknowledged.
  *
- * <p>All methods but {@link #installSegment} are synchronized: shipped records, installs, fences
- * and the role change of a promotion happen one at a time, which the engine hooks require.
+ * <p>All methods but {@link #installSegment} are synchronized: shipped records, installs, loads,
+ * fences and the role change of a promotion happen one at a time, which the engine hooks require.
  */
 final class LocalCopy implements AutoCloseable {
   /** The request's epoch is below one this copy saw. */
@@ -25,8 +27,10 @@ final class LocalCopy implements AutoCloseable {
 
   final String name;
   final long joinEpoch;
-  final Region region;
+  /** Replaced only by a load that starts the copy again ({@link #loadBegin}), never on a primary. */
+  private volatile Region region;
   private final Parallax volume;
+  private final boolean sendIndex;
   private long epoch;
   private boolean complete;
   private Replication.IndexInstall install;
@@ -36,16 +40,28 @@ final class LocalCopy implements AutoCloseable {
    * refused: it would put another export's bytes in this install's trees.
    */
   private long installId;
+  /** The id its primary gave the load in progress (0: none); the same guard as installId. */
+  private long loadId;
 
-  LocalCopy(Parallax volume, String name, long joinEpoch, boolean primary, boolean complete, long epoch) {
+  LocalCopy(Parallax volume, String name, long joinEpoch, boolean primary, boolean sendIndex, boolean complete,
+      long epoch) {
     this.volume = volume;
     this.name = name;
     this.joinEpoch = joinEpoch;
+    this.sendIndex = sendIndex;
     this.complete = complete;
     this.epoch = epoch;
     if (volume.regions().contains(name)) volume.dropRegion(name); // a copy of an earlier membership
     this.region = volume.region(name);
-    if (!primary) Replication.setRole(region, Role.BACKUP_SEND_INDEX);
+    if (!primary) setBackupRole();
+  }
+
+  private void setBackupRole() {
+    Replication.setRole(region, sendIndex ? Role.BACKUP_SEND_INDEX : Role.BACKUP_BUILD_INDEX);
+  }
+
+  Region region() {
+    return region;
   }
 
   synchronized Role role() {
@@ -137,9 +153,44 @@ final class LocalCopy implements AutoCloseable {
     complete = true;
   }
 
-  synchronized void buildIndex(long reqEpoch) throws StaleEpochException {
+  /**
+   * Starts a state transfer by snapshot (build index): the pairs that follow go into an empty
+   * copy. A copy that holds anything (records shipped before the primary's log was trimmed past
+   * it) starts again; a complete one refuses, since the master may promote it meanwhile.
+   */
+  synchronized void loadBegin(long reqEpoch, long id) throws StaleEpochException {
     check(reqEpoch);
-    if (Replication.stats(region).role() == Role.BACKUP_SEND_INDEX) Replication.setRole(region, Role.BACKUP_BUILD_INDEX);
+    if (sendIndex) throw new IllegalStateException("region " + name + " is a send-index copy: it takes levels, not loads");
+    if (complete) throw new IllegalStateException("region " + name + " is a complete copy: it is not loaded again");
+    if (Replication.stats(region).logLsn() > 0) {
+      region.close();
+      volume.dropRegion(name);
+      region = volume.region(name);
+      setBackupRole();
+    }
+    loadId = id;
+  }
+
+  private void checkLoad(long id) {
+    if (loadId == 0 || id != loadId) {
+      throw new IllegalStateException("load " + id + " of region " + name + " is not the one in progress");
+    }
+  }
+
+  /** Writes pairs of the primary's snapshot, without the log: the commit makes them durable. */
+  synchronized void load(long reqEpoch, long id, List<byte[][]> pairs) throws StaleEpochException {
+    check(reqEpoch);
+    checkLoad(id);
+    for (byte[][] p : pairs) region.put(p[0], p[1], WriteOptions.NO_WAL);
+  }
+
+  /** Makes the loaded pairs the state at the snapshot's LSN; returns this copy's newest LSN. */
+  synchronized long loadCommit(long reqEpoch, long id, long lsn) throws StaleEpochException {
+    check(reqEpoch);
+    checkLoad(id);
+    loadId = 0;
+    Replication.rebase(region, lsn);
+    return Replication.stats(region).logLsn();
   }
 
   /** The master's fence: no message below epoch from now on; answers (newest LSN, complete). */

@@ -21,13 +21,16 @@ final class Pairs {
     return out.toByteArray();
   }
 
+  /** IllegalArgumentException for bytes that are not pairs. */
   static List<byte[][]> decode(byte[] bytes) {
     ByteBuffer in = ByteBuffer.wrap(bytes);
     List<byte[][]> pairs = new ArrayList<>();
     while (in.hasRemaining()) {
       byte[][] p = new byte[2][];
       for (int i = 0; i < 2; i++) {
-        p[i] = new byte[in.getInt()];
+        int len = in.remaining() >= 4 ? in.getInt() : -1;
+        if (len < 0 || len > in.remaining()) throw new IllegalArgumentException("malformed pairs");
+        p[i] = new byte[len];
         in.get(p[i]);
       }
       pairs.add(p);

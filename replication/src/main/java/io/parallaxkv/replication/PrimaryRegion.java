@@ -32,12 +32,13 @@ final class PrimaryRegion implements AutoCloseable {
   }
 
   /**
-   * The largest value a replicated region takes (the engine's {@code PAR_MAX_INLINE_VALUE}):
+   * The largest value a send-index region takes (the engine's {@code PAR_MAX_INLINE_VALUE}):
    * shipped levels are copied as they are, so their leaves must hold every value; a larger one
-   * would go to the primary's large log, which is not shipped with the levels (send index, and
-   * the state transfer of both modes). Refused before it is written, with a clear error.
+   * would go to the primary's large log, which is not shipped with the levels. Refused before it
+   * is written, with a clear error. Build-index regions transfer state by snapshot and take
+   * values up to {@link Frame#MAX_VALUE}, placed by the engine (hybrid).
    */
-  static final int MAX_VALUE = 1 << 20;
+  static final int MAX_SEND_INDEX_VALUE = 1 << 20;
 
   final LocalCopy copy;
   final boolean sendIndex;
@@ -56,7 +57,7 @@ final class PrimaryRegion implements AutoCloseable {
   }
 
   Region region() {
-    return copy.region;
+    return copy.region();
   }
 
   synchronized long epoch() {
@@ -85,9 +86,10 @@ final class PrimaryRegion implements AutoCloseable {
   /** Applies a client write and waits until every backup of the ack set holds it. */
   void write(byte[] key, byte[] value, boolean delete, long timeoutMs)
       throws DeposedException, TimeoutException, InterruptedException {
-    if (!delete && value.length > MAX_VALUE) {
-      throw new IllegalArgumentException("a value of " + value.length + " bytes: a replicated region takes up to "
-          + MAX_VALUE + " (shipped levels hold values in their leaves)");
+    int max = sendIndex ? MAX_SEND_INDEX_VALUE : Frame.MAX_VALUE;
+    if (!delete && value.length > max) {
+      throw new IllegalArgumentException("a value of " + value.length + " bytes: a " + (sendIndex ? "send" : "build")
+          + "-index region takes up to " + max + (sendIndex ? " (shipped levels hold values in their leaves)" : ""));
     }
     synchronized (this) {
       if (deposed != null) throw new DeposedException(deposed);

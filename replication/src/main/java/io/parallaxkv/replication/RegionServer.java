@@ -63,8 +63,11 @@ public final class RegionServer implements Closeable {
     this.self = cfg.host() + ":" + cfg.port();
     java.nio.file.Files.createDirectories(cfg.dir());
     java.nio.file.Files.deleteIfExists(cfg.dir().resolve("copies.vol")); // a new member starts empty
+    // Send index copies leaves as they are: values in place. Build index transfers state by
+    // snapshot, so its regions use the engine's hybrid placement.
     volume = Parallax.open(cfg.dir().resolve("copies.vol"), Options.builder()
-        .placement(Options.Placement.IN_PLACE).l0Size(cfg.l0Size()).build());
+        .placement(cfg.sendIndex() ? Options.Placement.IN_PLACE : Options.Placement.HYBRID)
+        .l0Size(cfg.l0Size()).build());
     endpoint = transport.listen(cfg.host(), cfg.port(), this::handle);
     coord = new Coordinator(cfg.zk(), cfg.sessionTimeoutMs());
     coord.onSessionLost(() -> {
@@ -124,7 +127,7 @@ public final class RegionServer implements Closeable {
         LOG.error("{}: primary of {} without its copy", self, r.name());
         return;
       }
-      copy = new LocalCopy(volume, r.name(), me.joinEpoch(), primary, me.complete(), r.epoch());
+      copy = new LocalCopy(volume, r.name(), me.joinEpoch(), primary, cfg.sendIndex(), me.complete(), r.epoch());
       copies.put(r.name(), copy);
     }
     if (primary) {
@@ -231,16 +234,22 @@ public final class RegionServer implements Closeable {
       case MARK_COMPLETE:
         backupCopy(req).markComplete(req.epoch());
         return req.ok(0);
-      case BUILD_INDEX:
-        backupCopy(req).buildIndex(req.epoch());
+      case LOAD_BEGIN:
+        backupCopy(req).loadBegin(req.epoch(), req.num());
         return req.ok(0);
+      case LOAD:
+        backupCopy(req).load(req.epoch(), req.num(), Pairs.decode(req.a()));
+        return req.ok(0);
+      case LOAD_COMMIT:
+        if (req.a().length != 8) throw new IllegalArgumentException("a load's LSN takes 8 bytes");
+        return req.ok(backupCopy(req).loadCommit(req.epoch(), req.num(), ByteBuffer.wrap(req.a()).getLong()));
       case FENCE: {
         long[] r = backupCopy(req).fence(req.epoch());
         return req.reply(Frame.Status.OK, r[0], new byte[] {(byte) r[1]}, null);
       }
       case STATS: {
         LocalCopy c = backupCopy(req);
-        Replication.Stats s = Replication.stats(c.region);
+        Replication.Stats s = Replication.stats(c.region());
         ByteBuffer b = ByteBuffer.allocate(9 * 8);
         b.putLong(s.role().ordinal()).putLong(s.logLsn()).putLong(s.l0Lsn()).putLong(s.coveredLsn())
             .putLong(s.recordsApplied()).putLong(s.recordsSkipped()).putLong(s.treesInstalled())

@@ -74,6 +74,9 @@ public final class ReplicatedClient implements Closeable {
   public void put(byte[] key, byte[] value) throws IOException {
     Objects.requireNonNull(key, "key");
     Objects.requireNonNull(value, "value");
+    if (value.length > Frame.MAX_VALUE) {
+      throw new IllegalArgumentException("a value of " + value.length + " bytes: the largest is " + Frame.MAX_VALUE);
+    }
     call(key, Frame.request(Frame.Type.WRITE, "", 0, 0, key.clone(), value.clone()));
   }
 

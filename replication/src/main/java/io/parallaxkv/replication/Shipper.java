@@ -1,8 +1,12 @@
 package io.parallaxkv.replication;
 
 import io.parallaxkv.NoSuchEntryException;
+import io.parallaxkv.Region;
 import io.parallaxkv.Replication;
+import io.parallaxkv.Scanner;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -13,10 +17,11 @@ import org.slf4j.LoggerFactory;
  * primary) on one thread, and, in send-index mode, the primary's levels after each of its
  * compactions on another, so that copying a large tree never holds the log, and with it every
  * acknowledgement, back. A backup that the primary's log no longer covers (a new one, or one that
- * fell behind a compaction) gets the levels first, then the log from the LSN they cover: that is
- * the state transfer, run while writes go on. A backup takes shipped records and installs in
- * either order: records its installed levels cover are skipped, and levels covering LSNs its log
- * lacks restart its log after them.
+ * fell behind a compaction) gets a state transfer first, run while writes go on, then the log
+ * from the LSN it covers: in send-index mode the levels (a backup takes shipped records and
+ * installs in either order: records its installed levels cover are skipped, and levels covering
+ * LSNs its log lacks restart its log after them); in build-index mode the pairs of a snapshot,
+ * which the backup writes into its own copy with its own placement.
  *
  * <p>Every message carries the primary's epoch; a backup answering STALE_EPOCH means this
  * primary was deposed.
@@ -29,10 +34,13 @@ final class Shipper implements AutoCloseable {
   /** Send-index mode: the shortest time between two shipments of the levels (see indexLoop). */
   private static final long INDEX_INTERVAL_MS = 2000;
   /**
-   * Ids of this process's installs, unique among the shippers of a primary (its epoch tells the
-   * primaries apart): the backup takes segments and the commit of the install it began last only.
+   * Ids of this process's installs and loads, unique among the shippers of a primary (its epoch
+   * tells the primaries apart): the backup takes the segments or pairs, and the commit, of the
+   * install or load it began last only.
    */
-  private static final AtomicLong INSTALL_IDS = new AtomicLong();
+  private static final AtomicLong TRANSFER_IDS = new AtomicLong();
+  /** A load message carries pairs of about this many bytes (one pair alone may be larger). */
+  private static final int LOAD_BYTES = 1 << 20;
 
   private final PrimaryRegion primary;
   final String backup;
@@ -48,7 +56,6 @@ final class Shipper implements AutoCloseable {
   long acked;
   boolean inAckSet;
   private boolean completeSent;
-  private boolean buildSent;
   private long completeAt = -1;
   private long catchUpTarget = -1;
   /**
@@ -126,18 +133,14 @@ final class Shipper implements AutoCloseable {
           primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), null, Faults.PRIMARY_MID_LOG).num());
           continue;
         }
-        if (!primary.sendIndex && !completeSent) maybeShipIndex(false, true); // build-index state transfer
         maybeComplete();
-        if (!primary.sendIndex && completeSent && !buildSent) {
-          call(Frame.Type.BUILD_INDEX, 0, null); // current: from now on it compacts its own copy
-          buildSent = true;
-        }
         synchronized (signal) {
           signal.wait(5);
         }
       } catch (NoSuchEntryException truncated) {
         try {
-          maybeShipIndex(true, true);
+          if (primary.sendIndex) maybeShipIndex(true, true);
+          else transferSnapshot();
         } catch (Exception e) {
           pause(e);
         }
@@ -235,7 +238,7 @@ final class Shipper implements AutoCloseable {
       // trim what the backup needs after the install.
       Replication.LogCursor after = Replication.openLog(primary.region(), x.coveredLsn() + 1);
       try {
-        long id = INSTALL_IDS.incrementAndGet();
+        long id = TRANSFER_IDS.incrementAndGet();
         ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, id, x.layout()).a());
         // Reused: each call's answer means its bytes went out; a failed call ends this install.
         byte[] seg = new byte[Replication.SEGMENT_SIZE];
@@ -255,6 +258,46 @@ final class Shipper implements AutoCloseable {
       } finally {
         after.close();
       }
+    }
+  }
+
+  /**
+   * Build-index mode: the state transfer by snapshot. The backup's copy starts again from the
+   * snapshot's pairs (written without its log, in its own placement) and takes the log from the
+   * snapshot's LSN on; the cursor kept from before the snapshot pins that log while the pairs are
+   * copied.
+   */
+  private void transferSnapshot() throws Exception {
+    Region region = primary.region();
+    Replication.LogCursor before = Replication.openLog(region, Replication.stats(region).l0Lsn() + 1);
+    try {
+      Replication.SnapshotAt at = Replication.snapshot(region);
+      long id = TRANSFER_IDS.incrementAndGet(), pairs = 0;
+      try (var snap = at.snapshot(); Scanner s = snap.scanner()) {
+        call(Frame.Type.LOAD_BEGIN, id, null);
+        List<byte[][]> batch = new ArrayList<>();
+        long bytes = 0;
+        for (boolean ok = s.seekToFirst(); ok; ok = s.next()) {
+          byte[][] p = {s.key(), s.value()};
+          batch.add(p);
+          bytes += p[0].length + p[1].length;
+          if (bytes >= LOAD_BYTES) {
+            call(Frame.Type.LOAD, id, Pairs.encode(batch));
+            pairs += batch.size();
+            batch.clear();
+            bytes = 0;
+          }
+        }
+        if (!batch.isEmpty()) call(Frame.Type.LOAD, id, Pairs.encode(batch));
+        pairs += batch.size();
+      }
+      long lsn = call(Frame.Type.LOAD_COMMIT, id, ByteBuffer.allocate(8).putLong(at.lsn()).array()).num();
+      primary.acked(this, lsn);
+      reopen(lsn + 1);
+      reposition = false;
+      LOG.info("region {}: backup {} loaded from a snapshot at LSN {} ({} pairs)", primary.copy.name, backup, lsn, pairs);
+    } finally {
+      before.close();
     }
   }
 

@@ -126,14 +126,14 @@ class FailoverTest {
         RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
         waitFor(c, "r1", 30000, r -> true);
         Writers w = new Writers(c, 3, 1000);
-        // Values of the largest size a replicated region takes, in both regions' levels and
+        // Values of the largest size a send-index region takes, in both regions' levels and
         // logs before the kill; a larger one is refused and not written.
         for (String k : List.of("A-big-0", "A-big-1", "\u0081-big-0")) {
           w.attempted.put(k, 1L);
-          c.put(k.getBytes(StandardCharsets.UTF_8), Writers.value(1, PrimaryRegion.MAX_VALUE));
+          c.put(k.getBytes(StandardCharsets.UTF_8), Writers.value(1, PrimaryRegion.MAX_SEND_INDEX_VALUE));
           w.acked.put(k, 1L);
         }
-        byte[] tooBig = Writers.value(1, PrimaryRegion.MAX_VALUE + 1);
+        byte[] tooBig = Writers.value(1, PrimaryRegion.MAX_SEND_INDEX_VALUE + 1);
         IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
             IllegalArgumentException.class, () -> c.put("A-too-big".getBytes(StandardCharsets.UTF_8), tooBig));
         assertTrue(refused.getMessage().contains("up to"), refused.getMessage());
@@ -496,8 +496,15 @@ class FailoverTest {
     }
   }
 
+  /**
+   * Build index: backups compact their own copies, and values are placed by the engine (hybrid),
+   * up to 64 MiB: 5 MiB values, past a send-index region's 1 MiB and past a segment, survive every
+   * failover. A server that joins after the primaries' logs were trimmed gets its copies by a
+   * snapshot transfer; once the other two servers are killed, one after the other, those copies
+   * are the only ones left, and they serve every acknowledged write.
+   */
   @Test
-  @Timeout(180)
+  @Timeout(240)
   void buildIndexBackupsCompactTheirOwnCopy() throws Exception {
     try (Cluster cl = new Cluster(dir, "build-index")) {
       for (int i = 0; i < 3; i++) cl.start();
@@ -505,15 +512,40 @@ class FailoverTest {
         RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
         waitFor(c, "r1", 30000, r -> true);
         Writers w = new Writers(c, 3, 1000);
+        for (String k : List.of("A-big-0", "A-big-1", "\u0081-big-0")) {
+          w.attempted.put(k, 1L);
+          c.put(k.getBytes(StandardCharsets.UTF_8), Writers.value(1, (5 << 20) + 3));
+          w.acked.put(k, 1L);
+        }
+        IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(IllegalArgumentException.class,
+            () -> c.put("A-too-big".getBytes(StandardCharsets.UTF_8), new byte[Frame.MAX_VALUE + 1]));
+        assertTrue(refused.getMessage().contains("the largest is"), refused.getMessage());
         Thread.sleep(4000);
-        cl.kill(r0.primary().server());
-        waitFor(c, "r0", 30000, r -> !r.primary().server().equals(r0.primary().server()));
-        Thread.sleep(2000);
-        w.stop();
-        verify(c, w);
         long compactions = 0;
         for (RegionInfo.Member m : c.regions().get("r1").info().backups()) compactions += stats(c, m.server(), "r1")[8];
         assertTrue(compactions > 0, "build-index backups compact");
+
+        String first = r0.primary().server();
+        cl.kill(first);
+        String loaded = cl.start();
+        RegionInfo after = waitFor(c, "r0", 30000, r -> !r.primary().server().equals(first));
+        waitReplicated(c, 60000); // loaded's copies included: it is in both regions of three servers
+        for (String region : List.of("r0", "r1")) {
+          assertTrue(c.regions().get(region).info().servers().contains(loaded), region + " has a copy on " + loaded);
+        }
+        assertTrue(cl.log(after.primary().server()).contains("loaded from a snapshot"), cl.logs());
+        for (String victim : after.servers()) {
+          if (victim.equals(loaded)) continue;
+          cl.kill(victim);
+          for (String region : List.of("r0", "r1")) waitFor(c, region, 30000, r -> !r.servers().contains(victim));
+        }
+        for (String region : List.of("r0", "r1")) {
+          assertEquals(List.of(loaded), c.regions().get(region).info().servers(), "only the loaded copies are left");
+        }
+        Thread.sleep(1000);
+        w.stop();
+        verify(c, w);
+        assertEquals((5 << 20) + 3, c.get("A-big-1".getBytes(StandardCharsets.UTF_8)).length);
       }
     }
   }

@@ -53,6 +53,62 @@ class ProtocolTest {
   }
 
   @Test
+  void malformedPairsAreRefused() {
+    byte[] pairs = Pairs.encode(List.<byte[][]>of(new byte[][] {"k".getBytes(), "value".getBytes()}));
+    assertEquals(1, Pairs.decode(pairs).size());
+    for (int cut = 1; cut < pairs.length; cut++) {
+      int n = cut;
+      assertThrows(IllegalArgumentException.class, () -> Pairs.decode(java.util.Arrays.copyOf(pairs, n)));
+    }
+    byte[] negative = pairs.clone();
+    ByteBuffer.wrap(negative).putInt(0, -1);
+    assertThrows(IllegalArgumentException.class, () -> Pairs.decode(negative));
+  }
+
+  /**
+   * A build-index copy loaded from a snapshot: messages of an abandoned load are refused (a late
+   * LOAD would put an older snapshot's pairs in the new one), a copy that took records starts
+   * again empty, a complete copy and a send-index copy refuse loads, and the committed copy holds
+   * the snapshot's state and takes the log after it.
+   */
+  @Test
+  void loadsAreOneAtATimeAndStartTheCopyAgain() throws Exception {
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), Options.builder().build());
+        Parallax bv = Parallax.open(dir.resolve("b.vol"), Options.builder().build())) {
+      var p = pv.region("r0");
+      LocalCopy b = new LocalCopy(bv, "r0", 1, false, false, false, 1);
+      try (Replication.LogCursor c = Replication.openLog(p, 1)) {
+        p.put("stale".getBytes(), "x".getBytes(), WriteOptions.SYNC);
+        Replication.Chunk ch = c.read(1 << 20);
+        b.apply(1, ch.records()); // records the load replaces
+      }
+      p.delete("stale".getBytes(), WriteOptions.SYNC);
+      for (int i = 0; i < 100; i++) p.put(("k" + i).getBytes(), new byte[i * 300], WriteOptions.SYNC);
+      Replication.SnapshotAt at = Replication.snapshot(p);
+      List<byte[][]> pairs = new java.util.ArrayList<>();
+      try (var snap = at.snapshot(); var s = snap.scanner()) {
+        for (boolean ok = s.seekToFirst(); ok; ok = s.next()) pairs.add(new byte[][] {s.key(), s.value()});
+      }
+      b.loadBegin(1, 7);
+      b.loadBegin(1, 8);
+      assertThrows(IllegalStateException.class, () -> b.load(1, 7, pairs));
+      assertThrows(IllegalStateException.class, () -> b.loadCommit(1, 7, at.lsn()));
+      b.load(1, 8, pairs);
+      assertEquals(at.lsn(), b.loadCommit(1, 8, at.lsn()));
+      assertThrows(IllegalStateException.class, () -> b.loadCommit(1, 8, at.lsn()), "committed: no load in progress");
+      assertEquals(null, b.region().get("stale".getBytes()));
+      b.markComplete(1);
+      assertThrows(IllegalStateException.class, () -> b.loadBegin(1, 9));
+      b.promote(2);
+      for (int i = 0; i < 100; i++) assertEquals(i * 300, b.region().get(("k" + i).getBytes()).length);
+      b.close();
+      LocalCopy si = new LocalCopy(bv, "r1", 1, false, true, false, 1);
+      assertThrows(IllegalStateException.class, () -> si.loadBegin(1, 10));
+      si.close();
+    }
+  }
+
+  @Test
   void regionMapEntriesRoundTrip() {
     RegionInfo r = new RegionInfo("r1", 5, new byte[] {(byte) 0x80}, new byte[0],
         new RegionInfo.Member("127.0.0.2:7002", 1, true),
@@ -71,7 +127,7 @@ class ProtocolTest {
     try (Parallax pv = Parallax.open(dir.resolve("p.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build());
         Parallax bv = Parallax.open(dir.resolve("b.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build())) {
       var p = pv.region("r0");
-      LocalCopy b = new LocalCopy(bv, "r0", 1, false, true, 1);
+      LocalCopy b = new LocalCopy(bv, "r0", 1, false, true, true, 1);
       p.put("k".getBytes(), "v".getBytes(), WriteOptions.SYNC);
       Replication.Chunk ch;
       try (Replication.LogCursor c = Replication.openLog(p, 1)) {
@@ -91,7 +147,7 @@ class ProtocolTest {
         assertThrows(LocalCopy.StaleEpochException.class, () -> b.apply(2, new byte[0]));
       }
       b.promote(3);
-      assertArrayEquals("v".getBytes(), b.region.get("k2".getBytes()));
+      assertArrayEquals("v".getBytes(), b.region().get("k2".getBytes()));
       b.close();
     }
   }
@@ -106,7 +162,7 @@ class ProtocolTest {
     try (Parallax pv = Parallax.open(dir.resolve("p.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build());
         Parallax bv = Parallax.open(dir.resolve("b.vol"), Options.builder().placement(Options.Placement.IN_PLACE).build())) {
       var p = pv.region("r0");
-      LocalCopy b = new LocalCopy(bv, "r0", 1, false, true, 1);
+      LocalCopy b = new LocalCopy(bv, "r0", 1, false, true, true, 1);
       for (int i = 0; i < 100; i++) p.put(("k" + i).getBytes(), ("v" + i).getBytes(), WriteOptions.SYNC);
       p.flush();
       try (Replication.IndexExport x = Replication.exportIndex(p)) {
@@ -127,7 +183,7 @@ class ProtocolTest {
         assertThrows(IllegalStateException.class, () -> b.installCommit(1, 8), "committed: no install in progress");
       }
       b.promote(2);
-      for (int i = 0; i < 100; i++) assertArrayEquals(("v" + i).getBytes(), b.region.get(("k" + i).getBytes()));
+      for (int i = 0; i < 100; i++) assertArrayEquals(("v" + i).getBytes(), b.region().get(("k" + i).getBytes()));
       b.close();
     }
   }
