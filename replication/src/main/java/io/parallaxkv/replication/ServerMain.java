@@ -4,12 +4,15 @@ import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /** {@code java -jar parallax-replication.jar --zk HOST:PORT --dir DIR --port P --host 127.0.0.x}. */
 @Command(name = "parallax-replication", mixinStandardHelpOptions = true,
     description = "A Parallax region server: replicated regions (Talos), ZooKeeper for coordination.")
 public final class ServerMain implements Callable<Integer> {
+  @Spec CommandSpec spec;
   @Option(names = "--zk", required = true, description = "ZooKeeper connect string")
   String zk;
   @Option(names = "--dir", required = true, description = "directory of this server's volume")
@@ -29,14 +32,26 @@ public final class ServerMain implements Callable<Integer> {
   int sessionTimeoutMs;
   @Option(names = "--l0-size", defaultValue = "4194304", description = "bytes of a region's in-memory L0")
   long l0Size;
+  @Option(names = "--placement", description = "in-place or hybrid (build-index mode only; send-index copies leaves "
+      + "as they are); default: in-place for send-index, hybrid for build-index")
+  String placement;
 
   @Override
   public Integer call() throws Exception {
     if (!mode.equals("send-index") && !mode.equals("build-index")) {
-      throw new CommandLine.ParameterException(new CommandLine(this), "--mode: send-index or build-index");
+      throw new CommandLine.ParameterException(spec.commandLine(), "--mode: send-index or build-index");
     }
-    RegionServer s = new RegionServer(new RegionServer.Config(zk, dir, host, port, rf, regions,
-        mode.equals("send-index"), sessionTimeoutMs, l0Size));
+    boolean sendIndex = mode.equals("send-index");
+    if (placement == null) placement = sendIndex ? "in-place" : "hybrid";
+    if (!placement.equals("in-place") && !placement.equals("hybrid")) {
+      throw new CommandLine.ParameterException(spec.commandLine(), "--placement: in-place or hybrid");
+    }
+    if (sendIndex && placement.equals("hybrid")) {
+      throw new CommandLine.ParameterException(spec.commandLine(),
+          "--placement hybrid needs --mode build-index: send-index backups take the primary's leaves as they are");
+    }
+    RegionServer s = new RegionServer(new RegionServer.Config(zk, dir, host, port, rf, regions, sendIndex,
+        placement.equals("hybrid"), sessionTimeoutMs, l0Size));
     System.out.println("READY " + s.id());
     System.out.flush();
     Runtime.getRuntime().addShutdownHook(new Thread(s::close));

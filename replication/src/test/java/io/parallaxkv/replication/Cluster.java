@@ -29,12 +29,19 @@ final class Cluster implements Closeable {
 
   private final int rf, regions;
   private final long l0Size;
+  /** --placement, or null for the mode's default. */
+  private final String placement;
 
   Cluster(Path dir, String mode) throws Exception {
     this(dir, mode, 3, 2, 64 << 10);
   }
 
   Cluster(Path dir, String mode, int rf, int regions, long l0Size) throws Exception {
+    this(dir, mode, rf, regions, l0Size, null);
+  }
+
+  Cluster(Path dir, String mode, int rf, int regions, long l0Size, String placement) throws Exception {
+    this.placement = placement;
     this.dir = dir;
     this.mode = mode;
     this.rf = rf;
@@ -89,6 +96,7 @@ final class Cluster implements Closeable {
         "--zk", zkConnect, "--dir", sdir.toString(), "--host", host, "--port", String.valueOf(port),
         "--rf", String.valueOf(rf), "--regions", String.valueOf(regions), "--mode", mode,
         "--session-timeout-ms", String.valueOf(sessionMs), "--l0-size", String.valueOf(l0Size)));
+    if (placement != null) cmd.addAll(List.of("--placement", placement));
     Process p = new ProcessBuilder(cmd).redirectError(sdir.resolve("server.log").toFile()).start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
     String line = out.readLine();

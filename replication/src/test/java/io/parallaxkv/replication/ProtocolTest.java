@@ -108,6 +108,22 @@ class ProtocolTest {
     }
   }
 
+  /** Refused before anything starts: hybrid placement in send-index mode, unknown values. */
+  @Test
+  void serverRefusesPlacementsItCannotReplicate() {
+    String[] base = {"--zk", "127.0.0.1:1", "--dir", dir.resolve("s").toString(), "--port", "1"};
+    for (String[] extra : List.of(new String[] {"--placement", "hybrid"},
+        new String[] {"--mode", "build-index", "--placement", "log"})) {
+      java.io.StringWriter err = new java.io.StringWriter();
+      picocli.CommandLine cmd = new picocli.CommandLine(new ServerMain());
+      cmd.setErr(new java.io.PrintWriter(err));
+      String[] args = java.util.stream.Stream.concat(java.util.Arrays.stream(base), java.util.Arrays.stream(extra))
+          .toArray(String[]::new);
+      assertEquals(2, cmd.execute(args), err.toString());
+      assertTrue(err.toString().contains("--placement"), err.toString());
+    }
+  }
+
   @Test
   void regionMapEntriesRoundTrip() {
     RegionInfo r = new RegionInfo("r1", 5, new byte[] {(byte) 0x80}, new byte[0],

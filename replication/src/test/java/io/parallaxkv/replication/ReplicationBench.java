@@ -92,9 +92,9 @@ class ReplicationBench {
     return sb.length() == 0 ? "-" : sb.substring(0, sb.length() - 2);
   }
 
-  private void run(String label, String mode, int rf, long n) throws Exception {
+  private void run(String label, String mode, String placement, int rf, long n) throws Exception {
     boolean sd = "sd".equals(System.getProperty("repl.bench.mix", "1000"));
-    try (Cluster cl = new Cluster(dir.resolve(label), mode, rf, 1, Long.getLong("repl.bench.l0", 1 << 20))) {
+    try (Cluster cl = new Cluster(dir.resolve(label), mode, rf, 1, Long.getLong("repl.bench.l0", 1 << 20), placement)) {
       List<String> ids = new ArrayList<>();
       for (int i = 0; i < rf; i++) ids.add(cl.start());
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 30000)) {
@@ -145,13 +145,17 @@ class ReplicationBench {
   void sendIndexVersusBuildIndex() throws Exception {
     long n = Long.getLong("repl.bench", 0);
     assumeTrue(n > 0, "a benchmark: -Drepl.bench=WRITES runs it");
-    run("unreplicated", "send-index", 1, n);
+    run("unreplicated", "send-index", "in-place", 1, n);
     // The two modes alternate (-Drepl.bench.rounds, 1 by default), so that a shared machine's
-    // changing load falls on both.
+    // changing load falls on both; both place values in the leaves, so only the mode differs.
+    // -Drepl.bench.hybrid=true adds build-index with its default, hybrid placement.
     int rounds = Integer.getInteger("repl.bench.rounds", 1);
+    boolean hybrid = Boolean.getBoolean("repl.bench.hybrid");
     for (int i = 1; i <= rounds; i++) {
-      run("rf3-send-index-" + i, "send-index", 3, n);
-      run("rf3-build-index-" + i, "build-index", 3, n);
+      run("rf3-send-index-" + i, "send-index", "in-place", 3, n);
+      run("rf3-build-index-" + i, "build-index", "in-place", 3, n);
+      if (hybrid) run("rf3-build-index-hybrid-" + i, "build-index", "hybrid", 3, n);
     }
+    if (hybrid) run("unreplicated-hybrid", "build-index", "hybrid", 1, n);
   }
 }
