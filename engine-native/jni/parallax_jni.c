@@ -71,6 +71,7 @@ DECL(jint, replSetRole, jlong region, jint role)
 DECL(jint, replCursorOpen, jlong region, jlong fromLsn, jlong out)
 DECL(jint, replCursorRead, jlong cursor, jlong buf, jlong cap, jlong lenOut, jlong lastOut)
 DECL(void, replCursorClose, jlong cursor)
+DECL(jint, replCursorSetLimit, jlong cursor, jint segments)
 DECL(jint, replApply, jlong region, jlong records, jlong len, jlong appliedOut)
 DECL(jint, replExportOpen, jlong region, jlong out)
 DECL(jint, replExportLayout, jlong export, jlong buf, jlong cap, jlong lenOut)
@@ -313,6 +314,9 @@ JNI_FN(jint, replCursorOpen)(JNIEnv *env, jclass cls, jlong region, jlong fromLs
 JNI_FN(jint, replCursorRead)(JNIEnv *env, jclass cls, jlong cursor, jlong buf, jlong cap, jlong lenOut,
                              jlong lastOut) {
   return (jint)par_repl_cursor_read(P(cursor), P(buf), (size_t)cap, P(lenOut), P(lastOut));
+}
+JNI_FN(jint, replCursorSetLimit)(JNIEnv *env, jclass cls, jlong cursor, jint segments) {
+  return (jint)par_repl_cursor_set_limit(P(cursor), (uint32_t)segments);
 }
 JNI_FN(void, replCursorClose)(JNIEnv *env, jclass cls, jlong cursor) {
   par_repl_cursor_close(P(cursor));

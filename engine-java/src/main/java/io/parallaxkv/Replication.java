@@ -31,6 +31,9 @@ public final class Replication {
   /** Bytes of one volume segment, the unit in which levels are shipped. */
   public static final int SEGMENT_SIZE = 2 << 20;
 
+  /** A log cursor's limit unless set ({@code PAR_REPL_CURSOR_LIMIT}): 64 segments, 128 MiB. */
+  public static final int DEFAULT_LOG_LIMIT = 64;
+
   private Replication() {}
 
   /** A region's role. */
@@ -274,6 +277,22 @@ public final class Replication {
         }
       } finally {
         out.release();
+        state.release();
+      }
+    }
+
+    /**
+     * The most WAL segments the levels cover that this cursor may keep (the engine's default is
+     * {@link #DEFAULT_LOG_LIMIT}); past it the cursor is released and its reads throw
+     * {@link NoSuchEntryException}, so that a stalled reader does not grow the primary's disk
+     * without bound. A state transfer raises it for its duration.
+     */
+    public synchronized void setLimit(int segments) {
+      if (segments <= 0) throw new IllegalArgumentException("a cursor's limit is at least 1 segment");
+      long c = state.acquire();
+      try {
+        Native.check(api, api.replCursorSetLimit(c, segments));
+      } finally {
         state.release();
       }
     }

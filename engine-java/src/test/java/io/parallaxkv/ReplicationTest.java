@@ -78,6 +78,31 @@ class ReplicationTest {
   }
 
   /**
+   * A cursor past its limit of WAL segments the levels cover is released (its reads throw
+   * NoSuchEntryException); one with a higher limit keeps the log for its reader.
+   */
+  @Test
+  void cursorLimitBoundsTheLogItKeeps() {
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), inPlace())) {
+      Region p = pv.region("r");
+      Replication.LogCursor tight = Replication.openLog(p, 1);
+      Replication.LogCursor loose = Replication.openLog(p, 1);
+      tight.setLimit(1);
+      loose.setLimit(Replication.DEFAULT_LOG_LIMIT * 4);
+      assertThrows(IllegalArgumentException.class, () -> tight.setLimit(0));
+      byte[] v = new byte[4000];
+      for (int i = 0; i < 5000; i++) p.put(b(String.format("key%05d", i)), v);
+      p.flush();
+      p.put(b("after"), v); // a commit after the flush trims what the cursors allow
+      p.flush();
+      assertThrows(NoSuchEntryException.class, () -> tight.read(1 << 20));
+      assertTrue(loose.read(1 << 20) != null);
+      tight.close();
+      loose.close();
+    }
+  }
+
+  /**
    * A build-index backup of a hybrid primary (values up to 3 MiB, in its large log) made from a
    * snapshot: loaded without the log, rebased to the snapshot's LSN, then fed the log after it;
    * promoted, it holds the primary's state. Writes after the snapshot reach it through the log.

@@ -346,6 +346,11 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int replCursorSetLimit(long cursor, int segments) {
+    return JniNative.replCursorSetLimit(cursor, segments);
+  }
+
+  @Override
   public int replApply(long region, long records, long len, long appliedOut) {
     return JniNative.replApply(region, records, len, appliedOut);
   }

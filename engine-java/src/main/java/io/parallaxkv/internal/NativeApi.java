@@ -158,6 +158,9 @@ public abstract class NativeApi {
   /** {@code par_repl_cursor_close}. */
   public abstract void replCursorClose(long cursor);
 
+  /** {@code par_repl_cursor_set_limit}. */
+  public abstract int replCursorSetLimit(long cursor, int segments);
+
   /** {@code par_repl_apply}. */
   public abstract int replApply(long region, long records, long len, long appliedOut);
 

@@ -45,7 +45,7 @@ final class FfmBackend extends NativeApi {
       checkpoint,
       estimateRange, deleteRange, batchDeleteRange, batchDeleteRangeIn,
       batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
-  private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH,
+  private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH, replCursorSetLimitH,
       replApplyH, replExportOpenH, replExportLayoutH, replExportCoveredH, replExportSegmentH,
       replExportCloseH, replInstallBeginH, replInstallNeededH, replInstallSegmentH,
       replInstallCommitH, replInstallCloseH, replStatsH, replSnapshotH, replRebaseH;
@@ -138,6 +138,7 @@ final class FfmBackend extends NativeApi {
     replCursorOpenH = h("par_repl_cursor_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replCursorReadH = h("par_repl_cursor_read", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replCursorCloseH = h("par_repl_cursor_close", FunctionDescriptor.ofVoid(JAVA_LONG));
+    replCursorSetLimitH = h("par_repl_cursor_set_limit", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
     replApplyH = h("par_repl_apply", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replExportOpenH = h("par_repl_export_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     replExportLayoutH = h("par_repl_export_layout", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
@@ -763,6 +764,15 @@ final class FfmBackend extends NativeApi {
   public void replCursorClose(long cursor) {
     try {
       replCursorCloseH.invokeExact(cursor);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replCursorSetLimit(long cursor, int segments) {
+    try {
+      return (int) replCursorSetLimitH.invokeExact(cursor, segments);
     } catch (Throwable t) {
       throw rethrow(t);
     }

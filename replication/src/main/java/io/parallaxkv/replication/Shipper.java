@@ -39,6 +39,15 @@ final class Shipper implements AutoCloseable {
    * install or load it began last only.
    */
   private static final AtomicLong TRANSFER_IDS = new AtomicLong();
+  /**
+   * WAL segments (4 GiB) a cursor may keep past the primary's levels while the backup is not
+   * complete: during a state transfer, and while it catches up after one. Copying a large region
+   * takes minutes, during which the primary's flushes go on; with the engine's default (128 MiB)
+   * the cursor would be released before the copy ends, and the transfer would start again, never
+   * done under a steady load. A complete backup's cursors keep the default: it is in the ack set,
+   * so writes wait for it rather than leave it behind.
+   */
+  private static final int TRANSFER_LOG_LIMIT = 2048;
   /** A load message carries pairs of about this many bytes (one pair alone may be larger). */
   private static final int LOAD_BYTES = 1 << 20;
 
@@ -186,7 +195,15 @@ final class Shipper implements AutoCloseable {
   private void reopen(long lsn) {
     Replication.LogCursor old = cursor;
     cursor = Replication.openLog(primary.region(), lsn);
+    if (!completeSent) cursor.setLimit(TRANSFER_LOG_LIMIT);
     if (old != null) old.close();
+  }
+
+  /** A cursor that pins the log after a state transfer's copy while the copy is made. */
+  private Replication.LogCursor pinFrom(long lsn) {
+    Replication.LogCursor c = Replication.openLog(primary.region(), lsn);
+    c.setLimit(TRANSFER_LOG_LIMIT);
+    return c;
   }
 
   /**
@@ -236,7 +253,7 @@ final class Shipper implements AutoCloseable {
     try (Replication.IndexExport x = Replication.exportIndex(primary.region())) {
       // The log after the levels, pinned while they are copied: a compaction meanwhile must not
       // trim what the backup needs after the install.
-      Replication.LogCursor after = Replication.openLog(primary.region(), x.coveredLsn() + 1);
+      Replication.LogCursor after = pinFrom(x.coveredLsn() + 1);
       try {
         long id = TRANSFER_IDS.incrementAndGet();
         ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, id, x.layout()).a());
@@ -269,7 +286,7 @@ final class Shipper implements AutoCloseable {
    */
   private void transferSnapshot() throws Exception {
     Region region = primary.region();
-    Replication.LogCursor before = Replication.openLog(region, Replication.stats(region).l0Lsn() + 1);
+    Replication.LogCursor before = pinFrom(Replication.stats(region).l0Lsn() + 1);
     try {
       Replication.SnapshotAt at = Replication.snapshot(region);
       long id = TRANSFER_IDS.incrementAndGet(), pairs = 0;
