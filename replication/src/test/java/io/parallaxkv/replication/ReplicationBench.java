@@ -22,7 +22,9 @@ import org.junit.jupiter.api.io.TempDir;
  * 20% 104 and 20% 1004 bytes, chosen by key); {@code -Drepl.bench.l0=BYTES} sets the servers' L0
  * (1 MiB by default, so that a short run compacts often). Reports client throughput and each
  * server's CPU time and device bytes (from /proc), the primary's and the backups' apart, and each
- * server's CPU by what its threads do (engine compaction, WAL, Netty, shipping, ...). Results in docs/replication.md.
+ * server's CPU by what its threads do (engine compaction, WAL, Netty, shipping, ...).
+ * {@code -Drepl.transfer=N} runs the state-transfer benchmark instead ({@link
+ * #stateTransferWhileWriting}). Results in docs/replication.md.
  */
 class ReplicationBench {
   @TempDir Path dir;
@@ -92,6 +94,29 @@ class ReplicationBench {
     return sb.length() == 0 ? "-" : sb.substring(0, sb.length() - 2);
   }
 
+  /** n writes by 16 client threads: keys key000000000000.., values of 1000 bytes or the SD mix. */
+  private static void load(ReplicatedClient c, long n, boolean sd) throws InterruptedException {
+    AtomicLong next = new AtomicLong();
+    List<Thread> threads = new ArrayList<>();
+    for (int t = 0; t < 16; t++) {
+      Thread th = new Thread(() -> {
+        byte[][] values = {new byte[9], new byte[104], new byte[1004], new byte[1000]};
+        for (long i; (i = next.getAndIncrement()) < n; ) {
+          long k = (i * 7919) % n;
+          int size = !sd ? 3 : k % 5 < 3 ? 0 : k % 5 == 3 ? 1 : 2;
+          try {
+            c.put(String.format("key%012d", k).getBytes(StandardCharsets.UTF_8), values[size]);
+          } catch (Exception e) {
+            throw new IllegalStateException(e);
+          }
+        }
+      });
+      threads.add(th);
+      th.start();
+    }
+    for (Thread th : threads) th.join();
+  }
+
   private void run(String label, String mode, String placement, int rf, long n) throws Exception {
     boolean sd = "sd".equals(System.getProperty("repl.bench.mix", "1000"));
     try (Cluster cl = new Cluster(dir.resolve(label), mode, rf, 1, Long.getLong("repl.bench.l0", 1 << 20), placement)) {
@@ -106,26 +131,8 @@ class ReplicationBench {
           before.add(usage(cl.pid(id)));
           threadsBefore.add(threads(cl.pid(id)));
         }
-        AtomicLong next = new AtomicLong();
         long t0 = System.nanoTime();
-        List<Thread> threads = new ArrayList<>();
-        for (int t = 0; t < 16; t++) {
-          Thread th = new Thread(() -> {
-            byte[][] values = {new byte[9], new byte[104], new byte[1004], new byte[1000]};
-            for (long i; (i = next.getAndIncrement()) < n; ) {
-              long k = (i * 7919) % n;
-              int size = !sd ? 3 : k % 5 < 3 ? 0 : k % 5 == 3 ? 1 : 2;
-              try {
-                c.put(String.format("key%012d", k).getBytes(StandardCharsets.UTF_8), values[size]);
-              } catch (Exception e) {
-                throw new IllegalStateException(e);
-              }
-            }
-          });
-          threads.add(th);
-          th.start();
-        }
-        for (Thread th : threads) th.join();
+        load(c, n, sd);
         double secs = (System.nanoTime() - t0) / 1e9;
         System.out.printf("%-22s %8.0f writes/s%n", label, n / secs);
         for (int i = 0; i < ids.size(); i++) {
@@ -136,6 +143,59 @@ class ReplicationBench {
           System.out.printf("  %-8s cpu %7.1f us/write  read %7.1f B/write  written %7.1f B/write%n", role,
               1000.0 * (u[0] - b[0]) / n, (double) (u[1] - b[1]) / n, (double) (u[2] - b[2]) / n);
           System.out.printf("           by thread (us/write): %s%n", cpuByJob(threadsBefore.get(i), threadsAfter, u[0] - b[0], n));
+        }
+      }
+    }
+  }
+
+  /**
+   * A state transfer at scale ({@code -Drepl.transfer=N} writes first, the SD mix): RF 3, a
+   * backup killed and a fourth server started, while 4 client threads keep writing; reports how
+   * long the new server took to hold a complete copy (send-index: the primary's levels; build
+   * index, hybrid: a snapshot's pairs) and the writes acknowledged meanwhile.
+   */
+  @Test
+  void stateTransferWhileWriting() throws Exception {
+    long n = Long.getLong("repl.transfer", 0);
+    assumeTrue(n > 0, "a benchmark: -Drepl.transfer=WRITES runs it");
+    for (String mode : List.of("send-index", "build-index")) {
+      try (Cluster cl = new Cluster(dir.resolve("transfer-" + mode), mode, 3, 1, Long.getLong("repl.bench.l0", 4 << 20), null)) {
+        for (int i = 0; i < 3; i++) cl.start();
+        try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 30000)) {
+          RegionInfo r = FailoverTest.waitFor(c, "r0", 30000, x -> true);
+          load(c, n, true);
+          AtomicLong acks = new AtomicLong();
+          java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+          List<Thread> writers = new ArrayList<>();
+          for (int t = 0; t < 4; t++) {
+            long base = t;
+            Thread th = new Thread(() -> {
+              for (long i = base; !stop.get(); i += 4) {
+                try {
+                  c.put(String.format("key%012d", (i * 7919) % n).getBytes(StandardCharsets.UTF_8), new byte[104]);
+                  acks.incrementAndGet();
+                } catch (Exception e) {
+                  throw new IllegalStateException(e);
+                }
+              }
+            });
+            writers.add(th);
+            th.start();
+          }
+          Thread.sleep(2000);
+          String victim = r.backups().get(0).server();
+          long killed = System.currentTimeMillis();
+          cl.kill(victim);
+          String added = cl.start();
+          FailoverTest.waitFor(c, "r0", 600000, x -> x.servers().contains(added));
+          long t0 = System.currentTimeMillis(), acks0 = acks.get();
+          FailoverTest.waitReplicated(c, 600000);
+          long ms = System.currentTimeMillis() - t0, during = acks.get() - acks0;
+          stop.set(true);
+          for (Thread th : writers) th.join();
+          System.out.printf("%-12s %d writes loaded; backup killed, the new server in the map %d ms later, its copy "
+              + "complete %d ms after that, %d writes acknowledged during the copy (%.0f/s)%n", mode, n, t0 - killed, ms,
+              during, 1000.0 * during / Math.max(1, ms));
         }
       }
     }
