@@ -96,6 +96,10 @@ final class LocalCopy implements AutoCloseable {
 
   synchronized long apply(long reqEpoch, byte[] records) throws StaleEpochException {
     check(reqEpoch);
+    if (loadId != 0) { // a load abandoned midway (its primary failed, or gave up on it)
+      startOver();
+      loadId = 0;
+    }
     if (records.length == 0) return Replication.stats(region).logLsn();
     return Replication.apply(region, records, 0, records.length);
   }
@@ -162,13 +166,19 @@ final class LocalCopy implements AutoCloseable {
     check(reqEpoch);
     if (sendIndex) throw new IllegalStateException("region " + name + " is a send-index copy: it takes levels, not loads");
     if (complete) throw new IllegalStateException("region " + name + " is a complete copy: it is not loaded again");
-    if (Replication.stats(region).logLsn() > 0) {
-      region.close();
-      volume.dropRegion(name);
-      region = volume.region(name);
-      setBackupRole();
-    }
+    if (Replication.stats(region).logLsn() > 0) startOver();
     loadId = id;
+  }
+
+  /**
+   * Empties the copy. A partly loaded copy must never answer its log's position: its LSNs are
+   * the loaded pairs' own, not the primary's, and a primary would go on shipping after them.
+   */
+  private void startOver() {
+    region.close();
+    volume.dropRegion(name);
+    region = volume.region(name);
+    setBackupRole();
   }
 
   private void checkLoad(long id) {
@@ -184,19 +194,25 @@ final class LocalCopy implements AutoCloseable {
     for (byte[][] p : pairs) region.put(p[0], p[1], WriteOptions.NO_WAL);
   }
 
-  /** Makes the loaded pairs the state at the snapshot's LSN; returns this copy's newest LSN. */
+  /**
+   * Makes the loaded pairs the state at the snapshot's LSN; returns this copy's newest LSN. A
+   * rebase that fails leaves the load in progress, so that the next message starts over.
+   */
   synchronized long loadCommit(long reqEpoch, long id, long lsn) throws StaleEpochException {
     check(reqEpoch);
     checkLoad(id);
-    loadId = 0;
     Replication.rebase(region, lsn);
+    loadId = 0;
     return Replication.stats(region).logLsn();
   }
 
-  /** The master's fence: no message below epoch from now on; answers (newest LSN, complete). */
+  /**
+   * The master's fence: no message below epoch from now on; answers (newest LSN, complete), the
+   * LSN 0 while a load is in progress.
+   */
   synchronized long[] fence(long newEpoch) {
     epoch = Math.max(epoch, newEpoch);
-    return new long[] {Replication.stats(region).logLsn(), complete ? 1 : 0};
+    return new long[] {loadId != 0 ? 0 : Replication.stats(region).logLsn(), complete ? 1 : 0};
   }
 
   @Override

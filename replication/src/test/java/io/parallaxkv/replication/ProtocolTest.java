@@ -67,8 +67,9 @@ class ProtocolTest {
 
   /**
    * A build-index copy loaded from a snapshot: messages of an abandoned load are refused (a late
-   * LOAD would put an older snapshot's pairs in the new one), a copy that took records starts
-   * again empty, a complete copy and a send-index copy refuse loads, and the committed copy holds
+   * LOAD would put an older snapshot's pairs in the new one), a shipped message after a load
+   * abandoned midway finds the copy empty (its log position 0, not the loaded pairs' own LSNs,
+   * after which a primary would ship), a copy that took records starts again empty, a complete copy and a send-index copy refuse loads, and the committed copy holds
    * the snapshot's state and takes the log after it.
    */
   @Test
@@ -89,6 +90,12 @@ class ProtocolTest {
       try (var snap = at.snapshot(); var s = snap.scanner()) {
         for (boolean ok = s.seekToFirst(); ok; ok = s.next()) pairs.add(new byte[][] {s.key(), s.value()});
       }
+      b.loadBegin(1, 6);
+      b.load(1, 6, pairs.subList(0, 10));
+      assertEquals(0, b.fence(1)[0], "a copy being loaded has no log position");
+      assertEquals(0, b.apply(1, new byte[0]), "an abandoned load leaves the copy empty, never at the pairs' own LSNs");
+      assertEquals(null, b.region().get("k0".getBytes()));
+      assertThrows(IllegalStateException.class, () -> b.loadCommit(1, 6, at.lsn()));
       b.loadBegin(1, 7);
       b.loadBegin(1, 8);
       assertThrows(IllegalStateException.class, () -> b.load(1, 7, pairs));
