@@ -57,6 +57,7 @@ DECL(jint, scannerNext, jlong s, jlong entry)
 DECL(jint, scannerPrev, jlong s, jlong entry)
 DECL(jint, scannerValue, jlong s, jlong out)
 DECL(void, scannerClose, jlong s)
+DECL(jint, scannerSetReadahead, jlong s, jint entries)
 DECL(jint, flush, jlong r)
 DECL(jint, compact, jlong r)
 DECL(jint, batchPutIn, jlong b, jlong r, jlong k, jlong kl, jlong v, jlong vl)
@@ -249,6 +250,9 @@ JNI_FN(jint, scannerValue)(JNIEnv *env, jclass cls, jlong s, jlong out) {
   return rc;
 }
 JNI_FN(void, scannerClose)(JNIEnv *env, jclass cls, jlong s) { par_scanner_close(P(s)); }
+JNI_FN(jint, scannerSetReadahead)(JNIEnv *env, jclass cls, jlong s, jint entries) {
+  return par_scanner_set_readahead(P(s), (uint32_t)entries);
+}
 JNI_FN(jint, flush)(JNIEnv *env, jclass cls, jlong r) { return par_flush(P(r)); }
 JNI_FN(jint, compact)(JNIEnv *env, jclass cls, jlong r) { return par_compact(P(r)); }
 JNI_FN(jint, batchPutIn)(JNIEnv *env, jclass cls, jlong b, jlong r, jlong k, jlong kl, jlong v, jlong vl) {

@@ -1110,27 +1110,33 @@ static uint64_t record_of(const tree_entry *e, uint64_t *len) {
  * window ahead grows to SCAN_RA_ENTRIES, the next leaf is asked for before
  * the cursor enters it (when the same parent holds it), and nothing is
  * asked for twice or beyond what the entries need. */
-static void test_scan_readahead(void **state) {
-  (void)state;
-  scratch s;
-  scratch_open(&s, "internals_scan_ra", 1, 0);
-  pairs p = {0};
+/* The readahead tests' tree: 6000 keys "readahead%010u", in turn large
+ * (records 64 KiB apart), medium (adjacent records) and inline. */
+static void build_readahead_tree(scratch *s, pairs *p, tree_desc *t) {
   char key[32];
   for (uint32_t i = 0; i < 6000; i++) {
     int klen = snprintf(key, sizeof key, "readahead%010u", i);
     if (i % 3 == 0) {
       uint8_t ptr[VPTR_SIZE];
       vptr_encode(ptr, (vptr){.seg = 1000 + i / 30, .off = (i % 30) * 65536, .inc = 1, .size = 1100 + i % 7});
-      pairs_add(&p, key, (size_t)klen, ptr, sizeof ptr, CAT_LARGE);
+      pairs_add(p, key, (size_t)klen, ptr, sizeof ptr, CAT_LARGE);
     } else if (i % 3 == 1) {
-      pairs_add_pattern(&p, key, (size_t)klen, 100 + i % 50, i, CAT_MEDIUM);
+      pairs_add_pattern(p, key, (size_t)klen, 100 + i % 50, i, CAT_MEDIUM);
     } else {
-      pairs_add_pattern(&p, key, (size_t)klen, 1 + i % 40, i, CAT_INLINE);
+      pairs_add_pattern(p, key, (size_t)klen, 1 + i % 40, i, CAT_INLINE);
     }
   }
+  build_tree(s, p, t);
+  assert_true(t->height >= 2);
+}
+
+static void test_scan_readahead(void **state) {
+  (void)state;
+  scratch s;
+  scratch_open(&s, "internals_scan_ra", 1, 0);
+  pairs p = {0};
   tree_desc t;
-  build_tree(&s, &p, &t);
-  assert_true(t.height >= 2);
+  build_readahead_tree(&s, &p, &t);
   key_source ks = {&s.file, 0};
   for (int reverse = 0; reverse < 2; reverse++) {
     asks a = {0};
@@ -1196,6 +1202,112 @@ static void test_scan_readahead(void **state) {
       }
       assert_ok(reverse ? tree_cursor_prev(&c) : tree_cursor_next(&c));
     }
+    free(a.off);
+    free(a.len);
+  }
+  tree_desc_free(&t);
+  pairs_free(&p);
+  scratch_close(&s);
+}
+
+/* The record of the entry k slots ahead of cursor c (behind, in reverse) in
+ * its leaf; 0 if it has none, or if the leaf ends first (*in_leaf = 0).
+ * *cat: the entry's category. */
+static uint64_t record_ahead(const tree_cursor *c, int reverse, uint32_t k, uint64_t *len, int *in_leaf,
+                             int *cat) {
+  const typeof(c->path[0]) *lp = &c->path[c->depth - 1];
+  *in_leaf = reverse ? lp->idx >= k : lp->idx + k < lp->h.nslots;
+  if (!*in_leaf) return 0;
+  tree_entry e;
+  assert_ok(leaf_entry(lp->node, &lp->h, reverse ? lp->idx - k : lp->idx + k, &e));
+  *cat = e.cat;
+  return record_of(&e, len);
+}
+
+/* A span (the caller said it reads n entries after a seek), both ways, from
+ * several places and of several lengths, one crossing many leaves: the seek
+ * asks for every record of the span's entries in its leaf at once, and each
+ * leaf the span enters for the rest of them in one request round; nothing
+ * past the span is asked for while the cursor stays in it, and past it the
+ * windows take over. With a bound, nothing beyond the bound. */
+static void test_scan_readahead_span(void **state) {
+  (void)state;
+  scratch s;
+  scratch_open(&s, "internals_scan_span", 1, 0);
+  pairs p = {0};
+  tree_desc t;
+  build_readahead_tree(&s, &p, &t);
+  key_source ks = {&s.file, 0};
+  const uint32_t starts[] = {0, 1234, 2999, 5990}, lens[] = {1, 50, 400};
+  for (int reverse = 0; reverse < 2; reverse++)
+    for (size_t si = 0; si < sizeof starts / sizeof *starts; si++)
+      for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        uint32_t start = reverse ? (uint32_t)p.n - 1 - starts[si] : starts[si], n = lens[li];
+        asks a = {0};
+        scan_readahead ra = {.ask = record_ask, .ctx = &a, .window = SCAN_RA_FIRST};
+        tree_cursor c;
+        tree_cursor_init(&c, &ks, &t, NULL);
+        assert_ok(reverse ? tree_cursor_seek_rev(&c, p.v[start].key, p.v[start].klen, 0)
+                          : tree_cursor_seek(&c, p.v[start].key, p.v[start].klen, 0));
+        scan_readahead_span(&ra, &c, reverse, n, NULL, 0);
+        size_t rounds = 1, leaves = 1;
+        const uint8_t *leaf = c.path[c.depth - 1].node;
+        uint32_t taken = 0; /* entries the cursor passed */
+        for (; taken < n + 20 && tree_cursor_valid(&c); taken++) {
+          if (taken) {
+            size_t before = a.n;
+            assert_ok(reverse ? tree_cursor_prev(&c) : tree_cursor_next(&c));
+            if (!tree_cursor_valid(&c)) break;
+            scan_readahead_step(&ra, &c, reverse);
+            if (c.path[c.depth - 1].node != leaf) {
+              leaf = c.path[c.depth - 1].node;
+              leaves++;
+            }
+            if (a.n > before && taken < n) rounds++;
+          }
+          uint32_t i = reverse ? start - taken : start + taken;
+          assert_memory_equal(c.cur.key, p.v[i].key, c.cur.key_len);
+          uint64_t len = 0, off = record_of(&c.cur, &len);
+          /* Within the span each record is asked for by the time its entry
+           * is reached, past it within a few steps. */
+          if (off && (taken < n || taken > n + 2)) assert_true(asked(&a, off, len));
+          if (taken == n - 1)
+            for (uint32_t k = 1; k <= SCAN_RA_ENTRIES; k++) { /* nothing past the span yet */
+              int in_leaf, cat;
+              uint64_t l2 = 0, o2 = record_ahead(&c, reverse, k, &l2, &in_leaf, &cat);
+              if (!in_leaf) break;
+              if (o2) assert_false(asked(&a, o2, l2));
+            }
+        }
+        /* One round for the seek's leaf, one for each leaf the span entered. */
+        assert_true(rounds <= leaves);
+        free(a.off);
+        free(a.len);
+      }
+
+  /* A bound: the keys up to it (down to it, in reverse), and past it only
+   * medium entries, whose leaves hold a 12-byte prefix of the key: those
+   * that tie with the bound over it count as within. */
+  for (int reverse = 0; reverse < 2; reverse++) {
+    uint32_t start = 3000, last = reverse ? start - 9 : start + 9;
+    asks a = {0};
+    scan_readahead ra = {.ask = record_ask, .ctx = &a, .window = SCAN_RA_FIRST};
+    tree_cursor c;
+    tree_cursor_init(&c, &ks, &t, NULL);
+    assert_ok(reverse ? tree_cursor_seek_rev(&c, p.v[start].key, p.v[start].klen, 0)
+                      : tree_cursor_seek(&c, p.v[start].key, p.v[start].klen, 0));
+    scan_readahead_span(&ra, &c, reverse, 100, p.v[last].key, (uint16_t)p.v[last].klen);
+    size_t checked = 0;
+    for (uint32_t k = 0; k < 30; k++) {
+      int in_leaf, cat;
+      uint64_t len = 0, off = record_ahead(&c, reverse, k, &len, &in_leaf, &cat);
+      if (!in_leaf) break;
+      if (off && (k <= 9 || cat == CAT_LARGE)) {
+        assert_int_equal(asked(&a, off, len), k <= 9);
+        checked++;
+      }
+    }
+    assert_true(checked >= 6);
     free(a.off);
     free(a.len);
   }
@@ -2184,6 +2296,7 @@ int main(void) {
       cmocka_unit_test(test_tree_key_prefixes),
       cmocka_unit_test(test_tree_builder_abort),
       cmocka_unit_test(test_scan_readahead),
+      cmocka_unit_test(test_scan_readahead_span),
       cmocka_unit_test(test_memtable_versions),
       cmocka_unit_test(test_memtable_random),
       cmocka_unit_test(test_wal_append_replay),

@@ -209,6 +209,8 @@ static void model_check_scan(model *m, const par_snapshot *snap, const tu_map *r
   par_scanner *s = NULL;
   read_as_if_waiting(m);
   MOK(m, par_scanner_open(m->reg, snap, &s));
+  /* Told the scan's length, or less, or more, or nothing: only a hint. */
+  MOK(m, par_scanner_set_readahead(s, (uint32_t)tu_rand_range(&m->rng, 2 * (uint64_t)steps + 2)));
   MOK(m, par_scanner_seek(s, key, kl, sm));
   for (int i = 0; i <= steps; i++) {
     int valid = par_scanner_valid(s);

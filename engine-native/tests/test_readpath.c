@@ -18,15 +18,15 @@
  * delegated memory controller) and a file system whose reads reach a block
  * device; otherwise it exits with 77, which ctest reports as skipped.
  *
- * Then scans (test_scans_read_what_they_need): the same short scans twice,
- * the file's pages dropped before each pass, once with the scanners'
- * readahead off and once with it on for every scanner (scan/readahead.h).
- * Readahead must turn most of the scans' waits for the device (major
- * faults) into requests made ahead, and must not make a scan read more
- * than it uses: the device bytes of the second pass stay within a bound of
- * the first's. Both passes'
- * times are printed, not checked (docs/benchmarks.md has the measured
- * numbers).
+ * Then scans (test_scans_read_what_they_need): the same short scans three
+ * times, the file's pages dropped before each pass: with the scanners'
+ * readahead off, with it on for every scanner (scan/readahead.h), and on
+ * with the scan's length told (par_scanner_set_readahead). Readahead must
+ * turn most of the scans' waits for the device (major faults) into
+ * requests made ahead, and must not make a scan read more than it uses:
+ * the device bytes of the other passes stay within a bound of the first's.
+ * The passes' times are printed, not checked (docs/benchmarks.md has the
+ * measured numbers).
  *
  * Environment: PAR_READPATH_KEYS (pairs loaded, default 4000000: about
  * 1.1 GiB of volume), PAR_READPATH_LIMIT_MIB (default 256),
@@ -344,7 +344,7 @@ static void test_gets_read_what_they_need(void **state) {
  * its pages were dropped (pages still mapped would survive the drop);
  * returns the device bytes read and sets *secs, *faults (major faults: the
  * scans' waits for the device) and *entries. */
-static uint64_t scan_pass(double *secs, uint64_t *faults, uint64_t *entries) {
+static uint64_t scan_pass(uint32_t span, double *secs, uint64_t *faults, uint64_t *entries) {
   drop_cache(volume_path);
   par_volume *v;
   par_region *r;
@@ -358,6 +358,7 @@ static uint64_t scan_pass(double *secs, uint64_t *faults, uint64_t *entries) {
   for (uint64_t n = 0; n < scans_n; n++) {
     par_scanner *sc;
     assert_ok(par_scanner_open(r, NULL, &sc));
+    assert_ok(par_scanner_set_readahead(sc, span));
     assert_ok(par_scanner_seek(sc, key, key_of(tu_rand_range(&rng, keys_n), key), PAR_SEEK_GE));
     for (int i = 0; i < SCAN_LEN && par_scanner_valid(sc); i++) {
       const void *k, *val;
@@ -381,33 +382,41 @@ static uint64_t scan_pass(double *secs, uint64_t *faults, uint64_t *entries) {
 static void test_scans_read_what_they_need(void **state) {
   (void)state;
   prepare();
-  uint64_t saved = read_wait_ns, n0, n1, f0, f1;
-  double s0, s1;
+  uint64_t saved = read_wait_ns, n0, n1, n2, f0, f1, f2;
+  double s0, s1, s2;
   read_wait_ns = UINT64_MAX;
-  uint64_t b0 = scan_pass(&s0, &f0, &n0);
+  uint64_t b0 = scan_pass(0, &s0, &f0, &n0);
   read_wait_ns = 0;
-  uint64_t b1 = scan_pass(&s1, &f1, &n1);
+  uint64_t b1 = scan_pass(0, &s1, &f1, &n1);
+  uint64_t b2 = scan_pass(SCAN_LEN, &s2, &f2, &n2);
   read_wait_ns = saved;
   assert_int_equal(n0, n1);
+  assert_int_equal(n0, n2);
   fprintf(stderr,
           "test_readpath: %llu scans of up to %d entries (%llu entries), device bytes per entry, "
           "major faults per scan and time: readahead off %.0f B, %.2f, %.2f s; on %.0f B, %.2f, "
-          "%.2f s\n",
+          "%.2f s; on with the scan's length %.0f B, %.2f, %.2f s\n",
           (unsigned long long)scans_n, SCAN_LEN, (unsigned long long)n0, (double)b0 / (double)n0,
-          (double)f0 / (double)scans_n, s0, (double)b1 / (double)n1, (double)f1 / (double)scans_n, s1);
+          (double)f0 / (double)scans_n, s0, (double)b1 / (double)n1, (double)f1 / (double)scans_n, s1,
+          (double)b2 / (double)n2, (double)f2 / (double)scans_n, s2);
   if (b0 == 0) skip_test("no device reads counted: is %s on a block device?", scratch_dir);
   assert_true(b0 <= n0 * MAX_BYTES_PER_SCANNED);
   assert_true(b1 <= n1 * MAX_BYTES_PER_SCANNED);
+  assert_true(b2 <= n2 * MAX_BYTES_PER_SCANNED);
   /* Readahead turns the scans' waits for single pages into requests made
    * ahead (about 19 major faults per scan without it, under 1 with it). */
-  if (f1 * 4 > f0)
-    fail_msg("scans with readahead waited for the device %llu times (major faults) against %llu "
-             "without: readahead does not ask ahead for what scans read",
-             (unsigned long long)f1, (unsigned long long)f0);
-  if (b1 > b0 + (b0 >> 3) + scans_n * MAX_READAHEAD_WASTE_PER_SCAN)
-    fail_msg("scans with readahead read %llu device bytes against %llu without: readahead asks "
-             "for what scans do not read",
-             (unsigned long long)b1, (unsigned long long)b0);
+  const uint64_t with[] = {f1, f2}, with_bytes[] = {b1, b2};
+  const char *how[] = {"readahead", "readahead over the scan's length"};
+  for (int i = 0; i < 2; i++) {
+    if (with[i] * 4 > f0)
+      fail_msg("scans with %s waited for the device %llu times (major faults) against %llu "
+               "without: it does not ask ahead for what scans read",
+               how[i], (unsigned long long)with[i], (unsigned long long)f0);
+    if (with_bytes[i] > b0 + (b0 >> 3) + scans_n * MAX_READAHEAD_WASTE_PER_SCAN)
+      fail_msg("scans with %s read %llu device bytes against %llu without: it asks for what scans "
+               "do not read",
+               how[i], (unsigned long long)with_bytes[i], (unsigned long long)b0);
+  }
 }
 
 int main(void) {

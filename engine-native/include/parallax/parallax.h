@@ -296,6 +296,14 @@ PAR_API int par_scanner_open(par_region *r, const par_snapshot *snap, par_scanne
 /* Positions the scanner; it is on no entry (par_scanner_valid is 0) when
  * no key matches. A seek also restarts a scanner stopped by an error. */
 PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, par_seek_mode mode);
+/* Says that the caller reads about entries entries (and their values)
+ * after each seek; 0, the default, says nothing. Only a hint: the scanner
+ * goes as far as it is moved. When the region's data is not in memory, a
+ * seek then asks the device for all their reads at once (the leaves they
+ * lie in, the log records of their values), so the scan waits for it about
+ * twice instead of once every few entries; with the data in memory it
+ * changes nothing. Values over 1024 count as 1024. */
+PAR_API int par_scanner_set_readahead(par_scanner *s, uint32_t entries);
 /* 1 while the scanner is on an entry. */
 PAR_API int par_scanner_valid(const par_scanner *s);
 /* The current entry. The memory stays valid, unchanged, until the scanner

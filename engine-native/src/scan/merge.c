@@ -150,6 +150,16 @@ static void cur_readahead(kv_source *b, int reverse) {
   scan_readahead_step(&s->ra, &s->c, reverse);
 }
 
+static void cur_readahead_span(kv_source *b, int reverse, uint32_t n, const uint8_t *bound, uint16_t bound_len) {
+  cursor_source *s = (cursor_source *)b;
+  scan_readahead_span(&s->ra, &s->c, reverse, n, bound, bound_len);
+}
+
+static void cur_span_end(kv_source *b, int reverse, uint32_t n, const uint8_t **key, uint16_t *key_len) {
+  cursor_source *s = (cursor_source *)b;
+  scan_span_end(&s->c, reverse, n, key, key_len);
+}
+
 static void cur_close(kv_source *b) {
   cursor_source *s = (cursor_source *)b;
   dtree_unref(s->t);
@@ -169,6 +179,9 @@ kv_source *tree_cursor_source(const key_source *ks, dtree *t) {
   s->base.seek_rev = cur_seek_rev;
   s->base.close = cur_close;
   s->base.readahead = cur_readahead;
+  s->base.readahead_span = cur_readahead_span;
+  s->base.span_end = cur_span_end;
+  s->base.entries = t->d.entries;
   return &s->base;
 }
 

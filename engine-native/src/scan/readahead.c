@@ -1,6 +1,7 @@
 #include "scan/readahead.h"
 
 #include <assert.h>
+#include <string.h>
 
 #include "alloc/segalloc.h"
 #include "index/node.h"
@@ -35,7 +36,7 @@ static void flush(scan_readahead *ra) {
 }
 
 static void ask_range(scan_readahead *ra, uint64_t off, uint64_t len) {
-  assert(ra->npending < SCAN_RA_PENDING);
+  if (ra->npending == SCAN_RA_PENDING) flush(ra);
   ra->pending[ra->npending++] = (range){off, len};
 }
 
@@ -64,30 +65,75 @@ static void ask_sibling(scan_readahead *ra, const tree_cursor *c) {
     ask_range(ra, child, LEAF_SIZE);
 }
 
+/* Whether key lies within the span's bound: at or before it forward, at or
+ * after it in reverse. Either key may be a prefix of the whole key
+ * (index/entry.h), so keys equal over their common length are within. */
+static int within_bound(const scan_readahead *ra, const uint8_t *key, uint16_t key_len) {
+  if (!ra->bound) return 1;
+  uint16_t n = key_len < ra->bound_len ? key_len : ra->bound_len;
+  int c = memcmp(key, ra->bound, n);
+  return ra->reverse ? c >= 0 : c <= 0;
+}
+
+/* Asks for the span's entries in the cursor's leaf from ra->asked on, and
+ * for the next leaf if the span runs past this one. */
+static void ask_span(scan_readahead *ra, const tree_cursor *c) {
+  const typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  ra->spanning = 1;
+  while (ra->span_left && (ra->reverse ? ra->asked > 0 : ra->asked < p->h.nslots)) {
+    uint32_t i = ra->reverse ? ra->asked - 1 : ra->asked;
+    tree_entry e;
+    if (!leaf_entry(p->node, &p->h, i, &e) && !within_bound(ra, e.key, e.key_len)) {
+      ra->span_left = 0;
+      break;
+    }
+    ask_slot(ra, p->node, &p->h, i);
+    ra->asked = ra->reverse ? i : i + 1;
+    ra->span_left--;
+  }
+  if (ra->span_left && ra->asked == (ra->reverse ? 0 : p->h.nslots) && !ra->sibling_asked) ask_sibling(ra, c);
+}
+
+void scan_readahead_span(scan_readahead *ra, const tree_cursor *c, int reverse, uint32_t n,
+                         const uint8_t *bound, uint16_t bound_len) {
+  assert(tree_cursor_valid(c) && n > 0);
+  const typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  assert(p->h.height == 0 && p->idx < p->h.nslots);
+  ra->leaf = p->node;
+  ra->reverse = reverse;
+  ra->asked = reverse ? p->idx + 1 : p->idx;
+  ra->sibling_asked = 0;
+  ra->window = SCAN_RA_ENTRIES;
+  ra->span_left = n < SCAN_RA_SPAN_MAX ? n : SCAN_RA_SPAN_MAX;
+  ra->bound = bound;
+  ra->bound_len = bound_len;
+  ask_span(ra, c);
+  flush(ra);
+}
+
+void scan_span_end(const tree_cursor *c, int reverse, uint32_t n, const uint8_t **key, uint16_t *key_len) {
+  assert(tree_cursor_valid(c) && n > 0);
+  const typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  uint32_t i = reverse ? (p->idx + 1 > n ? p->idx + 1 - n : 0)
+                       : (p->h.nslots - p->idx > n ? p->idx + n - 1 : p->h.nslots - 1);
+  tree_entry e;
+  if (leaf_entry(p->node, &p->h, i, &e)) e = c->cur; /* damaged: the cursor's own key bounds it */
+  *key = e.key;
+  *key_len = e.key_len;
+}
+
 static void grow(scan_readahead *ra) {
   if (ra->window < SCAN_RA_ENTRIES) ra->window *= 2;
 }
 
-void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse) {
-  assert(tree_cursor_valid(c));
+/* Each slot is asked for once, a window ahead of the cursor, again once
+ * fewer than half the window remain asked for (so that adjacent records
+ * gather). The window starts small and doubles with each refill: a level's
+ * cursor moves a short way in a short scan, and what it asked for past the
+ * scan's end would be read for nothing. Then the next leaf, once the window
+ * reaches the leaf's end. */
+static void ask_window(scan_readahead *ra, const tree_cursor *c, int reverse) {
   const typeof(c->path[0]) *p = &c->path[c->depth - 1];
-  assert(p->h.height == 0 && p->idx < p->h.nslots);
-  if (reverse != ra->reverse) ra->window = SCAN_RA_FIRST;
-  if (p->node != ra->leaf || reverse != ra->reverse) {
-    ra->leaf = p->node;
-    ra->reverse = reverse;
-    ra->asked = reverse ? p->idx + 1 : p->idx; /* the current entry too: its read is next */
-    ra->sibling_asked = 0;
-  }
-  /* A merge step can move a cursor past many entries (shadowed versions,
-   * tombstones, ranges deleted): what it passed is not wanted any more. */
-  if (!reverse && ra->asked < p->idx) ra->asked = p->idx;
-  if (reverse && ra->asked > p->idx + 1) ra->asked = p->idx + 1;
-  /* Each slot is asked for once, a window ahead of the cursor, again once
-   * fewer than half the window remain asked for (so that adjacent records
-   * gather). The window starts small and doubles with each refill: a
-   * level's cursor moves a short way in a short scan, and what it asked
-   * for past the scan's end would be read for nothing. */
   if (!reverse && ra->asked < p->h.nslots && ra->asked <= p->idx + ra->window / 2) {
     uint32_t end = p->idx + 1 + ra->window < p->h.nslots ? p->idx + 1 + ra->window : p->h.nslots;
     for (; ra->asked < end; ra->asked++) ask_slot(ra, p->node, &p->h, ra->asked);
@@ -98,5 +144,35 @@ void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse) 
     grow(ra);
   }
   if (ra->asked == (reverse ? 0 : p->h.nslots) && !ra->sibling_asked) ask_sibling(ra, c);
+}
+
+void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse) {
+  assert(tree_cursor_valid(c));
+  const typeof(c->path[0]) *p = &c->path[c->depth - 1];
+  assert(p->h.height == 0 && p->idx < p->h.nslots);
+  if (reverse != ra->reverse) { /* a turn: the span, if any, is over */
+    ra->window = SCAN_RA_FIRST;
+    ra->span_left = 0;
+  }
+  if (p->node != ra->leaf || reverse != ra->reverse) {
+    ra->leaf = p->node;
+    ra->reverse = reverse;
+    ra->asked = reverse ? p->idx + 1 : p->idx; /* the current entry too: its read is next */
+    ra->sibling_asked = 0;
+    ra->spanning = 0;
+    if (ra->span_left) {
+      ask_span(ra, c);
+      flush(ra);
+      return;
+    }
+  }
+  /* A merge step can move a cursor past many entries (shadowed versions,
+   * tombstones, ranges deleted): what it passed is not wanted any more. */
+  if (!reverse && ra->asked < p->idx) ra->asked = p->idx;
+  if (reverse && ra->asked > p->idx + 1) ra->asked = p->idx + 1;
+  /* Within a span, nothing past it until the cursor gets there: the caller
+   * said it stops there. */
+  if (ra->spanning && (reverse ? ra->asked > p->idx : ra->asked <= p->idx)) ra->spanning = 0;
+  if (!ra->spanning) ask_window(ra, c, reverse);
   flush(ra);
 }

@@ -11,6 +11,14 @@
  * next leaf once it comes within that distance of the leaf's end,
  * in the scan's direction: when the scan reaches them they are in memory.
  *
+ * When the caller said how many entries it reads after a seek
+ * (par_scanner_set_readahead), the seek asks for all of them at once
+ * instead (scan_readahead_span): every level's records of those entries and,
+ * where they run past the leaf, the next leaf. The small growing windows
+ * exist because a scan's length is unknown; with it known, the scan waits
+ * for the device about twice (the leaves, then the records) instead of once
+ * per window.
+ *
  * Asking costs a system call per record (adjacent records share one), which
  * a scan of cached data does not need. A scanner asks only once one of its
  * steps had to wait, or one of its region's reads did within the last few
@@ -32,8 +40,12 @@
 
 typedef void (*scan_ra_ask_fn)(void *ctx, uint64_t off, uint64_t len);
 
-/* A step asks for at most the current record, a window of records and a leaf. */
-#define SCAN_RA_PENDING (SCAN_RA_ENTRIES + 2)
+/* Requests gathered before they are sorted, merged and asked for: a step
+ * asks for at most the current record, a window of records and a leaf; a
+ * span asks in batches of this many. */
+#define SCAN_RA_PENDING (4 * SCAN_RA_ENTRIES)
+/* The most entries a span asks for (par_scanner_set_readahead caps to it). */
+#define SCAN_RA_SPAN_MAX 1024u
 
 typedef struct range {
   uint64_t off, len;
@@ -48,6 +60,15 @@ typedef struct scan_readahead {
   uint32_t asked;
   uint32_t window;   /* entries ahead of the cursor to ask for */
   int sibling_asked; /* the next leaf in the scan's direction was asked for */
+  /* A span (scan_readahead_span): entries still to ask for in the leaves
+   * the cursor enters next, and the key past which (before which, in
+   * reverse) this level's entries are not asked for (NULL: none). While a
+   * span covers the leaf, steps ask for nothing past it: the caller reads
+   * no further unless the cursor gets there. */
+  uint32_t span_left;
+  int spanning;
+  const uint8_t *bound;
+  uint16_t bound_len;
   range pending[SCAN_RA_PENDING]; /* this step's requests, gathered */
   uint32_t npending;
 } scan_readahead;
@@ -56,5 +77,16 @@ typedef struct scan_readahead {
 void scan_readahead_init(scan_readahead *ra, const par_file *f);
 /* After cursor c moved (it is valid): asks for what its next steps read. */
 void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse);
+/* After a seek left c valid: asks for the records of its next n entries
+ * (at most SCAN_RA_SPAN_MAX) in the scan's direction, keys within bound
+ * (bound_len bytes; NULL: unbounded), and for the next leaf where they run
+ * past this one; the rest of the span when the cursor enters it. */
+void scan_readahead_span(scan_readahead *ra, const tree_cursor *c, int reverse, uint32_t n,
+                         const uint8_t *bound, uint16_t bound_len);
+/* The key of c's entry n - 1 steps ahead in the scan's direction, or of
+ * its leaf's last (first, in reverse) entry if the leaf ends first: where
+ * a span of n entries of this level ends, as far as its leaf tells. The
+ * key may be a prefix (index/entry.h). */
+void scan_span_end(const tree_cursor *c, int reverse, uint32_t n, const uint8_t **key, uint16_t *key_len);
 
 #endif

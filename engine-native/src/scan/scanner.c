@@ -27,6 +27,8 @@ struct par_scanner {
   uint32_t value_len;
   uint8_t *owned;
   int readahead; /* ask for what the next steps read (scan/readahead.h) */
+  uint32_t span;  /* entries the caller reads after a seek (0: unknown) */
+  uint8_t span_bound[PAR_MAX_KEY_SIZE]; /* where the largest tree's span ends */
 };
 
 /* Every level's cursor asks for what its next steps read; guarded
@@ -38,14 +40,39 @@ static int ask_ahead(void *arg) {
   return PAR_OK;
 }
 
-/* Ends a step (a move or a value read) begun at t0. A slow step means the
- * scan reads data that is not in memory: from then on, after each step,
- * every level's cursor asks for what its next steps read. */
-static void step_done(par_scanner *s, uint64_t t0) {
+/* After a seek, the caller reading about s->span entries: every level's
+ * cursor asks for the reads of its share of them at once. Which entries of
+ * each level the merge will reach is known only by merging, so the tree
+ * with the most entries (the last level, as a rule, which holds most of any
+ * range) sets the key where the span ends; each other level asks for its
+ * entries up to that key, and the largest for its next s->span entries.
+ * Guarded (io/mapguard.h), as ask_ahead. */
+static int ask_span(void *arg) {
+  par_scanner *s = arg;
+  int big = -1;
+  for (int i = 0; i < s->m.n; i++)
+    if (s->src[i]->valid && s->src[i]->readahead_span && (big < 0 || s->src[i]->entries > s->src[big]->entries))
+      big = i;
+  if (big < 0) return PAR_OK; /* L0s only: in memory */
+  const uint8_t *end;
+  uint16_t end_len;
+  s->src[big]->span_end(s->src[big], s->m.reverse, s->span, &end, &end_len);
+  memcpy(s->span_bound, end, end_len);
+  for (int i = 0; i < s->m.n; i++)
+    if (s->src[i]->valid && s->src[i]->readahead_span)
+      s->src[i]->readahead_span(s->src[i], s->m.reverse, s->span, i == big ? NULL : s->span_bound, end_len);
+  return PAR_OK;
+}
+
+/* Ends a step (a move or a value read) begun at t0; seek says it was a seek.
+ * A slow step means the scan reads data that is not in memory: from then
+ * on, after each step, every level's cursor asks for what its next steps
+ * read, and after a seek with a span set, for the whole span. */
+static void step_done(par_scanner *s, uint64_t t0, int seek) {
   region_note_read(s->region, t0);
   if (!s->readahead) s->readahead = region_reads_wait(s->region);
   /* A fault while asking is the next step's to report. */
-  if (s->readahead && s->m.cur >= 0) (void)mapguard_run(ask_ahead, s);
+  if (s->readahead && s->m.cur >= 0) (void)mapguard_run(seek && s->span ? ask_span : ask_ahead, s);
 }
 
 /* Forgets the current entry's value before the scanner moves. */
@@ -144,7 +171,7 @@ static int move(par_scanner *s, enum move how, const void *key, size_t key_len, 
   uint64_t t0 = read_clock_ns();
   s->error = mapguard_run(move_guarded, &c);
   if (s->error) s->m.cur = -1;
-  step_done(s, t0);
+  step_done(s, t0, how == MOVE_SEEK || how == MOVE_SEEK_REV);
   return s->error;
 }
 
@@ -161,6 +188,12 @@ PAR_API int par_scanner_seek(par_scanner *s, const void *key, size_t key_len, pa
   if (whole) key = NULL;
   if (mode <= PAR_SEEK_GT) return move(s, MOVE_SEEK, key, key_len, mode == PAR_SEEK_GT);
   return move(s, MOVE_SEEK_REV, key, key_len, mode == PAR_SEEK_LT);
+}
+
+PAR_API int par_scanner_set_readahead(par_scanner *s, uint32_t entries) {
+  if (!s) return par_error(PAR_EINVAL, "par_scanner_set_readahead: NULL scanner");
+  s->span = entries < SCAN_RA_SPAN_MAX ? entries : SCAN_RA_SPAN_MAX;
+  return PAR_OK;
 }
 
 PAR_API int par_scanner_valid(const par_scanner *s) { return s && s->m.cur >= 0; }
@@ -219,7 +252,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
       return rc;
     }
     if (s->m.reverse && !s->owned) prefetch_before(e, s->value + s->value_len);
-    step_done(s, t0);
+    step_done(s, t0, 0);
   }
   *value = s->value;
   *value_len = s->value_len;

@@ -5,7 +5,9 @@ import java.util.Objects;
 
 /**
  * Range of a {@link Scanner}: optional lower and upper bounds (each inclusive or exclusive) and
- * an optional key prefix. Keys compare as unsigned bytes. Immutable; the builder copies arrays.
+ * an optional key prefix, and how many entries the caller reads after each seek, if it knows
+ * ({@link Builder#readahead(int)}). Keys compare as unsigned bytes. Immutable; the builder copies
+ * arrays.
  *
  * <pre>{@code
  * ScanOptions o = ScanOptions.builder().prefix("user:".getBytes(UTF_8)).build();
@@ -20,6 +22,7 @@ public final class ScanOptions {
   final byte[] upper;
   final boolean upperInclusive;
   final byte[] prefix;
+  final int readahead;
 
   private ScanOptions(Builder b) {
     lower = b.lower;
@@ -27,6 +30,7 @@ public final class ScanOptions {
     upper = b.upper;
     upperInclusive = b.upperInclusive;
     prefix = b.prefix;
+    readahead = b.readahead;
   }
 
   /** A builder for the whole region. */
@@ -41,6 +45,7 @@ public final class ScanOptions {
     private byte[] upper;
     private boolean upperInclusive;
     private byte[] prefix;
+    private int readahead;
 
     private Builder() {}
 
@@ -80,6 +85,21 @@ public final class ScanOptions {
     /** Keys that start with {@code prefix}. */
     public Builder prefix(byte[] prefix) {
       this.prefix = key(prefix);
+      return this;
+    }
+
+    /**
+     * Says that the caller reads about {@code entries} entries, values included, after each seek
+     * (0, the default, says nothing; above 1024 counts as 1024). Only a hint: the scanner goes
+     * as far as it is moved. When the region's data is not in memory, a seek then asks the
+     * device for all their reads at once, so a scan waits for the device about twice instead of
+     * once every few entries; with the data in memory it changes nothing.
+     *
+     * @throws InvalidArgumentException if entries is negative
+     */
+    public Builder readahead(int entries) {
+      if (entries < 0) throw new InvalidArgumentException("readahead of " + entries + " entries");
+      readahead = entries;
       return this;
     }
 

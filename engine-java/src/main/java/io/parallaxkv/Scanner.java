@@ -123,6 +123,7 @@ public final class Scanner implements AutoCloseable {
           return null;
         }, Native.HANDLE_ERRORS, false, v == null ? null : v::releaseOwn);
     state.register(this);
+    if (o.readahead > 0) Native.check(a, a.scannerSetReadahead(ptr, o.readahead));
     byte[] lo = o.lower;
     boolean loInc = o.lowerInclusive;
     if (o.prefix != null

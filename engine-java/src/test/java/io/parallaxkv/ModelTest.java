@@ -183,6 +183,7 @@ class ModelTest {
   private static void checkWalk(Region r, TreeMap<byte[], byte[]> model, byte[] k, Random rnd,
       String ctx) {
     ScanOptions.Builder ob = ScanOptions.builder();
+    if (rnd.nextInt(3) == 0) ob.readahead(rnd.nextInt(64));
     byte[] lo = null;
     byte[] hi = null;
     byte[] prefix = null;

@@ -88,6 +88,19 @@ class ScannerTest {
     }
   }
 
+  /** Readahead is a hint: shorter or longer than the scan, the entries are the same. */
+  @Test
+  void readaheadIsAHint() {
+    for (int n : new int[] {0, 1, 2, 1024, Integer.MAX_VALUE}) {
+      try (Scanner s = r.scanner(ScanOptions.builder().lowerBound(b("b")).readahead(n).build())) {
+        assertEquals(List.of("b1", "b2", "b3", "c", "d"), keys(s), "readahead " + n);
+        assertTrue(s.seekToLast());
+        assertEquals(List.of("d", "c", "b3", "b2", "b1"), keysBack(s), "readahead " + n);
+      }
+    }
+    assertThrows(InvalidArgumentException.class, () -> ScanOptions.builder().readahead(-1));
+  }
+
   @Test
   void reverseScansAndDirectionChanges() {
     r.delete(b("c"));

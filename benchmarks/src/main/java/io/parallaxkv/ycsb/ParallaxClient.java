@@ -50,6 +50,8 @@ import site.ycsb.DBException;
  *   <tr><td>{@code parallax.maxvolumesize}</td><td>largest size of the volume file, 0 = the
  *       largest supported (0)</td></tr>
  *   <tr><td>{@code parallax.sync}</td><td>true: every write waits until durable (false)</td></tr>
+ *   <tr><td>{@code parallax.scanreadahead}</td><td>true: a scan tells its scanner how many
+ *       entries it reads ({@link ScanOptions.Builder#readahead(int)}) (true)</td></tr>
  *   <tr><td>{@code kv.update}</td><td>{@code merge} or {@code replace}, see {@link KvClient}</td></tr>
  * </table>
  */
@@ -116,9 +118,10 @@ public class ParallaxClient extends KvClient {
       throw new DBException("bad parallax option: " + e.getMessage(), e);
     }
     WriteOptions wo = WriteOptions.sync(Boolean.parseBoolean(p.getProperty("parallax.sync", "false")));
+    boolean scanReadahead = Boolean.parseBoolean(p.getProperty("parallax.scanreadahead", "true"));
     Parallax db = Parallax.open(dir.resolve(VOLUME_FILE), options);
     try {
-      return new Store(db, db.region(p.getProperty("parallax.region", "ycsb")), wo);
+      return new Store(db, db.region(p.getProperty("parallax.region", "ycsb")), wo, scanReadahead);
     } catch (RuntimeException e) {
       db.close();
       throw e;
@@ -129,11 +132,13 @@ public class ParallaxClient extends KvClient {
     private final Parallax db;
     private final Region region;
     private final WriteOptions wo;
+    private final boolean scanReadahead;
 
-    Store(Parallax db, Region region, WriteOptions wo) {
+    Store(Parallax db, Region region, WriteOptions wo, boolean scanReadahead) {
       this.db = db;
       this.region = region;
       this.wo = wo;
+      this.scanReadahead = scanReadahead;
     }
 
     @Override
@@ -153,8 +158,14 @@ public class ParallaxClient extends KvClient {
 
     @Override
     public void scan(byte[] start, int count, BiConsumer<byte[], byte[]> sink) {
-      try (Scanner s = region.scanner(ScanOptions.builder().lowerBound(start).build())) {
-        for (int i = 0; i < count && s.isValid(); i++, s.next()) sink.accept(s.key(), s.value());
+      ScanOptions.Builder o = ScanOptions.builder().lowerBound(start);
+      if (scanReadahead) o.readahead(count);
+      try (Scanner s = region.scanner(o.build())) {
+        // No step past the last entry read: it would ask ahead for what is not read.
+        for (int i = 0; i < count && s.isValid(); i++) {
+          sink.accept(s.key(), s.value());
+          if (i + 1 < count) s.next();
+        }
       }
     }
 

@@ -219,6 +219,11 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int scannerSetReadahead(long scanner, int entries) {
+    return JniNative.scannerSetReadahead(scanner, entries);
+  }
+
+  @Override
   public int flush(long region) {
     return JniNative.flush(region);
   }

@@ -77,6 +77,8 @@ final class JniNative {
 
   static native void scannerClose(long s);
 
+  static native int scannerSetReadahead(long s, int entries);
+
   static native int flush(long r);
 
   static native int compact(long r);

@@ -105,6 +105,9 @@ public abstract class NativeApi {
 
   public abstract void scannerClose(long scanner);
 
+  /** {@code par_scanner_set_readahead}: the entries the caller reads after each seek (a hint). */
+  public abstract int scannerSetReadahead(long scanner, int entries);
+
   public abstract int flush(long region);
 
   public abstract int compact(long region);

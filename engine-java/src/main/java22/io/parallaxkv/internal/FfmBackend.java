@@ -41,7 +41,7 @@ final class FfmBackend extends NativeApi {
       regionOpen, regionClose, regionDrop, regionList, put, delete, batchCreate, batchPut,
       batchDelete, batchClear, batchCount, batchDestroy, write, sync, snapshotCreate,
       snapshotRelease, get, exists, snapshotGetView, multiGet, scannerOpen, scannerSeek, scannerValid, scannerKey,
-      scannerValue, scannerNext, scannerPrev, scannerClose, flush, compact, regionStats, volumeStats,
+      scannerValue, scannerNext, scannerPrev, scannerClose, scannerSetReadahead, flush, compact, regionStats, volumeStats,
       checkpoint,
       estimateRange, deleteRange, batchDeleteRange, batchDeleteRangeIn,
       batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
@@ -114,6 +114,7 @@ final class FfmBackend extends NativeApi {
     scannerNext = h("par_scanner_next", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     scannerPrev = h("par_scanner_prev", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     scannerClose = h("par_scanner_close", FunctionDescriptor.ofVoid(JAVA_LONG));
+    scannerSetReadahead = h("par_scanner_set_readahead", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
     flush = h("par_flush", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     compact = h("par_compact", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     batchPutIn = h("par_batch_put_in", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG,
@@ -560,6 +561,15 @@ final class FfmBackend extends NativeApi {
   public void scannerClose(long scanner) {
     try {
       scannerClose.invokeExact(scanner);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int scannerSetReadahead(long scanner, int entries) {
+    try {
+      return (int) scannerSetReadahead.invokeExact(scanner, entries);
     } catch (Throwable t) {
       throw rethrow(t);
     }
