@@ -31,7 +31,10 @@ typedef struct fx {
   uint32_t lo[NKEYS], hi[NKEYS], synced[NKEYS];
 } fx;
 
+static uint64_t read_wait_saved; /* a test's change, undone by its teardown */
+
 static int setup(void **state) {
+  read_wait_saved = read_wait_ns;
   fx *f = calloc(1, sizeof *f);
   if (!f) return -1;
   f->dir = tu_make_dir("faults");
@@ -45,6 +48,7 @@ static int setup(void **state) {
 static int teardown(void **state) {
   fx *f = *state;
   fault_reset();
+  read_wait_ns = read_wait_saved;
   if (f->reg) par_region_close(f->reg);
   if (f->vol) par_close(f->vol);
   tu_rm_rf(f->dir);
@@ -146,6 +150,61 @@ static int arm(fault_op op, int err, uint64_t skip, uint64_t times, uint64_t lo,
   int id = fault_arm(&r);
   assert_true(id >= 0);
   return id;
+}
+
+/* ---- reads that wait on the device ---------------------------------------- */
+
+/* Once a region's reads wait, gets read leaves and scans read log values
+ * with pread (docs/architecture.md, Read path): a device error there is
+ * PAR_EIO for that read, with a message, and nothing else; without the
+ * fault the same read succeeds and every pair is still there. */
+static void test_waiting_reads_eio(void **state) {
+  fx *f = *state;
+  open_all(f);
+  load(f, 0, NKEYS);
+  enum { BIG = 40, BIG_LEN = 3000 };
+  char key[16];
+  uint8_t val[BIG_LEN];
+  for (int i = 0; i < BIG; i++) {
+    snprintf(key, sizeof key, "big%03d", i);
+    memset(val, 'a' + i % 26, sizeof val);
+    assert_ok(par_put(f->reg, key, strlen(key), val, sizeof val, PAR_SYNC));
+  }
+  assert_ok(par_flush(f->reg));
+  reopen(f); /* no large value left in a tail buffer: all on the device */
+  read_wait_ns = 0; /* every read waits (the teardown restores it) */
+
+  par_scanner *s;
+  assert_ok(par_scanner_open(f->reg, NULL, &s));
+  assert_ok(par_scanner_seek(s, "big", 3, PAR_SEEK_GE));
+  const void *k, *v;
+  size_t kl, vl;
+  int id = arm(FAULT_PREAD, EIO, 0, 1, 0, 0);
+  expect_failure(par_scanner_value(s, &v, &vl), "a scan's value read whose pread fails");
+  assert_int_equal(fault_fired(id), 1);
+  fault_reset();
+  for (int i = 0; i < BIG; i++) {
+    assert_ok(par_scanner_key(s, &k, &kl));
+    snprintf(key, sizeof key, "big%03d", i);
+    assert_int_equal(kl, strlen(key));
+    assert_memory_equal(k, key, kl);
+    assert_ok(par_scanner_value(s, &v, &vl));
+    memset(val, 'a' + i % 26, sizeof val);
+    assert_int_equal(vl, sizeof val);
+    assert_memory_equal(v, val, vl);
+    assert_ok(par_scanner_next(s));
+  }
+  par_scanner_close(s);
+
+  size_t len;
+  id = arm(FAULT_PREAD, EIO, 0, 1, 0, 0);
+  expect_failure(par_get(f->reg, NULL, "big007", 6, val, sizeof val, &len), "a get whose leaf pread fails");
+  assert_int_equal(fault_fired(id), 1);
+  fault_reset();
+  assert_ok(par_get(f->reg, NULL, "big007", 6, val, sizeof val, &len));
+  assert_int_equal(len, BIG_LEN);
+  assert_int_equal(val[0], 'a' + 7);
+  verify(f);
 }
 
 /* ---- the write-ahead log --------------------------------------------------- */
@@ -531,6 +590,7 @@ static void test_short_writes(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test_setup_teardown(test_wal_dead_tail, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_waiting_reads_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wal_write_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wal_fsync_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_wal_error_acks_nothing_later, setup, teardown),

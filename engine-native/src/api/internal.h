@@ -209,6 +209,10 @@ int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value,
  * log_value_reads; compactions call region_read_large directly. */
 int region_read_value(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
                       uint8_t **owned);
+/* region_read_value with pread (through the page cache, not the map) into a
+ * copy in *owned, whose value part *value points at. */
+int region_read_value_copy(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
+                           uint8_t **owned);
 /* The value of e (found in s's view), through the map or, for a large value
  * still in a tail buffer, as a copy that lives as long as the snapshot. */
 int snapshot_value(par_snapshot *s, const tree_entry *e, const uint8_t **value, uint32_t *value_len);

@@ -11,25 +11,39 @@
 #include "io/mapguard.h"
 #include "util/status.h"
 
+/* A large record still in a tail buffer: 1 and a copy in *owned, 0 if the
+ * record is on the device, or an error. */
+static int read_tail(par_region *r, const tree_entry *e, vptr p, const uint8_t **value, uint32_t *value_len,
+                     uint8_t **owned) {
+  vlog *heads[2] = {&r->hot, &r->cold};
+  for (int i = 0; i < 2 && e->cat == CAT_LARGE; i++) {
+    int rc = vlog_read_buffered(heads[i], p, owned, value_len);
+    if (rc != 0) {
+      if (rc == 1) *value = *owned;
+      return rc;
+    }
+  }
+  return 0;
+}
+
+/* Checks that record rec, read for entry e at p, is e's. */
+static int check_owner(const tree_entry *e, vptr p, const vlog_record *rec) {
+  if (rec->key_len != entry_key_len(e) || memcmp(rec->key, e->key, e->key_len) != 0)
+    return par_error(PAR_ECORRUPT, "large-log record at %u:%u belongs to another key", p.seg, p.off);
+  return PAR_OK;
+}
+
 int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
                       uint8_t **owned) {
   *owned = NULL;
   if (e->value_len != VPTR_SIZE) return par_error(PAR_ECORRUPT, "malformed value-log pointer");
   vptr p = vptr_decode(e->value);
-  vlog *heads[2] = {&r->hot, &r->cold};
-  for (int i = 0; i < 2 && e->cat == CAT_LARGE; i++) {
-    int rc = vlog_read_buffered(heads[i], p, owned, value_len);
-    if (rc < 0) return rc;
-    if (rc == 1) {
-      *value = *owned;
-      return PAR_OK;
-    }
-  }
+  int rc = read_tail(r, e, p, value, value_len, owned);
+  if (rc) return rc < 0 ? rc : PAR_OK;
   vlog_record rec;
-  int rc = vlog_read_mapped(&r->vol->file, r->id, p, &rec);
+  rc = vlog_read_mapped(&r->vol->file, r->id, p, &rec);
+  if (!rc) rc = check_owner(e, p, &rec);
   if (rc) return rc;
-  if (rec.key_len != entry_key_len(e) || memcmp(rec.key, e->key, e->key_len) != 0)
-    return par_error(PAR_ECORRUPT, "large-log record at %u:%u belongs to another key", p.seg, p.off);
   *value = rec.value;
   *value_len = rec.value_len;
   return PAR_OK;
@@ -40,6 +54,26 @@ int region_read_value(par_region *r, const tree_entry *e, const uint8_t **value,
   assert(e->cat == CAT_LARGE || e->cat == CAT_MEDIUM);
   atomic_fetch_add(&r->stats.log_value_reads[e->cat == CAT_LARGE], 1);
   return region_read_large(r, e, value, value_len, owned);
+}
+
+int region_read_value_copy(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
+                           uint8_t **owned) {
+  assert(e->cat == CAT_LARGE || e->cat == CAT_MEDIUM);
+  atomic_fetch_add(&r->stats.log_value_reads[e->cat == CAT_LARGE], 1);
+  *owned = NULL;
+  if (e->value_len != VPTR_SIZE) return par_error(PAR_ECORRUPT, "malformed value-log pointer");
+  vptr p = vptr_decode(e->value);
+  int rc = read_tail(r, e, p, value, value_len, owned);
+  if (rc) return rc < 0 ? rc : PAR_OK;
+  vlog_record rec;
+  uint8_t *buf;
+  rc = vlog_read_copy(&r->vol->file, r->id, p, &buf, &rec);
+  if (!rc && (rc = check_owner(e, p, &rec)) != PAR_OK) free(buf);
+  if (rc) return rc;
+  *owned = buf;
+  *value = rec.value;
+  *value_len = rec.value_len;
+  return PAR_OK;
 }
 
 PAR_API int par_snapshot_create(par_region *r, par_snapshot **out) {

@@ -374,13 +374,40 @@ int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len) {
   return 1;
 }
 
-int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out) {
+/* Where the record at p is in the volume, once p is checked to lie in it. */
+static int record_offset(const par_file *f, vptr p, uint64_t *off) {
   uint64_t size = __atomic_load_n(&f->size, __ATOMIC_ACQUIRE);
-  uint64_t off = seg_offset(p.seg) + p.off;
-  if (p.off >= SEG || off + p.size > size || p.size < VLOG_HDR)
+  *off = seg_offset(p.seg) + p.off;
+  if (p.off >= SEG || *off + p.size > size || p.size < VLOG_HDR)
     return par_error(PAR_ECORRUPT, "large-log pointer %u:%u is outside the volume", p.seg, p.off);
-  if (vlog_parse(file_map(f) + off, p.size, vlog_seed(region_id, p.inc), out) != PAR_OK)
+  return PAR_OK;
+}
+
+static int parse_at(const uint8_t *rec, uint32_t region_id, vptr p, vlog_record *out) {
+  if (vlog_parse(rec, p.size, vlog_seed(region_id, p.inc), out) != PAR_OK)
     return par_error(PAR_ECORRUPT, "large-log record at %u:%u fails its checksum", p.seg, p.off);
+  return PAR_OK;
+}
+
+int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out) {
+  uint64_t off;
+  int rc = record_offset(f, p, &off);
+  return rc ? rc : parse_at(file_map(f) + off, region_id, p, out);
+}
+
+int vlog_read_copy(const par_file *f, uint32_t region_id, vptr p, uint8_t **copy, vlog_record *out) {
+  uint64_t off;
+  int rc = record_offset(f, p, &off);
+  if (rc) return rc;
+  uint8_t *buf = malloc(p.size);
+  if (!buf) return par_error(PAR_ENOMEM, "large-log record of %u bytes", p.size);
+  rc = file_read_cached(f, buf, p.size, off);
+  if (!rc) rc = parse_at(buf, region_id, p, out);
+  if (rc) {
+    free(buf);
+    return rc;
+  }
+  *copy = buf;
   return PAR_OK;
 }
 

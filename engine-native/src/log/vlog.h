@@ -183,6 +183,9 @@ size_t vlog_encode(uint8_t *dst, uint32_t seed, uint64_t lsn, const void *key, u
                    const void *value, uint32_t value_len);
 /* Reads the record at p through the memory map. */
 int vlog_read_mapped(const par_file *f, uint32_t region_id, vptr p, vlog_record *out);
+/* Reads the record at p with pread (through the page cache, not the map)
+ * into a malloc'd *copy (to free), which *out points into. */
+int vlog_read_copy(const par_file *f, uint32_t region_id, vptr p, uint8_t **copy, vlog_record *out);
 
 #include "util/coding.h"
 static inline size_t vlog_record_size(size_t klen, size_t vlen) {
