@@ -245,7 +245,7 @@ size_t tu_map_del_range(tu_map *m, const void *begin, size_t blen, const void *e
     free(m->e[j].val);
     j++;
   }
-  memmove(m->e + i, m->e + j, (m->n - j) * sizeof *m->e);
+  if (j > i) memmove(m->e + i, m->e + j, (m->n - j) * sizeof *m->e); /* m->e may be NULL when empty */
   m->n -= j - i;
   return j - i;
 }

@@ -59,9 +59,13 @@ typedef enum par_repl_role {
  * state transfer: levels and log as a send-index backup, then its own L0
  * and compactions); BUILD_INDEX -> SEND_INDEX is refused (PAR_EINVAL). A role lasts
  * while the region is open: a reopened region is a PRIMARY until told
- * otherwise (its log copy and installed levels are kept; a build-index
- * backup's large-log GC, which runs on primaries only since a relocation
- * takes an LSN, may run meanwhile). */
+ * otherwise (its log copy and installed levels are kept). A PRIMARY that
+ * took an LSN of its own since it was opened (a write, or a relocation by
+ * its large-log GC, which runs on primaries only and may start as soon as
+ * the region opens) cannot become a backup (PAR_EBUSY): the shipped records
+ * of those LSNs would be taken for ones it holds. So a region to reopen as
+ * a hybrid build-index backup is opened with GC held off
+ * (gc_threshold_pct 100) until its role is set. */
 PAR_API int par_repl_set_role(par_region *r, int role);
 
 /* ---- the log stream (primary) ------------------------------------------ */

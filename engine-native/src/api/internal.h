@@ -72,6 +72,11 @@ struct par_region {
   pthread_mutex_t write_mu;
   pthread_mutex_t cur_mu;            /* r->view: swapped under view_mu and cur_mu */
   uint64_t next_lsn;                 /* under write_mu */
+  /* next_lsn when the region opened. A region that took an LSN of its own
+   * since (a write, a GC relocation, both possible while it is a primary,
+   * as every region opens) cannot become a backup: the records shipped to
+   * it at those LSNs would be taken for ones it holds and skipped. */
+  uint64_t open_lsn;
   int write_failed;                  /* under write_mu: a logged write missed L0;
                                         writes refused until a reopen replays it */
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */

@@ -365,7 +365,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   uint32_t replayed_segments = d.nwal;
   region_desc_free(&d);
   if (!rc) {
-    r->next_lsn = last + 1;
+    r->next_lsn = r->open_lsn = last + 1;
     atomic_store(&r->last_lsn, last);
     rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, give_back_vlog, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, give_back_vlog, r);

@@ -470,6 +470,11 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *rel
   if (!rc && c.verdict == REC_SHADOWED_IN_L0) *shadow_lsn = c.lsn;
   view_unref(w);
   if (!rc && live && r->write_failed) rc = par_error(PAR_EFAILED, "the region refuses writes until a reopen");
+  /* A run picked while the region was a primary may reach here after it
+   * became a backup (par_repl_set_role): a relocation would then take an
+   * LSN that the primary's shipped records use. The segment waits. */
+  if (!rc && live && r->repl_role != PAR_REPL_PRIMARY)
+    rc = par_error(PAR_EBUSY, "region '%s' is a backup now: GC relocates on primaries only", r->name);
   if (!rc && live) {
     memtable *m = region_make_room(r, &rc); /* PAR_EBUSY: never stall a compaction worker */
     uint64_t lsn = r->next_lsn;

@@ -69,6 +69,11 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
   int old = r->repl_role, rc = PAR_OK;
   if (old == PAR_REPL_BACKUP_BUILD_INDEX && role == PAR_REPL_BACKUP_SEND_INDEX)
     rc = par_error(PAR_EINVAL, "region '%s' cannot change from build-index to send-index", r->name);
+  else if (old == PAR_REPL_PRIMARY && role != PAR_REPL_PRIMARY && r->next_lsn != r->open_lsn)
+    rc = par_error(PAR_EBUSY,
+                   "region '%s' took LSNs %llu..%llu of its own (writes or GC relocations) since it was "
+                   "opened: as a backup it would skip the shipped records of those LSNs",
+                   r->name, (unsigned long long)r->open_lsn, (unsigned long long)r->next_lsn - 1);
   else
     r->repl_role = role;
   pthread_mutex_unlock(&r->view_mu);
