@@ -369,6 +369,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     atomic_store(&r->last_lsn, last);
     rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, give_back_vlog, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, give_back_vlog, r);
+    if (!rc) r->cold.tail_is_garbage = 0;
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crash_garbage(r, last, &lost)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
