@@ -41,6 +41,7 @@ typedef struct node {
   par_volume *vol;
   par_region *reg;
   int gc_off; /* opened with the large-log GC held off */
+  int no_sorted_runs; /* merges leave large values where they are */
 } node;
 
 static void node_open(node *n, const char *name, uint32_t placement) {
@@ -48,6 +49,7 @@ static void node_open(node *n, const char *name, uint32_t placement) {
   n->opts = tu_options(1u << 20, 4);
   n->opts.placement = placement;
   if (n->gc_off) n->opts.gc_threshold_pct = 100; /* only segments wholly garbage: no relocation */
+  if (n->no_sorted_runs) n->opts.sort_large_values = 0;
   char *path = tu_path(n->dir, "volume.px");
   assert_ok(par_open(path, &n->opts, &n->vol));
   free(path);
@@ -899,26 +901,231 @@ static void test_send_index_refusals(void **state) {
   assert_par(par_repl_install_begin(s.reg, layout, len, &in), PAR_EINVAL); /* not a backup */
   assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
   assert_ok(par_repl_install_begin(s.reg, layout, len, &in));
-  uint32_t seg;
-  assert_int_equal(par_repl_install_needed(in, &seg, 1), 1);
+  uint32_t segs[8];
+  size_t n = par_repl_install_needed(in, segs, 8);
+  assert_true(n >= 2 && n <= 8); /* the tree's nodes and the large log's segments */
   uint8_t *data = malloc(PAR_SEGMENT_SIZE);
-  assert_ok(par_repl_export_segment(x, seg, data));
-  assert_par(par_repl_install_segment(in, seg, data), PAR_EINVAL);
-  assert_par(par_repl_install_segment(in, seg + 1, data), PAR_EINVAL);
+  assert_ok(par_repl_export_segment(x, segs[0], data));
+  assert_par(par_repl_install_segment(in, 999999, data), PAR_EINVAL); /* not one it needs */
+  assert_ok(par_repl_install_segment(in, segs[0], data));
   assert_par(par_repl_install_commit(in), PAR_EINVAL); /* a segment is missing */
   par_repl_install_close(in);
-  assert_par(par_repl_export_segment(x, seg + 1000, data), PAR_EINVAL);
-  /* Damaged layouts: every truncation, and a flipped byte in each field. */
+  assert_par(par_repl_export_segment(x, 999999, data), PAR_EINVAL);
+  /* Damaged layouts: every truncation, and a tree at level 9. */
   for (size_t cut = 0; cut < len; cut++)
     assert_par(par_repl_install_begin(s.reg, layout, cut, &in), PAR_ECORRUPT);
-  layout[16] = 9; /* level 9 */
+  layout[36] = 9; /* the first tree's level */
   assert_par(par_repl_install_begin(s.reg, layout, len, &in), PAR_ECORRUPT);
   par_repl_export_close(x);
-  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED), 0);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED), 1); /* the abandoned install's */
+  /* A value larger than a segment is a run of the large log: not shipped. */
+  size_t huge = 3u << 20;
+  uint8_t *h = calloc(1, huge);
+  assert_ok(par_put(p.reg, "huge", 4, h, huge, 0));
+  assert_ok(par_flush(p.reg));
+  assert_par(par_repl_export_open(p.reg, &x), PAR_EINVAL);
+  free(h);
   free(layout);
   free(data);
   node_free(&p);
   node_free(&s);
+}
+
+/* Send index with hybrid placement: leaves pointing into the medium and
+ * large logs, installed after every compaction (merges above the medium
+ * merge level sharing medium segments between trees, merges at it, sorted
+ * runs, GC relocating and dropping large-log segments on the primary); the
+ * backup never compacts, and promoted, after a close too, holds the
+ * model's state, and compacts and collects like a primary. */
+static void test_send_index_hybrid(void **state) {
+  (void)state;
+  node p = {0}, s = {0}, fresh = {0};
+  node_open(&p, "repl_hy_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_hy_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_hy");
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  uint64_t seen = 0;
+  int installs = 0;
+  for (int i = 0; i < 40000; i++) {
+    put_model(p.reg, &m, &rng, i, 3000); /* small, medium and large pairs */
+    if (i % 2000 == 1999) {
+      assert_ok(par_sync(p.reg));
+      ship_log(p.reg, &c, s.reg);
+      par_stats st;
+      assert_ok(par_region_stats(p.reg, &st));
+      if (st.compactions != seen) {
+        seen = st.compactions;
+        ship_index(p.reg, s.reg);
+        installs++;
+      }
+    }
+  }
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, s.reg);
+  par_stats st;
+  assert_ok(par_region_stats(p.reg, &st));
+  assert_true(installs >= 3);
+  assert_true(st.gc_runs > 0); /* the primary relocated values while it shipped */
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_COMPACTIONS), 0);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_COVERED_LSN), stat_of(p.reg, PAR_REPL_STAT_COVERED_LSN));
+
+  /* A fresh backup from the levels, then the log after them. */
+  node_open(&fresh, "repl_hy_f", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  ship_index(p.reg, fresh.reg);
+  par_repl_cursor *fc;
+  assert_ok(par_repl_cursor_open(p.reg, stat_of(fresh.reg, PAR_REPL_STAT_LOG_LSN) + 1, &fc));
+  for (int i = 40000; i < 41000; i++) put_model(p.reg, &m, &rng, i, 3000);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &fc, fresh.reg);
+  ship_log(p.reg, &c, s.reg);
+  par_repl_cursor_close(fc);
+  par_repl_cursor_close(c);
+
+  /* Promoted after a close: the values its leaves point at are its own. */
+  node_close(&s);
+  node_open(&s, "repl_hy_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  verify(fresh.reg, &m);
+  /* Merges at the medium merge level read the copied medium logs, sorted
+   * runs and GC the mirrored large log. */
+  for (int i = 41000; i < 45000; i++) put_model(s.reg, &m, &rng, i, 3000);
+  assert_ok(par_compact(s.reg));
+  verify(s.reg, &m);
+  assert_ok(par_region_stats(s.reg, &st));
+  assert_true(st.compactions > 0);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+  node_free(&fresh);
+}
+
+static uint64_t gc_freed(par_region *r) {
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  return st.gc_segments_freed;
+}
+
+static void put_large(par_region *r, tu_map *m, int k, int version) {
+  char key[16];
+  uint8_t v[1500];
+  int kl = snprintf(key, sizeof key, "k%05d", k);
+  tu_fill_pattern(v, sizeof v, (uint64_t)version * 100000u + (uint64_t)k);
+  assert_ok(par_put(r, key, (size_t)kl, v, sizeof v, 0));
+  tu_map_put(m, key, (size_t)kl, v, sizeof v);
+}
+
+/* A log cursor that has not shipped the records of a large-log segment's
+ * values keeps GC from dropping the segment, though its values are dead
+ * (overwritten): the cursor reads them back to ship the records. Before,
+ * such a read failed ("fails its checksum") once GC had dropped the segment
+ * and it was taken again. */
+static void test_cursor_holds_gc(void **state) {
+  (void)state;
+  node p = {0}, s = {0};
+  node_open(&p, "repl_cg_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_cg_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  par_stats st;
+  for (int version = 1; version <= 4; version++) {
+    for (int k = 0; k < 1600; k++) put_large(p.reg, &m, k, version);
+    assert_ok(par_flush(p.reg)); /* merges count the older versions as garbage */
+  }
+  for (int i = 0; i < 2000; i++) {
+    assert_ok(par_region_stats(p.reg, &st));
+    if (st.gc_runs > 0) break;
+    tu_sleep_ms(10);
+  }
+  assert_true(st.gc_runs > 0); /* collected, and held for the cursor */
+  tu_sleep_ms(100);
+  assert_int_equal(gc_freed(p.reg), 0);
+  for (int k = 0; k < 4000; k++) put_large(p.reg, &m, 2000 + k % 100, 5); /* new segments, none reused */
+  assert_ok(par_sync(p.reg));
+  ship_log(NULL, &c, s.reg); /* reads every record's value */
+  par_repl_cursor_close(c);
+  for (int i = 0; i < 2000 && gc_freed(p.reg) == 0; i++) tu_sleep_ms(10);
+  assert_true(gc_freed(p.reg) > 0); /* let go once nothing may ship them */
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+}
+
+/* A large-log segment the primary's GC dropped while a backup's log copy
+ * still lacked the relocations out of it: the backup keeps its copy of the
+ * segment, so that its leaves pointing there stay readable once promoted
+ * (else those values would be lost with the primary). A backup that never
+ * had the segment (it started from levels installed after the drop) is
+ * promoted only once its log holds the relocations. */
+static void test_send_index_gc_drop(void **state) {
+  (void)state;
+  node p = {.no_sorted_runs = 1}, s = {0}, fresh = {0};
+  node_open(&p, "repl_gd_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_gd_b", PAR_PLACEMENT_HYBRID);
+  node_open(&fresh, "repl_gd_f", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  /* 1600 values of 1.5 KB fill the first large-log segment and go on into
+   * a second; overwriting most of the first segment's makes it garbage. */
+  for (int k = 0; k < 1600; k++) put_large(p.reg, &m, k, 1);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, s.reg);
+  for (int k = 0; k < 1000; k++) put_large(p.reg, &m, k, 2);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg); /* every write the primary acknowledged */
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, s.reg);
+  /* GC relocates the first segment's live values (new LSNs, in L0) and
+   * drops it; the backup gets none of the relocations. */
+  for (int i = 0; i < 2000 && gc_freed(p.reg) == 0; i++) tu_sleep_ms(10);
+  assert_true(gc_freed(p.reg) > 0);
+  uint64_t acked = stat_of(s.reg, PAR_REPL_STAT_LOG_LSN);
+  assert_true(stat_of(p.reg, PAR_REPL_STAT_LOG_LSN) > acked);
+  ship_index(p.reg, s.reg); /* the levels still point into the dropped segment */
+  ship_index(p.reg, fresh.reg);
+  par_repl_cursor_close(c);
+
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+
+  /* The fresh copy's leaves point nowhere for those keys until its log
+   * holds the relocations. */
+  assert_par(par_repl_set_role(fresh.reg, PAR_REPL_PRIMARY), PAR_EBUSY);
+  assert_int_equal(stat_of(fresh.reg, PAR_REPL_STAT_ROLE), PAR_REPL_BACKUP_SEND_INDEX);
+  par_repl_cursor *fc;
+  assert_ok(par_repl_cursor_open(p.reg, stat_of(fresh.reg, PAR_REPL_STAT_LOG_LSN) + 1, &fc));
+  ship_log(p.reg, &fc, fresh.reg);
+  par_repl_cursor_close(fc);
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_PRIMARY));
+  verify(fresh.reg, &m);
+
+  /* The first backup, written to: a segment its large log had let go
+   * would be taken again and overwritten. */
+  for (int k = 2000; k < 4000; k++) put_large(s.reg, &m, k, 3);
+  assert_ok(par_flush(s.reg));
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+  node_free(&fresh);
 }
 
 /* Writes every pair of p's snapshot into b as writes without the log (the
@@ -1059,6 +1266,9 @@ int main(void) {
       cmocka_unit_test(test_rebuilt_tree_not_taken_as_held),
       cmocka_unit_test(test_failed_promotion_stays_backup),
       cmocka_unit_test(test_send_index_refusals),
+      cmocka_unit_test(test_send_index_hybrid),
+      cmocka_unit_test(test_send_index_gc_drop),
+      cmocka_unit_test(test_cursor_holds_gc),
       cmocka_unit_test(test_snapshot_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

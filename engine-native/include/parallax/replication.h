@@ -27,10 +27,13 @@
  * (PAR_EINVAL) a log holding writes made without it (PAR_NO_WAL) or a
  * cross-region batch's part.
  *
- * Send-index mode copies the primary's leaves as they are, so it needs
- * leaves without pointers into the primary's logs: PAR_PLACEMENT_IN_PLACE
- * and values up to PAR_MAX_INLINE_VALUE. par_repl_install_segment refuses a
- * leaf holding such a pointer (PAR_EINVAL).
+ * Send-index mode takes any placement: with the levels go the medium-log
+ * segments their leaves point into, and a backup's large log mirrors the
+ * primary's (Talos's log map), each leaf's pointer rewritten to the
+ * backup's copy. Values larger than a segment (a run of large-log
+ * segments) are not mirrored: export refuses a region holding one
+ * (PAR_EINVAL); shipped records hold each value whole, so a send-index
+ * backup's log copy takes values up to PAR_MAX_INLINE_VALUE.
  */
 #ifndef PARALLAX_REPLICATION_H
 #define PARALLAX_REPLICATION_H
@@ -54,7 +57,10 @@ typedef enum par_repl_role {
  * resume; the caller sends no write to the region until this returns. A
  * promotion that fails (its log copy cannot be read to its end) leaves the
  * region a send-index backup, never a PRIMARY short of its log copy; a
- * retry replays again from what L0 took.
+ * retry replays again from what L0 took. A send-index backup whose
+ * installed leaves point into a large-log segment it never had is not
+ * promoted until its log copy holds the relocations that moved those values
+ * (PAR_EBUSY; see par_repl_install_begin).
  * SEND_INDEX -> BUILD_INDEX replays the same way (a build-index backup's
  * state transfer: levels and log as a send-index backup, then its own L0
  * and compactions); BUILD_INDEX -> SEND_INDEX is refused (PAR_EINVAL). A role lasts
@@ -94,7 +100,10 @@ PAR_API int par_repl_cursor_set_limit(par_repl_cursor *c, uint32_t segments);
  * backup needs the levels first). */
 PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size_t *len,
                                  uint64_t *last_lsn);
-/* Releases the cursor's pin; a region's cursors are closed before it is. */
+/* Releases the cursor's pin; a region's cursors are closed before it is.
+ * A live cursor also keeps the large-log segments holding values of the
+ * records from its pin on, dead ones included, which GC would otherwise
+ * drop: a reader that stalls holds at most its limit's worth of them. */
 PAR_API void par_repl_cursor_close(par_repl_cursor *c);
 
 /* ---- applying the stream (backup) -------------------------------------- */
@@ -112,7 +121,10 @@ PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint6
 
 /* The primary's device levels at one moment, kept alive (segments included)
  * until closed: the layout (every tree: level, slot, an id, root, height,
- * counts, segments) and covered LSN, and the bytes of each segment. */
+ * counts, segments, medium-log segments; the large log's segments; the
+ * newest LSN a relocation out of a segment GC dropped took) and covered
+ * LSN, and the bytes of each segment. GC drops no segment while an export
+ * is open. */
 typedef struct par_repl_export par_repl_export;
 PAR_API int par_repl_export_open(par_region *r, par_repl_export **out);
 /* The encoded layout; PAR_ETOOBIG with *len = the size needed when cap is
@@ -127,18 +139,26 @@ PAR_API void par_repl_export_close(par_repl_export *x);
 
 /* Installs a layout on a send-index backup: begin parses it and allocates a
  * segment of the backup for every segment of each tree it does not hold yet
- * (par_repl_install_needed lists those, by the primary's numbers); each
- * needed segment's bytes then go to par_repl_install_segment, which copies
- * it, rewriting the child addresses of index nodes through the segment map;
- * commit makes the levels the region's (replacing the trees the layout no
- * longer has) and trims the log copy up to the covered LSN, in one catalog
- * record. No compaction runs. A layout covering fewer LSNs than the
+ * and every large-log segment it has no copy of (par_repl_install_needed
+ * lists those, and the primary's large-log heads, copied again as they
+ * grow, by the primary's numbers); each needed segment's bytes then go to
+ * par_repl_install_segment, which copies it, rewriting the child addresses
+ * of index nodes and the log pointers of leaves through the segment map
+ * (log records get checksums seeded with the backup's region id); commit
+ * makes the levels and the large log the region's (replacing the trees the
+ * layout no longer has) and trims the log copy up to the covered LSN, in
+ * one catalog record. No compaction runs. A large-log segment the primary
+ * dropped stays while the backup's log copy lacks the relocations that
+ * moved its live values; a backup whose leaves point into one it never had
+ * is promoted only once its log copy holds them (par_repl_set_role:
+ * PAR_EBUSY until then). A layout covering fewer LSNs than the
  * backup's levels (from a primary promoted with older levels than this
  * backup's) installs nothing: begin needs no segment and commit changes
  * nothing, since the log copy no longer holds the LSNs in between. close
  * frees the handle and, without a commit,
- * the segments it allocated. PAR_EBUSY from commit: the region's levels
- * changed since begin (another install). */
+ * the segments it allocated. PAR_EBUSY from commit (or from a segment of a
+ * head): the region's levels or large log changed since begin (another
+ * install). */
 typedef struct par_repl_install par_repl_install;
 PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len,
                                    par_repl_install **out);
@@ -151,8 +171,8 @@ PAR_API void par_repl_install_close(par_repl_install *in);
 /* ---- state transfer by snapshot (build index) -------------------------- */
 
 /* A build-index backup can be made from the primary's pairs instead of its
- * levels, which works for every placement and value size (shipped levels
- * need PAR_PLACEMENT_IN_PLACE): the primary takes a snapshot with
+ * levels, which works for every value size (shipped levels take values up
+ * to a segment): the primary takes a snapshot with
  * par_repl_snapshot, whose pairs (read with a scanner) go to a new region
  * set to BACKUP_BUILD_INDEX as writes without the log (PAR_NO_WAL);
  * par_repl_rebase(lsn) then makes the copy the state at the snapshot's LSN,

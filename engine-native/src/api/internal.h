@@ -117,10 +117,18 @@ struct par_region {
   struct {
     uint32_t seg, inc;
     uint64_t need_seq;
+    uint64_t last_lsn;               /* the newest LSN its relocations took (0: none) */
+    uint64_t newest_lsn;             /* the newest LSN of a record in it */
     int dropping;                    /* gc_reclaim is dropping it */
   } *pending;
   uint32_t npending, pending_cap;
   int reclaiming;                    /* a gc_reclaim runs (one at a time) */
+  /* The newest LSN the relocations out of a segment GC dropped (or is
+   * dropping) took; and the send-index exports open, which hold drops back
+   * (src/repl/index.c: an export's large-log segments stay until it is
+   * closed). Both under view_mu. */
+  uint64_t gc_dropped_lsn;
+  int repl_exports;
   /* The large-log segments, sorted, this session's GC relocations and
    * sorted runs went to (gc.h: gc_note_settled), under settled_mu (a leaf
    * lock). */
@@ -154,6 +162,24 @@ struct par_region {
    * names the primary's tree each of them copies (0: none). */
   int repl_role;
   uint32_t repl_tree_id[PAR_MAX_LEVELS + 1][LEVEL_TREES];
+  /* A send-index backup's large log mirrors the primary's (src/repl/index.c):
+   * each primary segment (pseg, inc) copied into bseg, which keeps the
+   * primary's incarnation; used: where the copy's records end; open: the
+   * primary's head when copied (the next install copies it again, in place:
+   * installed leaves point into it); garbage: the primary's count; dropped:
+   * the primary dropped it, kept while the log copy lacks relocations out of
+   * it. Under view_mu, in memory only (after a reopen every segment is
+   * copied again). needs_lsn: a leaf of
+   * the installed levels points into a primary segment the backup never
+   * had, whose value a relocation up to this LSN moved: the copy is
+   * promoted only once its log holds that LSN. */
+  struct repl_mirror {
+    uint32_t pseg, inc, bseg, used;
+    uint64_t garbage;
+    uint8_t open, dropped;
+  } *repl_mirror;
+  uint32_t nrepl_mirror;
+  uint64_t repl_needs_lsn;
   struct {
     atomic_uint_fast64_t applied, skipped, trees, segments;
   } repl_stats;
@@ -267,6 +293,11 @@ wal_op *batch_resolve(const par_batch *b, par_region *const **regions);
  * log without bound. drop_all: the log restarts (an install on a backup
  * whose log it skips), every cursor is released. */
 uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t covered, int drop_all);
+/* The lowest pin of the region's live log cursors (UINT64_MAX: none), under
+ * vol->meta_mu: a cursor may still read the WAL records from its pin on, and
+ * the large-log values they point at, so GC frees no segment holding such a
+ * value (gc_reclaim). */
+uint64_t region_cursors_pin(par_region *r);
 
 /* txn.c: whether replay applies the cross-region part [first, last]. */
 int txn_part_committed(const region_desc *d, uint64_t first, uint64_t last);

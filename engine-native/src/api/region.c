@@ -260,6 +260,7 @@ int region_logs_listed(par_region *r) {
 static void region_free(par_region *r) {
   view_unref(r->view);
   free(r->pending);
+  free(r->repl_mirror);
   free(r->settled);
   pthread_mutex_destroy(&r->settled_mu);
   pthread_mutex_destroy(&r->write_mu);

@@ -337,10 +337,26 @@ void gc_admit(par_region *r) {
   pthread_mutex_unlock(&r->view_mu);
 }
 
+/* Whether the collected segment i may be dropped (view_mu held): no view
+ * that could read it is left, no log cursor may still ship a value in it
+ * (a value its key's newer versions made dead is still one of the log's
+ * records), and no export may still read it. */
+static int droppable(par_region *r, uint32_t i, uint64_t oldest, uint64_t pin) {
+  return !r->repl_exports && r->pending[i].need_seq <= oldest && r->pending[i].newest_lsn < pin;
+}
+
+static uint64_t cursors_pin(par_region *r) {
+  pthread_mutex_lock(&r->vol->meta_mu);
+  uint64_t pin = region_cursors_pin(r);
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  return pin;
+}
+
 int gc_reclaimable(par_region *r) {
-  uint64_t oldest = view_oldest_seq(r);
+  if (!r->npending) return 0;
+  uint64_t oldest = view_oldest_seq(r), pin = cursors_pin(r);
   for (uint32_t i = 0; i < r->npending; i++)
-    if (r->pending[i].need_seq <= oldest) return 1;
+    if (droppable(r, i, oldest, pin)) return 1;
   return 0;
 }
 
@@ -370,11 +386,14 @@ void gc_reclaim(par_region *r) {
   pthread_mutex_lock(&r->view_mu);
   uint32_t n = 0, *incs = NULL;
   if (!r->reclaiming && gc_reclaimable(r)) incs = malloc(r->npending * sizeof *incs);
-  uint64_t oldest = view_oldest_seq(r);
+  uint64_t oldest = view_oldest_seq(r), pin = cursors_pin(r);
   for (uint32_t i = 0; incs && i < r->npending; i++)
-    if (r->pending[i].need_seq <= oldest) {
+    if (droppable(r, i, oldest, pin)) {
       r->pending[i].dropping = 1; /* gc_pick leaves it alone: it stays pending */
       incs[n++] = r->pending[i].inc;
+      /* Before the drop: an export from here on leaves the segment out and
+       * tells its backups which LSNs their logs need instead. */
+      if (r->pending[i].last_lsn > r->gc_dropped_lsn) r->gc_dropped_lsn = r->pending[i].last_lsn;
     }
   r->reclaiming = n > 0;
   pthread_mutex_unlock(&r->view_mu);
@@ -410,7 +429,7 @@ void gc_reclaim(par_region *r) {
   free(incs);
 }
 
-static int retire(par_region *r, const gc_task *t, int counted);
+static int retire(par_region *r, const gc_task *t, int counted, uint64_t last_lsn, uint64_t newest_lsn);
 
 /* What GC finds of a record: still its key's newest version (relocated),
  * dead in the device levels (durable), or dead only because of a newer
@@ -520,12 +539,17 @@ static int unlogged_in_l0(par_region *r) {
  * write would make the record its key's newest version again, pointing into
  * a segment freed and maybe reused. */
 int gc_run(par_region *r, const gc_task *t) {
-  if (t->nsegs > 1) return retire(r, t, 0); /* a dead run: nothing to relocate */
-  uint8_t *buf = file_buf_alloc(SEG);
+  uint8_t *buf = file_buf_alloc(t->nsegs > 1 ? PAR_BLOCK : SEG);
   if (!buf) return par_error(PAR_ENOMEM, "GC buffer");
+  if (t->nsegs > 1) { /* a dead run: nothing to relocate; its record's LSN from its header */
+    int rc = file_read(&r->vol->file, buf, PAR_BLOCK, seg_offset(t->seg));
+    uint64_t lsn = rc ? 0 : dec64(buf + 8);
+    free(buf);
+    return rc ? rc : retire(r, t, 0, 0, lsn);
+  }
   int rc = file_read(&r->vol->file, buf, SEG, seg_offset(t->seg));
   uint32_t seed = vlog_seed(r->id, t->inc);
-  uint64_t relocated = 0, shadowed = 0;
+  uint64_t relocated = 0, shadowed = 0, newest = 0;
   uint32_t off = 0;
   vlog_record rec;
   /* A record that does not parse is either the end of the segment's
@@ -534,6 +558,7 @@ int gc_run(par_region *r, const gc_task *t) {
    * record's own value was unreadable already.) */
   while (!rc && (vlog_next(buf, &off, seed, &rec) == PAR_OK || vlog_resync(buf, &off, seed, &rec) == PAR_OK)) {
     atomic_fetch_add(&r->stats.gc_scanned, rec.size);
+    if (rec.lsn > newest) newest = rec.lsn;
     rc = relocate(r, &rec, (vptr){t->seg, off, t->inc, rec.size}, &relocated, &shadowed);
     off += rec.size;
   }
@@ -542,12 +567,12 @@ int gc_run(par_region *r, const gc_task *t) {
     rc = par_error(PAR_EBUSY, "a record's newer version may be an unlogged write: the segment waits for a flush");
   uint64_t durable = relocated > shadowed ? relocated : shadowed;
   if (!rc && durable) rc = wal_sync(&r->wal, durable);
-  return rc ? rc : retire(r, t, 1);
+  return rc ? rc : retire(r, t, 1, relocated, newest);
 }
 
 /* Readers that start from here on see the relocated pointers: the segment
  * is freed once every older view is gone. */
-static int retire(par_region *r, const gc_task *t, int counted) {
+static int retire(par_region *r, const gc_task *t, int counted, uint64_t last_lsn, uint64_t newest_lsn) {
   int rc = PAR_OK;
   pthread_mutex_lock(&r->view_mu);
   view *n = view_clone(r->view);
@@ -566,6 +591,8 @@ static int retire(par_region *r, const gc_task *t, int counted) {
     r->pending[r->npending].seg = t->seg;
     r->pending[r->npending].inc = t->inc;
     r->pending[r->npending].need_seq = n->seq;
+    r->pending[r->npending].last_lsn = last_lsn;
+    r->pending[r->npending].newest_lsn = newest_lsn;
     r->pending[r->npending].dropping = 0;
     r->npending++;
     if (counted) atomic_fetch_add(&r->stats.gc_runs, 1);

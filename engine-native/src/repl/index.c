@@ -2,10 +2,28 @@
  * compactions built; a backup installs them without compacting.
  *
  * A backup copies each segment of a tree it lacks into a segment of its
- * own. Leaves are copied as they are (send-index mode keeps values in the
- * leaves, so a leaf holds no address); an index node's child addresses are
- * rewritten through the segment map, primary segment -> backup segment,
- * and its checksum recomputed. The map of a whole tree is made (all its
+ * own; an index node's child addresses are rewritten through the segment
+ * map, primary segment -> backup segment, and its checksum recomputed.
+ *
+ * Values outside the leaves (hybrid placement) follow through a log map,
+ * Talos's: a tree's transient medium-log segments are copied with it, and
+ * the backup's large log mirrors the primary's, segment for segment at the
+ * same offsets and incarnations. Copied log records get their checksums
+ * seeded again with the backup's region id, and each leaf pointer into a
+ * log is rewritten to the backup's segment. A mirrored segment is copied
+ * once, except the primary's heads, which grow: the next install copies
+ * them again, in place (leaves installed before point into the copy). A
+ * later copy of a head holds every record of an earlier one at the same
+ * offset, so it is written only over an earlier one (its records end
+ * further), under view_mu: a copy of an abandoned install that runs late
+ * never takes records away, and a torn write leaves the records that were
+ * there intact. A segment the primary's GC dropped
+ * stays mirrored while the backup's log copy lacks the relocations that
+ * moved its live values (the layout says up to which LSN they reach), so
+ * that the leaves pointing into it stay readable after a promotion; a
+ * pointer into a segment the backup never had (it joined after the drop)
+ * points nowhere, and the backup is promoted only once its log holds those
+ * relocations (repl_needs_lsn). The map of a whole tree is made (all its
  * backup segments allocated) before any segment is copied, so a parent can
  * be rewritten whether or not its children were copied yet; the tree
  * becomes reachable only through the catalog record of the commit, after
@@ -34,12 +52,17 @@
 #include "util/status.h"
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
-#define LAYOUT_MAGIC 0x594c5850u /* "PXLY" */
-#define LAYOUT_HDR 16u           /* magic u32 | covered u64 | ntrees u32 */
+#define LAYOUT_MAGIC 0x324c5850u /* "PXL2" */
+/* magic u32 | covered u64 | ntrees u32 | region id u32 | next_inc u32 | nvlog u32 |
+ * dropped_lsn u64 (gc_dropped_lsn), then the trees, then nvlog large-log segments. */
+#define LAYOUT_HDR 36u
 /* level u8 | slot u8 | pad u16 | id u32 | root u64 | height u32 | entries u64 | bytes u64 |
- * nsegs u32 | rtombs_len u32, then nsegs x segment u32 and rtombs_len bytes of its range
- * tombstones (range_set_encode; 0 bytes: none). */
-#define TREE_HDR 44u
+ * nsegs u32 | rtombs_len u32 | nmsegs u32 | medium_bytes u64, then nsegs x segment u32,
+ * nmsegs x medium-log segment u32 and rtombs_len bytes of its range tombstones
+ * (range_set_encode; 0 bytes: none). */
+#define TREE_HDR 56u
+/* segment u32 | incarnation u32 | garbage u64 | open u32 */
+#define VLOG_ENTRY 20u
 #define MAX_TREES (PAR_MAX_LEVELS * LEVEL_TREES)
 
 /* ---- export (primary) ---- */
@@ -47,7 +70,12 @@
 struct par_repl_export {
   par_region *r;
   view *v;          /* keeps the trees and their segments alive */
+  int holds_gc;     /* counted in r->repl_exports: GC drops nothing meanwhile */
   uint64_t covered; /* the LSN v's levels cover */
+  uint64_t dropped_lsn;
+  uint32_t next_inc;
+  uint32_t nvlog;
+  vlog_seg *vlog;   /* the large log's segments, those GC is dropping left out */
   uint8_t *layout;
   size_t len;
 };
@@ -77,28 +105,44 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   par_repl_export *x = calloc(1, sizeof *x);
   if (!x) return par_error(PAR_ENOMEM, "export");
   x->r = r;
+  int rc = PAR_OK;
   /* The catalog's covered LSN changes with the view under commit_mu (a
-   * merge commit records the layout before it publishes the view). */
+   * merge commit records the layout before it publishes the view). GC
+   * marks the segments it drops under view_mu, after raising
+   * gc_dropped_lsn: from here on it drops none (gc_reclaimable), and the
+   * ones it is dropping are left out of the list. */
   pthread_mutex_lock(&r->commit_mu);
   pthread_mutex_lock(&r->view_mu);
   x->v = r->view;
   atomic_fetch_add(&x->v->refs, 1);
+  r->repl_exports++;
+  x->holds_gc = 1;
+  x->dropped_lsn = r->gc_dropped_lsn;
   pthread_mutex_lock(&r->vol->meta_mu);
-  x->covered = catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  x->covered = d->covered_lsn;
+  x->next_inc = d->next_inc;
+  x->vlog = calloc(d->nvlog ? d->nvlog : 1, sizeof *x->vlog);
+  for (uint32_t i = 0; x->vlog && i < d->nvlog && !rc; i++) {
+    int dropping = 0;
+    for (uint32_t k = 0; k < r->npending; k++) dropping |= r->pending[k].dropping && r->pending[k].inc == d->vlog[i].inc;
+    if (dropping) continue;
+    if (d->vlog[i].nsegs > 1)
+      rc = par_error(PAR_EINVAL, "region '%s' holds a value larger than a segment: send-index ships values up "
+                     "to %u bytes (build-index takes any)", r->name, (unsigned)PAR_MAX_INLINE_VALUE);
+    x->vlog[x->nvlog++] = d->vlog[i];
+  }
   pthread_mutex_unlock(&r->vol->meta_mu);
   pthread_mutex_unlock(&r->view_mu);
   pthread_mutex_unlock(&r->commit_mu);
-  int rc = PAR_OK;
-  size_t len = LAYOUT_HDR;
+  if (!x->vlog && !rc) rc = par_error(PAR_ENOMEM, "export");
+  size_t len = LAYOUT_HDR + (size_t)VLOG_ENTRY * x->nvlog;
   uint32_t n = 0;
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
       const dtree *t = x->v->tree[i][j];
       if (!t) continue;
-      if (t->d.msegs.n && !rc)
-        rc = par_error(PAR_EINVAL, "level %d of region '%s' points into a transient medium log: send-index needs "
-                       "PAR_PLACEMENT_IN_PLACE", i, r->name);
-      len += TREE_HDR + 4ull * t->d.segs.n + rtombs_len(&t->d);
+      len += TREE_HDR + 4ull * (t->d.segs.n + t->d.msegs.n) + rtombs_len(&t->d);
       n++;
     }
   x->layout = rc ? NULL : malloc(len);
@@ -111,6 +155,10 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   enc32(p, LAYOUT_MAGIC);
   enc64(p + 4, x->covered);
   enc32(p + 12, n);
+  enc32(p + 16, r->id);
+  enc32(p + 20, x->next_inc);
+  enc32(p + 24, x->nvlog);
+  enc64(p + 28, x->dropped_lsn);
   p += LAYOUT_HDR;
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++) {
@@ -126,10 +174,19 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
       enc64(p + 28, t->d.bytes);
       enc32(p + 36, t->d.segs.n);
       enc32(p + 40, (uint32_t)rtombs_len(&t->d));
+      enc32(p + 44, t->d.msegs.n);
+      enc64(p + 48, t->d.medium_bytes);
       p += TREE_HDR;
       for (uint32_t k = 0; k < t->d.segs.n; k++, p += 4) enc32(p, t->d.segs.v[k]);
+      for (uint32_t k = 0; k < t->d.msegs.n; k++, p += 4) enc32(p, t->d.msegs.v[k]);
       if (t->d.rtombs.n) p = range_set_encode(&t->d.rtombs, p);
     }
+  for (uint32_t i = 0; i < x->nvlog; i++, p += VLOG_ENTRY) {
+    enc32(p, x->vlog[i].seg);
+    enc32(p + 4, x->vlog[i].inc);
+    enc64(p + 8, x->vlog[i].garbage);
+    enc32(p + 16, x->vlog[i].open);
+  }
   x->len = len;
   *out = x;
   return PAR_OK;
@@ -147,23 +204,35 @@ PAR_API uint64_t par_repl_export_covered(const par_repl_export *x) { return x ? 
 
 PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf) {
   if (!x || !buf) return par_error(PAR_EINVAL, "par_repl_export_segment: NULL argument");
-  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++) {
+  int found = 0;
+  for (int i = 1; i <= PAR_MAX_LEVELS && !found; i++)
+    for (int j = 0; j < LEVEL_TREES && !found; j++) {
       const dtree *t = x->v->tree[i][j];
-      for (uint32_t k = 0; t && k < t->d.segs.n; k++)
-        /* One read of the whole segment through the page cache, not a copy
-         * from the map: trees are written with direct I/O, so their pages
-         * are not cached, and the map is MADV_RANDOM, so a copy faulted
-         * them in a page (one device read) at a time. The read also leaves
-         * the segment cached for the next backup's export. */
-        if (t->d.segs.v[k] == seg) return file_read_cached(&x->r->vol->file, buf, SEG, seg_offset(seg));
+      for (uint32_t k = 0; t && k < t->d.segs.n; k++) found |= t->d.segs.v[k] == seg;
+      for (uint32_t k = 0; t && k < t->d.msegs.n; k++) found |= t->d.msegs.v[k] == seg;
     }
-  return par_error(PAR_EINVAL, "segment %u is not in the exported levels", seg);
+  for (uint32_t i = 0; i < x->nvlog && !found; i++) found = x->vlog[i].seg == seg;
+  if (!found) return par_error(PAR_EINVAL, "segment %u is not in the exported levels or logs", seg);
+  /* One read of the whole segment through the page cache, not a copy from
+   * the map: trees are written with direct I/O, so their pages are not
+   * cached, and the map is MADV_RANDOM, so a copy faulted them in a page
+   * (one device read) at a time. The read also leaves the segment cached
+   * for the next backup's export. A head of the large log may be appended
+   * meanwhile: the records the levels point at were durable before the
+   * levels were, so they are in what this reads. */
+  return file_read_cached(&x->r->vol->file, buf, SEG, seg_offset(seg));
 }
 
 PAR_API void par_repl_export_close(par_repl_export *x) {
   if (!x) return;
+  if (x->holds_gc) {
+    pthread_mutex_lock(&x->r->view_mu);
+    int last = --x->r->repl_exports == 0;
+    pthread_mutex_unlock(&x->r->view_mu);
+    if (last) compaction_schedule(x->r); /* segments GC collected may be dropped now */
+  }
   if (x->v) view_unref(x->v);
+  free(x->vlog);
   free(x->layout);
   free(x);
 }
@@ -175,17 +244,31 @@ typedef struct inst_tree {
   uint32_t id;
   uint64_t root;
   uint32_t height;
-  uint64_t entries, bytes;
-  uint32_t nsegs;
-  const uint8_t *segs; /* the primary's, encoded, in the layout copy */
+  uint64_t entries, bytes, medium_bytes;
+  uint32_t nsegs, nmsegs;
+  const uint8_t *segs, *msegs; /* the primary's, encoded, in the layout copy */
   range_set rtombs;
   int held_at;         /* the backup holds it: its level * LEVEL_TREES + slot; -1: copy it */
 } inst_tree;
 
+enum { SEG_NODES, SEG_MEDIUM, SEG_LARGE };
+#define NO_TREE UINT32_MAX /* a large-log segment's tree: the log is the region's */
+
+/* One primary segment and where the backup keeps it. Sorted by (pseg,
+ * tree, inc): a medium-log segment two trees point into is copied once for
+ * each (a backup's trees do not share medium segments), and a large-log
+ * segment the primary dropped and took again has two incarnations. */
 typedef struct seg_map {
-  uint32_t pseg, bseg;
-  uint32_t tree; /* index into trees */
+  uint32_t pseg, tree, inc; /* inc: large-log segments only */
+  uint32_t bseg;
+  uint8_t kind;
+  uint8_t kept;    /* large: the backup's mirror already (not freed here); copied again if in_place */
+  uint8_t in_place;
+  uint8_t open;    /* large: the primary's head at the export */
+  uint8_t dropped; /* large: kept, though the primary dropped it */
   int written;
+  uint32_t used;    /* large: where its last record ends */
+  uint64_t garbage; /* large: the primary's count */
 } seg_map;
 
 struct par_repl_install {
@@ -194,9 +277,14 @@ struct par_repl_install {
   uint64_t covered;
   uint32_t ntrees;
   inst_tree t[MAX_TREES];
-  seg_map *map; /* sorted by pseg */
+  uint32_t src_region, next_inc, nvlog;
+  uint64_t dropped_lsn;
+  const uint8_t *vlog; /* the layout's large-log entries */
+  seg_map *map;
   uint32_t nmap;
+  uint32_t *needed, nneeded; /* the distinct primary segments to copy */
   uint8_t *buf;
+  int stale; /* a leaf points into a large-log segment the backup never had */
   int committed;
   /* The layout covers fewer LSNs than the backup's levels: installing it
    * would lose those between (the log copy no longer holds them). A new
@@ -206,12 +294,14 @@ struct par_repl_install {
 };
 
 static int map_cmp(const void *a, const void *b) {
-  uint32_t x = ((const seg_map *)a)->pseg, y = ((const seg_map *)b)->pseg;
-  return x < y ? -1 : x > y;
+  const seg_map *x = a, *y = b;
+  if (x->pseg != y->pseg) return x->pseg < y->pseg ? -1 : 1;
+  if (x->tree != y->tree) return x->tree < y->tree ? -1 : 1;
+  return x->inc < y->inc ? -1 : x->inc > y->inc;
 }
 
-static seg_map *map_find(const par_repl_install *in, uint32_t pseg) {
-  seg_map key = {.pseg = pseg};
+static seg_map *map_find(const par_repl_install *in, uint32_t pseg, uint32_t tree, uint32_t inc) {
+  seg_map key = {.pseg = pseg, .tree = tree, .inc = inc};
   return bsearch(&key, in->map, in->nmap, sizeof *in->map, map_cmp);
 }
 
@@ -222,6 +312,10 @@ static int parse_layout(par_repl_install *in, size_t len) {
   if (len < LAYOUT_HDR || dec32(p) != LAYOUT_MAGIC) return bad_layout("no layout header");
   in->covered = dec64(p + 4);
   in->ntrees = dec32(p + 12);
+  in->src_region = dec32(p + 16);
+  in->next_inc = dec32(p + 20);
+  in->nvlog = dec32(p + 24);
+  in->dropped_lsn = dec64(p + 28);
   if (in->ntrees > MAX_TREES) return bad_layout("too many trees");
   p += LAYOUT_HDR;
   int seen[PAR_MAX_LEVELS + 1][LEVEL_TREES] = {{0}};
@@ -237,22 +331,110 @@ static int parse_layout(par_repl_install *in, size_t len) {
     t->bytes = dec64(p + 28);
     t->nsegs = dec32(p + 36);
     uint32_t rlen = dec32(p + 40);
+    t->nmsegs = dec32(p + 44);
+    t->medium_bytes = dec64(p + 48);
     p += TREE_HDR;
     if (t->level < 1 || t->level > PAR_MAX_LEVELS || t->slot >= LEVEL_TREES || seen[t->level][t->slot]++)
       return bad_layout("a tree at no level or twice at one");
     /* Nodes under a root, or range tombstones alone. */
-    int shape = t->root ? t->height >= 1 && t->height < NODE_MAX_HEIGHT && t->nsegs : !t->height && !t->nsegs && rlen;
-    if (!t->id || !shape || t->nsegs > (size_t)(end - p) / 4 || rlen > (size_t)(end - p) - 4ull * t->nsegs)
+    int shape = t->root ? t->height >= 1 && t->height < NODE_MAX_HEIGHT && t->nsegs
+                        : !t->height && !t->nsegs && !t->nmsegs && rlen;
+    size_t nlisted = (size_t)t->nsegs + t->nmsegs;
+    if (!t->id || !shape || nlisted > (size_t)(end - p) / 4 || rlen > (size_t)(end - p) - 4 * nlisted)
       return bad_layout("a tree description out of range");
     t->segs = p;
+    t->msegs = p + 4ull * t->nsegs;
     int root_in = !t->root;
     for (uint32_t k = 0; k < t->nsegs; k++) root_in |= dec32(p + 4 * k) == t->root / SEG;
     if (!root_in) return bad_layout("a root outside its tree's segments");
-    p += 4ull * t->nsegs;
+    p += 4 * nlisted;
     if (rlen && range_set_decode(&t->rtombs, p, rlen)) return bad_layout("malformed range tombstones");
     p += rlen;
   }
-  return p == end ? PAR_OK : bad_layout("bytes after the last tree");
+  if (in->nvlog > (size_t)(end - p) / VLOG_ENTRY) return bad_layout("truncated large-log list");
+  in->vlog = p;
+  p += (size_t)VLOG_ENTRY * in->nvlog;
+  for (uint32_t i = 0; i < in->nvlog; i++)
+    if (!dec32(in->vlog + VLOG_ENTRY * i) || dec32(in->vlog + VLOG_ENTRY * i + 4) == MEDIUM_INC)
+      return bad_layout("a large-log segment out of range");
+  return p == end ? PAR_OK : bad_layout("bytes after the large-log list");
+}
+
+/* Adds a map entry; a new one (not kept) gets a backup segment. */
+static int map_add(par_repl_install *in, seg_map e) {
+  if (!e.kept) {
+    int rc = segalloc_alloc(&in->r->vol->alloc, &e.bseg);
+    if (rc) return rc;
+  }
+  in->map[in->nmap++] = e;
+  return PAR_OK;
+}
+
+/* The backup's copy of the primary's large-log segment (pseg, inc), or
+ * NULL (view_mu held). */
+static struct repl_mirror *mirror_find(par_region *r, uint32_t pseg, uint32_t inc) {
+  for (uint32_t k = 0; k < r->nrepl_mirror; k++)
+    if (r->repl_mirror[k].pseg == pseg && r->repl_mirror[k].inc == inc) return &r->repl_mirror[k];
+  return NULL;
+}
+
+/* The large-log entries (view_mu held): the layout's list, each in the
+ * backup's mirror segment when it has one (copied again, in place, when
+ * either copy is of a head), and the mirror's segments the primary dropped
+ * since. */
+static int map_large(par_repl_install *in) {
+  par_region *r = in->r;
+  int rc = PAR_OK;
+  for (uint32_t i = 0; i < in->nvlog && !rc; i++) {
+    const uint8_t *v = in->vlog + VLOG_ENTRY * i;
+    seg_map e = {.pseg = dec32(v), .tree = NO_TREE, .inc = dec32(v + 4), .kind = SEG_LARGE,
+                 .garbage = dec64(v + 8), .open = dec32(v + 16) != 0};
+    const struct repl_mirror *mm = mirror_find(r, e.pseg, e.inc);
+    if (mm) {
+      e.bseg = mm->bseg;
+      e.kept = 1;
+      e.in_place = mm->open || e.open;
+      e.written = !e.in_place;
+    }
+    rc = map_add(in, e);
+  }
+  for (uint32_t k = 0; k < r->nrepl_mirror && !rc; k++) {
+    const struct repl_mirror *mm = &r->repl_mirror[k];
+    int listed = 0;
+    for (uint32_t i = 0; i < in->nvlog && !listed; i++)
+      listed = dec32(in->vlog + VLOG_ENTRY * i) == mm->pseg && dec32(in->vlog + VLOG_ENTRY * i + 4) == mm->inc;
+    if (!listed)
+      rc = map_add(in, (seg_map){.pseg = mm->pseg, .tree = NO_TREE, .inc = mm->inc, .bseg = mm->bseg,
+                                 .kind = SEG_LARGE, .kept = 1, .dropped = 1, .written = 1, .garbage = mm->garbage});
+  }
+  return rc;
+}
+
+/* Sorts the map and lists the distinct primary segments to copy. Of the
+ * layout's segments, one may appear more than once only as a medium-log
+ * segment of several trees; a segment the primary dropped (kept in the
+ * mirror) may since have been taken again for anything. */
+static int map_finish(par_repl_install *in) {
+  qsort(in->map, in->nmap, sizeof *in->map, map_cmp);
+  in->needed = malloc((in->nmap ? in->nmap : 1) * sizeof *in->needed);
+  if (!in->needed) return par_error(PAR_ENOMEM, "segment map");
+  const seg_map *last = NULL; /* the previous entry of the layout's, not a dropped one */
+  for (uint32_t i = 0; i < in->nmap; i++) {
+    const seg_map *m = &in->map[i];
+    if (m->dropped) continue;
+    if (last && last->pseg == m->pseg && !(last->kind == SEG_MEDIUM && m->kind == SEG_MEDIUM))
+      return bad_layout("a segment in two places");
+    last = m;
+    if (!m->written && !(in->nneeded && in->needed[in->nneeded - 1] == m->pseg)) in->needed[in->nneeded++] = m->pseg;
+  }
+  return PAR_OK;
+}
+
+/* Whether tree i lists pseg among its first k medium-log segments. */
+static int listed_before(const inst_tree *t, uint32_t k, uint32_t pseg) {
+  for (uint32_t j = 0; j < k; j++)
+    if (dec32(t->msegs + 4 * j) == pseg) return 1;
+  return 0;
 }
 
 PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len,
@@ -270,8 +452,13 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
     rc = parse_layout(in, len);
   }
   if (!rc) {
+    uint64_t total = in->nvlog;
+    for (uint32_t i = 0; i < in->ntrees; i++) total += (uint64_t)in->t[i].nsegs + in->t[i].nmsegs;
     pthread_mutex_lock(&r->view_mu);
-    if (r->repl_role != PAR_REPL_BACKUP_SEND_INDEX)
+    total += r->nrepl_mirror;
+    in->map = calloc(total ? total : 1, sizeof *in->map);
+    if (!in->map) rc = par_error(PAR_ENOMEM, "segment map");
+    if (!rc && r->repl_role != PAR_REPL_BACKUP_SEND_INDEX)
       rc = par_error(PAR_EINVAL, "region '%s' is not a send-index backup", r->name);
     for (uint32_t i = 0; i < in->ntrees; i++) {
       in->t[i].held_at = -1;
@@ -283,24 +470,18 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
     pthread_mutex_lock(&r->vol->meta_mu);
     in->outdated = in->covered < catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
     pthread_mutex_unlock(&r->vol->meta_mu);
+    if (!rc && !in->outdated) rc = map_large(in);
     pthread_mutex_unlock(&r->view_mu);
   }
-  uint32_t total = 0;
-  for (uint32_t i = 0; !rc && i < in->ntrees; i++) total += in->t[i].held_at < 0 ? in->t[i].nsegs : 0;
-  in->map = rc ? NULL : calloc(total ? total : 1, sizeof *in->map);
-  if (!rc && !in->map) rc = par_error(PAR_ENOMEM, "segment map");
-  for (uint32_t i = 0; !rc && !in->outdated && i < in->ntrees; i++)
-    for (uint32_t k = 0; in->t[i].held_at < 0 && k < in->t[i].nsegs && !rc; k++) {
-      seg_map *m = &in->map[in->nmap];
-      m->pseg = dec32(in->t[i].segs + 4 * k);
-      m->tree = i;
-      if (!(rc = segalloc_alloc(&r->vol->alloc, &m->bseg))) in->nmap++;
-    }
-  if (!rc) {
-    qsort(in->map, in->nmap, sizeof *in->map, map_cmp);
-    for (uint32_t i = 1; i < in->nmap && !rc; i++)
-      if (in->map[i].pseg == in->map[i - 1].pseg) rc = bad_layout("a segment in two places");
+  for (uint32_t i = 0; !rc && !in->outdated && i < in->ntrees; i++) {
+    const inst_tree *t = &in->t[i];
+    for (uint32_t k = 0; t->held_at < 0 && k < t->nsegs && !rc; k++)
+      rc = map_add(in, (seg_map){.pseg = dec32(t->segs + 4 * k), .tree = i, .kind = SEG_NODES});
+    for (uint32_t k = 0; t->held_at < 0 && k < t->nmsegs && !rc; k++)
+      if (!listed_before(t, k, dec32(t->msegs + 4 * k))) /* a set a merge's two sources shared */
+        rc = map_add(in, (seg_map){.pseg = dec32(t->msegs + 4 * k), .tree = i, .kind = SEG_MEDIUM});
   }
+  if (!rc) rc = map_finish(in);
   if (rc) {
     par_repl_install_close(in);
     return rc;
@@ -311,13 +492,33 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
 
 PAR_API size_t par_repl_install_needed(const par_repl_install *in, uint32_t *segs, size_t cap) {
   if (!in) return 0;
-  for (uint32_t i = 0; segs && i < in->nmap && i < cap; i++) segs[i] = in->map[i].pseg;
-  return in->nmap;
+  for (uint32_t i = 0; segs && i < in->nneeded && i < cap; i++) segs[i] = in->needed[i];
+  return in->nneeded;
+}
+
+/* A leaf's pointer into the primary's logs, made a pointer into the
+ * backup's: a medium one into its tree's copy of the segment, a large one
+ * into the mirror; a large one into a segment the backup never had points
+ * nowhere (segment 0), and the install notes it (stale). */
+static int rewrite_vptr(par_repl_install *in, const seg_map *m, int cat, uint8_t *at) {
+  vptr p = vptr_decode(at);
+  const seg_map *to = cat == CAT_MEDIUM ? map_find(in, p.seg, m->tree, 0) : map_find(in, p.seg, NO_TREE, p.inc);
+  if (cat == CAT_MEDIUM && (!to || to->kind != SEG_MEDIUM || p.inc != MEDIUM_INC))
+    return par_error(PAR_ECORRUPT, "shipped leaf at %u points outside its tree's medium log", m->pseg);
+  if (to) {
+    p.seg = to->bseg;
+  } else {
+    p.seg = 0;
+    in->stale = 1;
+  }
+  vptr_encode(at, p);
+  return PAR_OK;
 }
 
 /* Checks the node at off of segment m (its copy in b) and rewrites its
- * child addresses; *size is the node's size. */
-static int rewrite_node(const par_repl_install *in, const seg_map *m, uint8_t *b, uint32_t off, uint32_t *size) {
+ * child addresses, or its leaf's pointers into the logs; *size is the
+ * node's size. */
+static int rewrite_node(par_repl_install *in, const seg_map *m, uint8_t *b, uint32_t off, uint32_t *size) {
   uint8_t *node = b + off;
   node_hdr h;
   int rc = node_header(node, seg_offset(m->pseg) + off, &h);
@@ -328,17 +529,20 @@ static int rewrite_node(const par_repl_install *in, const seg_map *m, uint8_t *b
   for (uint32_t i = 0; i < h.nslots; i++) {
     if (h.type == NODE_LEAF) {
       int cat = (int)SLOT_CAT(dec32(node + NODE_HDR + 4 * i));
-      if (cat != CAT_INLINE && cat != CAT_TOMBSTONE)
-        return par_error(PAR_EINVAL, "a shipped leaf points into the primary's logs: send-index needs "
-                         "PAR_PLACEMENT_IN_PLACE and values up to PAR_MAX_INLINE_VALUE");
+      if (cat != CAT_MEDIUM && cat != CAT_LARGE) continue;
+      tree_entry e;
+      if ((rc = leaf_entry(node, &h, i, &e))) return rc;
+      if (e.value_len != VPTR_SIZE)
+        return par_error(PAR_ECORRUPT, "shipped leaf at %u:%u holds a malformed log pointer", m->pseg, off);
+      if ((rc = rewrite_vptr(in, m, cat, node + (e.value - node)))) return rc;
       continue;
     }
     uint64_t child;
     const uint8_t *key;
     uint16_t kl;
     if ((rc = index_entry(node, &h, i, &child, &key, &kl))) return rc;
-    const seg_map *cm = map_find(in, (uint32_t)(child / SEG));
-    if (!cm || cm->tree != m->tree)
+    const seg_map *cm = map_find(in, (uint32_t)(child / SEG), m->tree, 0);
+    if (!cm || cm->kind != SEG_NODES)
       return par_error(PAR_ECORRUPT, "shipped node at %u:%u has a child outside its tree", m->pseg, off);
     enc64(node + dec32(node + NODE_HDR + 4 * i), seg_offset(cm->bseg) + child % SEG);
   }
@@ -346,24 +550,75 @@ static int rewrite_node(const par_repl_install *in, const seg_map *m, uint8_t *b
   return PAR_OK;
 }
 
+/* A log segment's copy (large or medium): the primary's records (their
+ * checksums seeded with the primary's region id) at their offsets, seeded
+ * again with the backup's, and nothing else. The walk ends at the first
+ * record that does not parse: the end of the records, one a head was
+ * writing, or damage, after which the copy holds nothing (GC's walk looks
+ * past damage by trying every later offset, which for every copied head
+ * would cost a checksum attempt per byte of its unwritten tail). */
+static void reseed_records(par_repl_install *in, seg_map *m, const uint8_t *data) {
+  uint32_t inc = m->kind == SEG_MEDIUM ? MEDIUM_INC : m->inc;
+  uint32_t from = vlog_seed(in->src_region, inc), to = vlog_seed(in->r->id, inc);
+  memset(in->buf, 0, SEG);
+  uint32_t off = 0;
+  vlog_record rec;
+  m->used = 0;
+  while (vlog_next(data, &off, from, &rec) == PAR_OK) {
+    uint8_t *dst = in->buf + off;
+    memcpy(dst, data + off, rec.size);
+    enc32(dst, crc32c(to, dst + 4, rec.size - 4));
+    off += rec.size;
+    m->used = off;
+  }
+}
+
+/* A head's copy over the mirror's (see the top of the file). */
+static int write_in_place(par_repl_install *in, const seg_map *m) {
+  par_region *r = in->r;
+  pthread_mutex_lock(&r->view_mu);
+  struct repl_mirror *mm = mirror_find(r, m->pseg, m->inc);
+  int rc = PAR_OK;
+  if (!mm || mm->bseg != m->bseg)
+    rc = par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
+  else if (m->used > mm->used && !(rc = file_write(&r->vol->file, in->buf, SEG, seg_offset(m->bseg))))
+    mm->used = m->used;
+  pthread_mutex_unlock(&r->view_mu);
+  return rc;
+}
+
 PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data) {
   if (!in || !data) return par_error(PAR_EINVAL, "par_repl_install_segment: NULL argument");
   if (in->committed) return par_error(PAR_EINVAL, "the install is committed");
-  seg_map *m = map_find(in, seg);
-  if (!m) return par_error(PAR_EINVAL, "segment %u is not one the install needs", seg);
-  memcpy(in->buf, data, SEG);
-  uint32_t off = 0, size = 0;
-  int rc = PAR_OK;
-  /* Nodes are packed from the start; a zero header marks the unused tail. */
-  while (!rc && off + NODE_HDR <= SEG && dec16(in->buf + off + 4) != 0) {
-    rc = rewrite_node(in, m, in->buf, off, &size);
-    off += size;
+  uint32_t lo = 0, hi = in->nmap;
+  while (lo < hi) { /* the first entry of seg */
+    uint32_t mid = (lo + hi) / 2;
+    if (in->map[mid].pseg < seg) lo = mid + 1;
+    else hi = mid;
   }
-  if (!rc) rc = file_write(&in->r->vol->file, in->buf, SEG, seg_offset(m->bseg));
-  if (!rc) {
-    m->written = 1;
-    atomic_fetch_add(&in->r->repl_stats.segments, 1);
+  int rc = PAR_OK, copied = 0;
+  for (seg_map *m = in->map + lo; !rc && m < in->map + in->nmap && m->pseg == seg; m++) {
+    if (m->written) continue;
+    if (m->kind == SEG_NODES) {
+      memcpy(in->buf, data, SEG);
+      uint32_t off = 0, size = 0;
+      /* Nodes are packed from the start; a zero header marks the unused tail. */
+      while (!rc && off + NODE_HDR <= SEG && dec16(in->buf + off + 4) != 0) {
+        rc = rewrite_node(in, m, in->buf, off, &size);
+        off += size;
+      }
+    } else {
+      reseed_records(in, m, data);
+    }
+    if (!rc && m->in_place) rc = write_in_place(in, m);
+    else if (!rc) rc = file_write(&in->r->vol->file, in->buf, SEG, seg_offset(m->bseg));
+    if (!rc) {
+      m->written = 1;
+      copied = 1;
+      atomic_fetch_add(&in->r->repl_stats.segments, 1);
+    }
   }
+  if (!rc && !copied) return par_error(PAR_EINVAL, "segment %u is not one the install needs", seg);
   return rc;
 }
 
@@ -372,19 +627,27 @@ typedef struct install_edit {
   const view *w;
   uint64_t covered;
   int restart; /* the log restarts after covered: every WAL segment goes */
-  seg_list wal_freed;
+  uint32_t next_inc;
+  const vlog_seg *vlog; /* the backup's large log from now on */
+  uint32_t nvlog;
+  seg_list wal_freed, vlog_freed;
 } install_edit;
 
 static int seg_in_view(const view *w, uint32_t seg) {
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
-    for (int j = 0; j < LEVEL_TREES; j++)
-      for (uint32_t k = 0; w->tree[i][j] && k < w->tree[i][j]->d.segs.n; k++)
-        if (w->tree[i][j]->d.segs.v[k] == seg) return 1;
+    for (int j = 0; j < LEVEL_TREES; j++) {
+      const dtree *t = w->tree[i][j];
+      for (uint32_t k = 0; t && k < t->d.segs.n; k++)
+        if (t->d.segs.v[k] == seg) return 1;
+      for (uint32_t k = 0; t && k < t->d.msegs.n; k++)
+        if (t->d.msegs.v[k] == seg) return 1;
+    }
   return 0;
 }
 
-/* The description's levels become the view's; the WAL is trimmed to the
- * covered LSN, as a compaction's commit does. */
+/* The description's levels become the view's and its large log the
+ * mirror's; the WAL is trimmed to the covered LSN, as a compaction's
+ * commit does. */
 static int edit_install(region_desc *d, void *arg, seg_list *freed) {
   install_edit *e = arg;
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
@@ -392,9 +655,21 @@ static int edit_install(region_desc *d, void *arg, seg_list *freed) {
       tree_desc *t = &d->level[i][j];
       for (uint32_t k = 0; t->root && k < t->segs.n; k++)
         if (!seg_in_view(e->w, t->segs.v[k]) && seg_list_push(freed, t->segs.v[k])) return PAR_ENOMEM;
+      for (uint32_t k = 0; k < t->msegs.n; k++)
+        if (!seg_in_view(e->w, t->msegs.v[k]) && seg_list_push(freed, t->msegs.v[k])) return PAR_ENOMEM;
       tree_desc_free(t);
       if (e->w->tree[i][j] && tree_desc_copy(t, &e->w->tree[i][j]->d)) return PAR_ENOMEM;
     }
+  for (uint32_t i = 0; i < d->nvlog; i++) {
+    int stays = 0;
+    for (uint32_t k = 0; k < e->nvlog && !stays; k++) stays = e->vlog[k].seg == d->vlog[i].seg;
+    if (!stays && (seg_list_push(freed, d->vlog[i].seg) || seg_list_push(&e->vlog_freed, d->vlog[i].seg)))
+      return PAR_ENOMEM;
+  }
+  d->nvlog = 0;
+  for (uint32_t k = 0; k < e->nvlog; k++)
+    if (region_desc_add_vlog(d, e->vlog[k])) return PAR_ENOMEM;
+  if (e->next_inc > d->next_inc) d->next_inc = e->next_inc;
   if (e->covered > d->covered_lsn) d->covered_lsn = e->covered;
   return repl_trim_wal(e->r, d, e->restart, freed, &e->wal_freed);
 }
@@ -419,13 +694,18 @@ static view *install_view(par_repl_install *in, int *rc) {
       dt = r->view->tree[t->held_at / LEVEL_TREES][t->held_at % LEVEL_TREES];
       dtree_ref(dt);
     } else {
-      tree_desc d = {.root = 0, .height = t->height, .entries = t->entries, .bytes = t->bytes};
+      tree_desc d = {.root = 0, .height = t->height, .entries = t->entries, .bytes = t->bytes,
+                     .medium_bytes = t->medium_bytes};
       if (t->root) {
-        const seg_map *rm = map_find(in, (uint32_t)(t->root / SEG));
+        const seg_map *rm = map_find(in, (uint32_t)(t->root / SEG), i, 0);
         d.root = seg_offset(rm->bseg) + t->root % SEG;
       }
       for (uint32_t k = 0; k < t->nsegs && !*rc; k++)
-        if (seg_list_push(&d.segs, map_find(in, dec32(t->segs + 4 * k))->bseg)) *rc = par_error(PAR_ENOMEM, "tree");
+        if (seg_list_push(&d.segs, map_find(in, dec32(t->segs + 4 * k), i, 0)->bseg)) *rc = par_error(PAR_ENOMEM, "tree");
+      for (uint32_t k = 0; k < t->nmsegs && !*rc; k++)
+        if (!listed_before(t, k, dec32(t->msegs + 4 * k)) &&
+            seg_list_push(&d.msegs, map_find(in, dec32(t->msegs + 4 * k), i, 0)->bseg))
+          *rc = par_error(PAR_ENOMEM, "tree");
       if (!*rc) *rc = range_set_copy(&d.rtombs, &t->rtombs);
       dt = *rc ? NULL : dtree_create(&r->vol->alloc, &d);
       if (!dt) {
@@ -443,6 +723,35 @@ static view *install_view(par_repl_install *in, int *rc) {
   return n;
 }
 
+/* The mirror after the install (view_mu held): the layout's large log and
+ * the dropped segments still kept — while the log copy, which goes up to
+ * next_lsn - 1, lacks a relocation out of them. Fills both the region's
+ * in-memory mirror and the description's list; a kept segment still has to
+ * be the backup's (an install committed meanwhile may have let it go). */
+static int mirror_after(par_repl_install *in, uint64_t next_lsn, struct repl_mirror **mirror, vlog_seg **list,
+                        uint32_t *n) {
+  par_region *r = in->r;
+  *mirror = calloc(in->nmap ? in->nmap : 1, sizeof **mirror);
+  *list = calloc(in->nmap ? in->nmap : 1, sizeof **list);
+  *n = 0;
+  if (!*mirror || !*list) return par_error(PAR_ENOMEM, "large-log mirror");
+  for (uint32_t i = 0; i < in->nmap; i++) {
+    const seg_map *m = &in->map[i];
+    if (m->kind != SEG_LARGE || (m->dropped && next_lsn > in->dropped_lsn)) continue;
+    const struct repl_mirror *mm = m->kept ? mirror_find(r, m->pseg, m->inc) : NULL;
+    if (m->kept && (!mm || mm->bseg != m->bseg))
+      return par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
+    uint32_t used = mm && mm->used > m->used ? mm->used : m->used;
+    /* A head's unwritten tail: the primary counts it when it leaves the
+     * head, this copy never will. */
+    uint64_t garbage = m->garbage + (m->open ? SEG - used : 0);
+    if (garbage > SEG) garbage = SEG;
+    (*mirror)[*n] = (struct repl_mirror){m->pseg, m->inc, m->bseg, used, m->garbage, m->open, m->dropped};
+    (*list)[(*n)++] = (vlog_seg){.seg = m->bseg, .inc = m->inc, .garbage = garbage, .nsegs = 1};
+  }
+  return PAR_OK;
+}
+
 PAR_API int par_repl_install_commit(par_repl_install *in) {
   if (!in) return par_error(PAR_EINVAL, "par_repl_install_commit: NULL argument");
   if (in->committed) return PAR_OK;
@@ -453,7 +762,7 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
     in->committed = 1;
     return PAR_OK;
   }
-  int rc = in->nmap ? file_sync(&r->vol->file) : PAR_OK;
+  int rc = in->nneeded ? file_sync(&r->vol->file) : PAR_OK;
   if (rc) return rc;
   /* write_mu: no shipped record is applied while the log may restart. */
   pthread_mutex_lock(&r->write_mu);
@@ -472,14 +781,22 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
    * keeps new ones out, so the WAL has nothing unwritten for the segments
    * the commit frees. */
   int restart = in->covered >= r->next_lsn;
+  uint64_t next_lsn = restart ? in->covered + 1 : r->next_lsn;
+  struct repl_mirror *mirror = NULL;
+  vlog_seg *list = NULL;
+  uint32_t nvlog = 0;
+  if (!rc) rc = mirror_after(in, next_lsn, &mirror, &list, &nvlog);
   if (!rc && restart) rc = wal_restart(&r->wal);
   view *n = rc ? NULL : install_view(in, &rc);
-  install_edit e = {r, n, in->covered, restart, {0}};
+  install_edit e = {r, n, in->covered, restart, in->next_inc, list, nvlog, {0}, {0}};
   if (n) rc = region_persist(r, edit_install, &e);
   if (rc && n) view_unref(n);
   if (!rc) {
     if (restart) wal_skip_to(&r->wal, in->covered);
     for (uint32_t i = 0; i < e.wal_freed.n; i++) segalloc_free(&r->vol->alloc, e.wal_freed.v[i]);
+    /* No reader of a backup follows these: the region serves no reads
+     * until promoted, and the levels that pointed into them are gone. */
+    for (uint32_t i = 0; i < e.vlog_freed.n; i++) segalloc_free(&r->vol->alloc, e.vlog_freed.v[i]);
     view *old = r->view;
     for (int i = 1; i <= PAR_MAX_LEVELS; i++)
       for (int j = 0; j < LEVEL_TREES; j++) {
@@ -492,8 +809,16 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
     uint32_t ids[PAR_MAX_LEVELS + 1][LEVEL_TREES] = {{0}};
     for (uint32_t i = 0; i < in->ntrees; i++) ids[in->t[i].level][in->t[i].slot] = in->t[i].id;
     memcpy(r->repl_tree_id, ids, sizeof ids);
+    free(r->repl_mirror);
+    r->repl_mirror = mirror;
+    r->nrepl_mirror = nvlog;
+    mirror = NULL;
+    uint32_t inc = atomic_load(&r->next_inc);
+    while (inc < in->next_inc && !atomic_compare_exchange_weak(&r->next_inc, &inc, in->next_inc)) {
+    }
+    if (in->stale && in->dropped_lsn > r->repl_needs_lsn) r->repl_needs_lsn = in->dropped_lsn;
     region_set_view(r, n); /* drops the region's reference to old */
-    if (in->covered >= r->next_lsn) r->next_lsn = in->covered + 1;
+    r->next_lsn = next_lsn;
     atomic_store(&r->last_lsn, in->covered); /* L0 is empty */
     for (uint32_t i = 0; i < in->ntrees; i++)
       if (in->t[i].held_at < 0) atomic_fetch_add(&r->repl_stats.trees, 1);
@@ -502,16 +827,21 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
   }
   pthread_mutex_unlock(&r->view_mu);
   pthread_mutex_unlock(&r->write_mu);
+  free(mirror);
+  free(list);
   seg_list_free(&e.wal_freed);
+  seg_list_free(&e.vlog_freed);
   return rc;
 }
 
 PAR_API void par_repl_install_close(par_repl_install *in) {
   if (!in) return;
   if (!in->committed)
-    for (uint32_t i = 0; i < in->nmap; i++) segalloc_free(&in->r->vol->alloc, in->map[i].bseg);
+    for (uint32_t i = 0; i < in->nmap; i++)
+      if (!in->map[i].kept) segalloc_free(&in->r->vol->alloc, in->map[i].bseg);
   for (uint32_t i = 0; i < in->ntrees; i++) range_set_free(&in->t[i].rtombs);
   free(in->map);
+  free(in->needed);
   free(in->layout);
   free(in->buf);
   free(in);

@@ -40,6 +40,15 @@ struct par_repl_cursor {
   int released;
 };
 
+/* A cursor's pin moved or went: GC may drop the segments it collected and
+ * held for the cursor (region_cursors_pin). */
+static void wake_gc(par_region *r) {
+  pthread_mutex_lock(&r->view_mu);
+  int collected = r->npending > 0;
+  pthread_mutex_unlock(&r->view_mu);
+  if (collected) compaction_schedule(r);
+}
+
 PAR_API int par_repl_cursor_open(par_region *r, uint64_t from_lsn, par_repl_cursor **out) {
   if (!r || !out || !from_lsn) return par_error(PAR_EINVAL, "par_repl_cursor_open: NULL argument or LSN 0");
   par_repl_cursor *c = calloc(1, sizeof *c);
@@ -70,7 +79,15 @@ PAR_API void par_repl_cursor_close(par_repl_cursor *c) {
   while (*p != c) p = &(*p)->link;
   *p = c->link;
   pthread_mutex_unlock(&c->r->vol->meta_mu);
+  wake_gc(c->r);
   free(c);
+}
+
+uint64_t region_cursors_pin(par_region *r) {
+  uint64_t pin = UINT64_MAX;
+  for (par_repl_cursor *c = r->repl_cursors; c; c = c->link)
+    if (!c->released && c->pin < pin) pin = c->pin;
+  return pin;
 }
 
 /* The count of d's first segments wholly below lsn. */
@@ -110,8 +127,10 @@ static int pin_and_list(par_repl_cursor *c, uint64_t lsn, wal_list *l) {
   par_region *r = c->r;
   pthread_mutex_lock(&r->vol->meta_mu);
   assert(lsn >= c->pin);
+  int moved = lsn > c->pin;
   c->pin = lsn;
   pthread_mutex_unlock(&r->vol->meta_mu);
+  if (moved) wake_gc(r);
   int rc = released_error(c);
   if (rc) {
     memset(l, 0, sizeof *l);

@@ -74,6 +74,11 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
                    "region '%s' took LSNs %llu..%llu of its own (writes or GC relocations) since it was "
                    "opened: as a backup it would skip the shipped records of those LSNs",
                    r->name, (unsigned long long)r->open_lsn, (unsigned long long)r->next_lsn - 1);
+  else if (old == PAR_REPL_BACKUP_SEND_INDEX && role != old && r->next_lsn <= r->repl_needs_lsn)
+    rc = par_error(PAR_EBUSY,
+                   "region '%s' cannot be promoted before its log copy reaches LSN %llu (it holds %llu): its levels "
+                   "point into a large-log segment it never had, whose values relocations up to there moved",
+                   r->name, (unsigned long long)r->repl_needs_lsn, (unsigned long long)r->next_lsn - 1);
   else
     r->repl_role = role;
   pthread_mutex_unlock(&r->view_mu);

@@ -167,6 +167,55 @@ class ReplicationTest {
    * other than the one that began it and the one that commits it. (On FFM, buffers the hooks kept
    * were confined to the thread that allocated them, and such calls failed.)
    */
+  /**
+   * Send index of a hybrid region: shipped leaves point into the primary's medium and large logs,
+   * which the backup copies and mirrors (its leaves rewritten to point into its own copies);
+   * promoted, it holds the primary's state, and compacts like a primary.
+   */
+  @Test
+  void sendIndexOfAHybridRegion() {
+    Options hybrid = Options.builder().l0Size(256 << 10)
+        .durabilityInterval(java.time.Duration.ofMillis(5)).build();
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), hybrid);
+        Parallax sv = Parallax.open(dir.resolve("s.vol"), hybrid)) {
+      Region p = pv.region("r");
+      Region s = sv.region("r");
+      Replication.setRole(s, Role.BACKUP_SEND_INDEX);
+      TreeMap<String, byte[]> model = new TreeMap<>();
+      java.util.Random rnd = new java.util.Random(18);
+      Replication.LogCursor c = Replication.openLog(p, 1);
+      long compactions = 0;
+      int installs = 0;
+      for (int i = 0; i < 20000; i++) {
+        String k = String.format("key%05d", rnd.nextInt(3000));
+        byte[] v = new byte[rnd.nextInt(4000)]; // small, medium and large pairs
+        rnd.nextBytes(v);
+        p.put(b(k), v);
+        model.put(k, v);
+        if (i % 1000 == 999) {
+          p.sync();
+          shipLog(c, s);
+          long n = p.stats().compactions();
+          if (n != compactions) {
+            compactions = n;
+            shipIndex(p, s);
+            installs++;
+          }
+        }
+      }
+      p.sync();
+      shipLog(c, s);
+      c.close();
+      assertTrue(installs > 2, "levels were shipped");
+      assertTrue(p.stats().placement().largeLogBytesAppended() > 0, "values in the primary's large log");
+      assertEquals(0, Replication.stats(s).compactions(), "a send-index backup never compacts");
+      Replication.setRole(s, Role.PRIMARY);
+      assertSame(model, scan(s));
+      s.compact();
+      assertSame(model, scan(s));
+    }
+  }
+
   @Test
   void hooksServeCallsFromAnyThread() throws Throwable {
     try (Parallax pv = Parallax.open(dir.resolve("p.vol"), inPlace());
