@@ -32,11 +32,11 @@ final class PrimaryRegion implements AutoCloseable {
   }
 
   /**
-   * The largest value a send-index region takes (the engine's {@code PAR_MAX_INLINE_VALUE}):
-   * shipped levels are copied as they are, so their leaves must hold every value; a larger one
-   * would go to the primary's large log, which is not shipped with the levels. Refused before it
-   * is written, with a clear error. Build-index regions transfer state by snapshot and take
-   * values up to {@link Frame#MAX_VALUE}, placed by the engine (hybrid).
+   * The largest value a send-index region takes (the engine's {@code PAR_MAX_INLINE_VALUE}): a
+   * backup's log copy holds each shipped value whole in a WAL segment, and a backup mirrors the
+   * primary's large log segment by segment, not the runs of segments a value larger than one
+   * takes. Refused before it is written, with a clear error. Build-index regions transfer state
+   * by snapshot and take values up to {@link Frame#MAX_VALUE}.
    */
   static final int MAX_SEND_INDEX_VALUE = 1 << 20;
 

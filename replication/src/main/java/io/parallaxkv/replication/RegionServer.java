@@ -36,7 +36,6 @@ public final class RegionServer implements Closeable {
   private static final long WRITE_TIMEOUT_MS = 5000;
 
   /** Server settings. */
-  /** Server settings; hybrid placement needs build-index mode (ServerMain checks). */
   public record Config(String zk, Path dir, String host, int port, int rf, int regions,
       boolean sendIndex, boolean hybrid, int sessionTimeoutMs, long l0Size) {}
 
@@ -64,8 +63,6 @@ public final class RegionServer implements Closeable {
     this.self = cfg.host() + ":" + cfg.port();
     java.nio.file.Files.createDirectories(cfg.dir());
     java.nio.file.Files.deleteIfExists(cfg.dir().resolve("copies.vol")); // a new member starts empty
-    // Send index copies leaves as they are: values in place. Build index transfers state by
-    // snapshot, so its regions may use the engine's hybrid placement.
     volume = Parallax.open(cfg.dir().resolve("copies.vol"), Options.builder()
         .placement(cfg.hybrid() ? Options.Placement.HYBRID : Options.Placement.IN_PLACE)
         .l0Size(cfg.l0Size()).build());

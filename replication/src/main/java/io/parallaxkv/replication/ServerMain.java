@@ -32,8 +32,8 @@ public final class ServerMain implements Callable<Integer> {
   int sessionTimeoutMs;
   @Option(names = "--l0-size", defaultValue = "4194304", description = "bytes of a region's in-memory L0")
   long l0Size;
-  @Option(names = "--placement", description = "in-place or hybrid (build-index mode only; send-index copies leaves "
-      + "as they are); default: in-place for send-index, hybrid for build-index")
+  @Option(names = "--placement", defaultValue = "hybrid",
+      description = "hybrid (small values in the leaves, medium and large ones in logs) or in-place")
   String placement;
 
   @Override
@@ -42,13 +42,8 @@ public final class ServerMain implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(), "--mode: send-index or build-index");
     }
     boolean sendIndex = mode.equals("send-index");
-    if (placement == null) placement = sendIndex ? "in-place" : "hybrid";
     if (!placement.equals("in-place") && !placement.equals("hybrid")) {
       throw new CommandLine.ParameterException(spec.commandLine(), "--placement: in-place or hybrid");
-    }
-    if (sendIndex && placement.equals("hybrid")) {
-      throw new CommandLine.ParameterException(spec.commandLine(),
-          "--placement hybrid needs --mode build-index: send-index backups take the primary's leaves as they are");
     }
     RegionServer s = new RegionServer(new RegionServer.Config(zk, dir, host, port, rf, regions, sendIndex,
         placement.equals("hybrid"), sessionTimeoutMs, l0Size));

@@ -115,11 +115,11 @@ class ProtocolTest {
     }
   }
 
-  /** Refused before anything starts: hybrid placement in send-index mode, unknown values. */
+  /** Refused before anything starts: unknown placements, in either mode. */
   @Test
-  void serverRefusesPlacementsItCannotReplicate() {
+  void serverRefusesUnknownPlacements() {
     String[] base = {"--zk", "127.0.0.1:1", "--dir", dir.resolve("s").toString(), "--port", "1"};
-    for (String[] extra : List.of(new String[] {"--placement", "hybrid"},
+    for (String[] extra : List.of(new String[] {"--placement", "log"},
         new String[] {"--mode", "build-index", "--placement", "log"})) {
       java.io.StringWriter err = new java.io.StringWriter();
       picocli.CommandLine cmd = new picocli.CommandLine(new ServerMain());

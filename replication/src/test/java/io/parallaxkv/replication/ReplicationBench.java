@@ -205,17 +205,15 @@ class ReplicationBench {
   void sendIndexVersusBuildIndex() throws Exception {
     long n = Long.getLong("repl.bench", 0);
     assumeTrue(n > 0, "a benchmark: -Drepl.bench=WRITES runs it");
-    run("unreplicated", "send-index", "in-place", 1, n);
-    // The two modes alternate (-Drepl.bench.rounds, 1 by default), so that a shared machine's
-    // changing load falls on both; both place values in the leaves, so only the mode differs.
-    // -Drepl.bench.hybrid=true adds build-index with its default, hybrid placement.
+    // Every run places values alike (-Drepl.bench.placement: in-place, the default, or hybrid),
+    // so only the mode differs; the two modes alternate (-Drepl.bench.rounds, 1 by default), so
+    // that a shared machine's changing load falls on both.
+    String placement = System.getProperty("repl.bench.placement", "in-place");
+    run("unreplicated", "send-index", placement, 1, n);
     int rounds = Integer.getInteger("repl.bench.rounds", 1);
-    boolean hybrid = Boolean.getBoolean("repl.bench.hybrid");
     for (int i = 1; i <= rounds; i++) {
-      run("rf3-send-index-" + i, "send-index", "in-place", 3, n);
-      run("rf3-build-index-" + i, "build-index", "in-place", 3, n);
-      if (hybrid) run("rf3-build-index-hybrid-" + i, "build-index", "hybrid", 3, n);
+      run("rf3-send-index-" + i, "send-index", placement, 3, n);
+      run("rf3-build-index-" + i, "build-index", placement, 3, n);
     }
-    if (hybrid) run("unreplicated-hybrid", "build-index", "hybrid", 1, n);
   }
 }
