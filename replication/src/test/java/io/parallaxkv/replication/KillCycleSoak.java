@@ -18,9 +18,11 @@ import org.junit.jupiter.api.io.TempDir;
  * every region has three complete copies. A server that exits on its own (its ZooKeeper session
  * lost on a loaded machine) is replaced too, and counted. At the end every acknowledged write
  * must be at its latest acknowledged version (or a later attempted one) and no send-index backup
- * may have compacted. {@code -Drepl.soak.mode=build-index} runs build-index mode (hybrid
- * placement, replacements loaded from snapshots) instead of send-index. Prints the cycles completed and the failover times; results in
- * docs/replication.md.
+ * may have compacted. {@code -Drepl.soak.mode=build-index} runs build-index mode (replacements
+ * loaded from snapshots) instead of send-index; {@code -Drepl.soak.value=BYTES} sets the
+ * writers' value size (1000 by default, a medium pair; 2000 puts every value in the large log,
+ * which send-index backups mirror). Prints the cycles completed and the failover times; results
+ * in docs/replication.md.
  */
 class KillCycleSoak {
   @TempDir Path dir;
@@ -37,7 +39,7 @@ class KillCycleSoak {
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
         FailoverTest.waitFor(c, "r0", 30000, r -> true);
         FailoverTest.waitFor(c, "r1", 30000, r -> true);
-        Writers w = new Writers(c, 3, 1000);
+        Writers w = new Writers(c, 3, Integer.getInteger("repl.soak.value", 1000));
         List<Long> failoverMs = new ArrayList<>();
         int done = 0, exitedOnTheirOwn = 0;
         while (done < cycles && System.currentTimeMillis() < deadline) {
