@@ -130,10 +130,11 @@ struct par_region {
   uint64_t gc_dropped_lsn;
   int repl_exports;
   /* The large-log segments, sorted, this session's GC relocations and
-   * sorted runs went to (gc.h: gc_note_settled), under settled_mu (a leaf
-   * lock). */
+   * sorted runs went to (gc.h: gc_note_settled), and beside each the
+   * unwritten tail it was left with (gc_note_left_tail; 0 until then),
+   * under settled_mu (a leaf lock). */
   pthread_mutex_t settled_mu;
-  uint32_t *settled;
+  uint32_t *settled, *settled_tail;
   uint32_t nsettled, settled_cap;
 
   struct {

@@ -214,6 +214,9 @@ static int edit_list_vlog(region_desc *d, void *arg, seg_list *freed) {
 
 static int list_vlog(void *ctx, const vlog_taken *taken, uint32_t ntaken, const vptr *left, uint32_t nleft) {
   vlog_listing a = {taken, left, ntaken, nleft};
+  /* Before the tails count: GC must never see one of its own segments'
+   * tails as garbage worth a collection (gc.h, gc_note_left_tail). */
+  for (uint32_t i = 0; i < nleft; i++) gc_note_left_tail(ctx, left[i].inc, left[i].size);
   return region_persist(ctx, edit_list_vlog, &a);
 }
 
@@ -262,6 +265,7 @@ static void region_free(par_region *r) {
   free(r->pending);
   free(r->repl_mirror);
   free(r->settled);
+  free(r->settled_tail);
   pthread_mutex_destroy(&r->settled_mu);
   pthread_mutex_destroy(&r->write_mu);
   pthread_mutex_destroy(&r->commit_mu);
@@ -370,7 +374,6 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     atomic_store(&r->last_lsn, last);
     rc = vlog_init(&r->hot, &v->file, r->id, take_hot, list_vlog, give_back_vlog, r);
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, give_back_vlog, r);
-    if (!rc) r->cold.tail_is_garbage = 0;
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crash_garbage(r, last, &lost)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,

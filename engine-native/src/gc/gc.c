@@ -219,29 +219,63 @@ void gc_note_settled(par_region *r, uint32_t inc) {
   if (r->nsettled == r->settled_cap) {
     uint32_t cap = r->settled_cap ? r->settled_cap * 2 : 64;
     uint32_t *v = realloc(r->settled, cap * sizeof *v);
-    if (v) {
-      r->settled = v;
+    if (v) r->settled = v;
+    uint32_t *t = v ? realloc(r->settled_tail, cap * sizeof *t) : NULL;
+    if (t) {
+      r->settled_tail = t;
       r->settled_cap = cap;
     }
   }
   if (r->nsettled < r->settled_cap) {
     uint32_t i = r->nsettled++;
-    for (; i > 0 && r->settled[i - 1] > inc; i--) r->settled[i] = r->settled[i - 1];
+    for (; i > 0 && r->settled[i - 1] > inc; i--) {
+      r->settled[i] = r->settled[i - 1];
+      r->settled_tail[i] = r->settled_tail[i - 1];
+    }
     r->settled[i] = inc;
+    r->settled_tail[i] = 0;
   }
+  pthread_mutex_unlock(&r->settled_mu);
+}
+
+/* Where inc is in the settled list (settled_mu held), or nsettled. */
+static uint32_t settled_index(const par_region *r, uint32_t inc) {
+  uint32_t lo = 0, hi = r->nsettled;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (r->settled[mid] < inc) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < r->nsettled && r->settled[lo] == inc ? lo : r->nsettled;
+}
+
+void gc_note_left_tail(par_region *r, uint32_t inc, uint32_t tail) {
+  pthread_mutex_lock(&r->settled_mu);
+  uint32_t i = settled_index(r, inc);
+  if (i < r->nsettled) r->settled_tail[i] = tail;
   pthread_mutex_unlock(&r->settled_mu);
 }
 
 /* A dropped segment's incarnation is never used again. */
 static void forget_settled(par_region *r, uint32_t inc) {
   pthread_mutex_lock(&r->settled_mu);
-  for (uint32_t i = 0; i < r->nsettled; i++)
-    if (r->settled[i] == inc) {
-      memmove(r->settled + i, r->settled + i + 1, (r->nsettled - i - 1) * sizeof *r->settled);
-      r->nsettled--;
-      break;
-    }
+  uint32_t i = settled_index(r, inc);
+  if (i < r->nsettled) {
+    uint32_t after = r->nsettled - i - 1;
+    memmove(r->settled + i, r->settled + i + 1, after * sizeof *r->settled);
+    memmove(r->settled_tail + i, r->settled_tail + i + 1, after * sizeof *r->settled_tail);
+    r->nsettled--;
+  }
   pthread_mutex_unlock(&r->settled_mu);
+}
+
+/* What collecting s is worth to gc_pick (meta_mu and settled_mu held): its
+ * score, less a settled segment's tail (gc_note_left_tail). */
+static uint64_t pick_score(const par_region *r, const vlog_seg *s) {
+  uint64_t score = gc_score(s);
+  uint32_t i = s->nsegs == 1 ? settled_index(r, s->inc) : r->nsettled;
+  uint64_t tail = i < r->nsettled ? r->settled_tail[i] : 0;
+  return score > tail ? score - tail : 0;
 }
 
 int gc_copyable_segments(par_region *r, uint32_t **incs, uint32_t *n) {
@@ -274,11 +308,12 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
   uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100;
   uint64_t best = 0;
   pthread_mutex_lock(&r->vol->meta_mu);
+  pthread_mutex_lock(&r->settled_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
     if (s->inc == hot || s->inc == cold || s->inc == r->gc_skip_inc || is_pending(r, s->inc)) continue;
-    uint64_t score = gc_score(s);
+    uint64_t score = pick_score(r, s);
     if (score >= threshold && score > best) {
       best = score;
       t->seg = s->seg;
@@ -286,6 +321,7 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
       t->nsegs = s->nsegs;
     }
   }
+  pthread_mutex_unlock(&r->settled_mu);
   pthread_mutex_unlock(&r->vol->meta_mu);
   if (best && !dry) r->gc_running = 1;
   return best > 0;
@@ -295,12 +331,14 @@ void gc_note_owed(par_region *r) {
   uint32_t hot = head_inc(&r->hot), cold = head_inc(&r->cold);
   uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100, owed = 0;
   pthread_mutex_lock(&r->vol->meta_mu);
+  pthread_mutex_lock(&r->settled_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
-    uint64_t score = gc_score(s);
+    uint64_t score = pick_score(r, s);
     if (s->inc != hot && s->inc != cold && !is_pending(r, s->inc) && score >= threshold) owed += score;
   }
+  pthread_mutex_unlock(&r->settled_mu);
   pthread_mutex_unlock(&r->vol->meta_mu);
   atomic_store(&r->gc_owed, owed);
 }

@@ -115,6 +115,19 @@ int gc_copyable_segments(par_region *r, uint32_t **incs, uint32_t *n);
 /* Notes a segment of this session's GC relocations or sorted runs (any
  * lock but settled_mu may be held); PAR_ENOMEM only costs a later copy. */
 void gc_note_settled(par_region *r, uint32_t inc);
+/* A large log left its head inc with tail unwritten bytes (counted as its
+ * garbage next). For a settled segment GC keeps the tail out of the
+ * segment's score: its values survived a collection already, and one too
+ * large to share a segment (over half of one) leaves a tail in every head
+ * it goes to, so collecting for the tail alone would move such values from
+ * segment to segment for ever (test_gc gc_settles), a relocation and a WAL
+ * record per move. The garbage itself is still counted (every byte nothing
+ * points at is, test_gc_kill's audit): a settled segment is collected once
+ * its dead records alone pass the threshold. Settled is this session's
+ * only: after a reopen such a segment may be collected once more for its
+ * tail, and its values then settle again. Any lock but settled_mu may be
+ * held. */
+void gc_note_left_tail(par_region *r, uint32_t inc, uint32_t tail);
 
 /* Back-pressure. What GC owes is the garbage of the segments it could
  * collect now (scored as gc_pick scores them; a collected segment waiting

@@ -37,7 +37,6 @@ int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_
   l->give_back = give_back;
   l->ctx = ctx;
   l->cap = VLOG_CHUNK;
-  l->tail_is_garbage = 1;
   l->buf = file_buf_alloc(l->cap);
   if (!l->buf) return par_error(PAR_ENOMEM, "large-log buffer");
   pthread_mutex_init(&l->mu, NULL);
@@ -73,13 +72,12 @@ static int reserve_pending(vlog *l) {
   return PAR_OK;
 }
 
-/* The head stops being appended to: its tail from `used` on is garbage
- * (when tail_is_garbage). */
+/* The head stops being appended to: its tail from `used` on is garbage. */
 static void leave_head(vlog *l, uint32_t used) {
   assert(l->nleft < l->pending_cap);
   l->left_lsn[l->nleft] = l->head_lsn;
   l->left_unlogged[l->nleft] = l->head_unlogged;
-  l->left[l->nleft++] = (vptr){l->seg, used, l->inc, l->tail_is_garbage ? SEG - used : 0};
+  l->left[l->nleft++] = (vptr){l->seg, used, l->inc, SEG - used};
   l->seg = 0;
 }
 

@@ -82,11 +82,6 @@ typedef struct vlog {
   uint8_t *buf;
   uint32_t cap;
   int failed;
-  /* Whether a head's unwritten tail counts as garbage once the log leaves
-   * it (vlog_init: yes). Not for GC's cold head: its values survived a
-   * collection, and collecting a segment for its tail alone would move
-   * values too large to share a segment from one to the next for ever. */
-  int tail_is_garbage;
   uint64_t bytes;      /* record bytes appended */
   uint64_t written;    /* buffer bytes written to the file, not synced yet by a listing */
 } vlog;
