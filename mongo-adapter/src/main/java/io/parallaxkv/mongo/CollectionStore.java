@@ -78,7 +78,13 @@ final class CollectionStore implements AutoCloseable {
   }
 
   static ScanOptions range(byte[] from, byte[] to) {
-    return ScanOptions.builder().lowerBound(from, true).upperBound(to, false).build();
+    return range(from, to, 0);
+  }
+
+  /** The keys in {@code [from, to)}, about {@code readahead} of them to be read (0: unknown). */
+  static ScanOptions range(byte[] from, byte[] to, int readahead) {
+    return ScanOptions.builder().lowerBound(from, true).upperBound(to, false)
+        .readahead(readahead).build();
   }
 
   static ScanOptions records() {

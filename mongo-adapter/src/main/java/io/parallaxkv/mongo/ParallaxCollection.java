@@ -402,7 +402,8 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
       int skip, int limit, int firstBatch, boolean singleBatch, CursorReaper cursors,
       String owner) {
     QueryPlan.Counters counters = new QueryPlan.Counters();
-    Stream<Document> results = planned(filter, sort, counters);
+    int wanted = (int) Math.min(Integer.MAX_VALUE, (long) skip + (limit > 0 ? limit : firstBatch));
+    Stream<Document> results = planned(filter, sort, wanted, counters);
     if (skip > 0) results = results.skip(skip);
     if (limit > 0) results = results.limit(limit);
     UnaryOperator<List<Document>> project = projection == null || projection.isEmpty()
@@ -421,7 +422,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
   Document aggregate(Document filter, Document sort, Aggregation stages,
       int firstBatch, CursorReaper cursors, String owner) {
     QueryPlan.Counters counters = new QueryPlan.Counters();
-    Stream<Document> results = stages.runStagesAsStream(planned(filter, sort, counters));
+    Stream<Document> results = stages.runStagesAsStream(planned(filter, sort, 0, counters));
     QueryResult first = openCursor(results, UnaryOperator.identity(), counters, firstBatch,
         false, cursors, owner);
     return cursorReply(first);
@@ -446,7 +447,7 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
    * now (close the stream).
    */
   Stream<Document> matching(Document filter) {
-    return planned(filter, null, new QueryPlan.Counters());
+    return planned(filter, null, 0, new QueryPlan.Counters());
   }
 
   /**
@@ -488,23 +489,37 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
    * reading runs outside the lock, concurrently with the writers and other readers, with a
    * matcher of its own (the library's keeps the last array position matched, which a writer's
    * positional update reads).
+   *
+   * <p>{@code wanted}: the documents the caller means to read (its skip and limit, or first
+   * batch; {@code 0}: unknown), passed on to the plan's scanners ({@link #readahead}).
    */
-  private Stream<Document> planned(Document filter, Document sort, QueryPlan.Counters counters) {
+  private Stream<Document> planned(Document filter, Document sort, int wanted,
+      QueryPlan.Counters counters) {
     QueryPlan plan = QueryPlanner.plan(filter, sort, storedIndexes());
     Stream<Document> candidates;
     if (plan.readsSecondaryIndex()) {
       synchronized (this) {
         plan = QueryPlanner.plan(filter, sort, storedIndexes());
-        candidates = plan.execute(store, counters);
+        candidates = plan.execute(store, counters, readahead(plan, sort, wanted));
       }
     } else {
-      candidates = plan.execute(store, counters);
+      candidates = plan.execute(store, counters, readahead(plan, sort, wanted));
     }
     QueryMatcher matcher = new DefaultQueryMatcher();
     Stream<Document> results = tiesInIdOrder(plan, candidates, sort)
         .filter(d -> matcher.matches(d, filter));
     Comparator<Document> order = plan.providesSort() ? null : sortOrder(sort);
     return order == null ? results : results.sorted(order);
+  }
+
+  /**
+   * The candidates a plan's scanners are told to expect: {@code wanted} when the documents come
+   * out of the plan in the order asked for, so that the caller's skip and limit stop the scan;
+   * none when they are sorted in memory, which reads every candidate anyway. Candidates the filter
+   * rejects make it an underestimate, which costs a later device read, never a needless one.
+   */
+  private static int readahead(QueryPlan plan, Document sort, int wanted) {
+    return plan.providesSort() || deriveComparator(sort) == null ? wanted : 0;
   }
 
   /** The reply of a command that opened a cursor: its id and first batch. */
@@ -579,13 +594,14 @@ final class ParallaxCollection extends AbstractSynchronizedMongoCollection<Recor
     QueryPlan.Counters counters = new QueryPlan.Counters();
     long started = System.nanoTime();
     long returned;
-    try (Stream<Document> planned = planned(query, sort, counters)) {
+    int wanted = limit > 0 ? (int) Math.min(Integer.MAX_VALUE, (long) skip + limit) : 0;
+    try (Stream<Document> planned = planned(query, sort, wanted, counters)) {
       Stream<Document> matched = planned;
       if (skip > 0) matched = matched.skip(skip);
       if (limit > 0) matched = matched.limit(limit);
       returned = matched.count();
     }
-    Document stages = plan.describe();
+    Document stages = plan.describe(readahead(plan, sort, wanted));
     if (!plan.providesSort() && deriveComparator(sort) != null) {
       stages = new Document("stage", "SORT").append("sortPattern", sort).append("inputStage", stages);
     }

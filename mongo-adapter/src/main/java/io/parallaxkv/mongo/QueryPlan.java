@@ -114,6 +114,16 @@ final class QueryPlan {
    * an engine snapshot and scanner.
    */
   Stream<Document> execute(CollectionStore store, Counters counters) {
+    return execute(store, counters, 0);
+  }
+
+  /**
+   * As {@link #execute(CollectionStore, Counters)}, for a caller that expects to read about
+   * {@code readahead} candidates ({@code 0}: unknown): each scanner is told so
+   * ({@link io.parallaxkv.ScanOptions.Builder#readahead}), so that on data larger than memory
+   * its first seek asks the device for all of them at once instead of a few entries at a time.
+   */
+  Stream<Document> execute(CollectionStore store, Counters counters, int readahead) {
     RecordKey single = singleRecord();
     if (single != null) {
       // One get is atomic by itself: no snapshot to take.
@@ -124,7 +134,7 @@ final class QueryPlan {
       return Stream.of(document);
     }
     Snapshot snapshot = store.snapshot();
-    Candidates it = new Candidates(snapshot, counters);
+    Candidates it = new Candidates(snapshot, counters, readahead);
     return StreamSupport.stream(Spliterators.spliteratorUnknownSize(it,
         Spliterator.ORDERED | Spliterator.NONNULL), false).onClose(() -> {
           it.closeScanner();
@@ -141,6 +151,7 @@ final class QueryPlan {
   private final class Candidates implements Iterator<Document> {
     private final Snapshot snapshot;
     private final Counters counters;
+    private final int readahead;
     /**
      * Records already returned, for a multikey index (a document has several entries); taken
      * under the collection's lock with the snapshot, so the flag matches what the snapshot holds.
@@ -153,9 +164,10 @@ final class QueryPlan {
     private Scanner scanner;
     private Document next;
 
-    Candidates(Snapshot snapshot, Counters counters) {
+    Candidates(Snapshot snapshot, Counters counters, int readahead) {
       this.snapshot = snapshot;
       this.counters = counters;
+      this.readahead = readahead;
     }
 
     @Override
@@ -172,7 +184,7 @@ final class QueryPlan {
           if (interval == intervals.size()) return false;
           byte[][] range = intervals.get(backward ? intervals.size() - 1 - interval : interval);
           interval++;
-          scanner = snapshot.scanner(CollectionStore.range(range[0], range[1]));
+          scanner = snapshot.scanner(CollectionStore.range(range[0], range[1], readahead));
           if (backward) scanner.seekToLast();
         } else if (!scanner.isValid()) {
           closeScanner();
@@ -229,10 +241,16 @@ final class QueryPlan {
     }
   }
 
-  /** The plan as {@code explain} shows it (MongoDB's stage names). */
-  Document describe() {
+  /**
+   * The plan as {@code explain} shows it (MongoDB's stage names), run with {@code readahead}
+   * (see {@link #execute(CollectionStore, Counters, int)}): a scan stage that passes it on says
+   * so in a field of ours, {@code readahead}.
+   */
+  Document describe(int readahead) {
     String direction = backward ? "backward" : "forward";
-    if (index == null) return new Document("stage", "COLLSCAN").append("direction", direction);
+    if (index == null) {
+      return withReadahead(new Document("stage", "COLLSCAN").append("direction", direction), readahead);
+    }
     if (singleRecord() != null) return new Document("stage", "IDHACK");
     Document key = new Document();
     for (IndexKey k : index.getKeys()) key.put(k.getKey(), k.isAscending() ? 1 : -1);
@@ -245,6 +263,10 @@ final class QueryPlan {
         .append("direction", direction)
         .append("indexBounds", bounds)
         .append("intervals", intervals.size());
-    return new Document("stage", "FETCH").append("inputStage", scan);
+    return new Document("stage", "FETCH").append("inputStage", withReadahead(scan, readahead));
+  }
+
+  private static Document withReadahead(Document stage, int readahead) {
+    return readahead > 0 ? stage.append("readahead", readahead) : stage;
   }
 }
