@@ -1022,6 +1022,48 @@ static void put_large(par_region *r, tu_map *m, int k, int version) {
   tu_map_put(m, key, (size_t)kl, v, sizeof v);
 }
 
+/* The large-log mirror costs what the primary's large log holds: a head
+ * copied at every install is written only where its new records reach,
+ * and a first copy only up to the end of its records (it once wrote the
+ * whole segment each time: 2 MiB per head and install). The backup, closed
+ * and reopened, then promoted, holds every value. */
+static void test_send_index_mirror_bytes(void **state) {
+  (void)state;
+  node p = {.gc_off = 1, .no_sorted_runs = 1}, s = {0};
+  node_open(&p, "repl_mb_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_mb_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  enum { ROUNDS = 8, PER_ROUND = 40 };
+  for (int round = 0; round < ROUNDS; round++) {
+    for (int k = 0; k < PER_ROUND; k++) put_large(p.reg, &m, round * PER_ROUND + k, round);
+    assert_ok(par_flush(p.reg));
+    ship_log(p.reg, &c, s.reg);
+    ship_index(p.reg, s.reg); /* the primary's head again, grown */
+  }
+  par_repl_cursor_close(c);
+  par_stats st;
+  assert_ok(par_region_stats(p.reg, &st));
+  uint64_t mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES), large = st.large_log_bytes_appended;
+  fprintf(stderr, "mirror_bytes: %llu bytes written for %llu in the primary's large log, %d installs\n",
+          (unsigned long long)mirror, (unsigned long long)large, ROUNDS);
+  assert_true(large > 0 && large < PAR_SEGMENT_SIZE); /* one head, copied at every install */
+  assert_true(mirror >= large);
+  assert_true(mirror <= large + (uint64_t)ROUNDS * 2 * 4096); /* at most two partial blocks per copy */
+
+  node_close(&s);
+  node_open(&s, "repl_mb_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+}
+
 /* A log cursor that has not shipped the records of a large-log segment's
  * values keeps GC from dropping the segment, though its values are dead
  * (overwritten): the cursor reads them back to ship the records. Before,
@@ -1269,6 +1311,7 @@ int main(void) {
       cmocka_unit_test(test_send_index_hybrid),
       cmocka_unit_test(test_send_index_gc_drop),
       cmocka_unit_test(test_cursor_holds_gc),
+      cmocka_unit_test(test_send_index_mirror_bytes),
       cmocka_unit_test(test_snapshot_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

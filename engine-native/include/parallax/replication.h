@@ -206,6 +206,8 @@ enum {
   PAR_REPL_STAT_TREES_INSTALLED,
   PAR_REPL_STAT_SEGMENTS_INSTALLED,
   PAR_REPL_STAT_COMPACTIONS,     /* compactions completed since the open      */
+  PAR_REPL_STAT_MIRROR_BYTES,    /* bytes installs wrote to the large-log
+                                    mirror since the open                     */
   PAR_REPL_STAT_COUNT
 };
 /* Writes min(cap, PAR_REPL_STAT_COUNT) counters to out; returns the count. */

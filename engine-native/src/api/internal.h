@@ -182,7 +182,7 @@ struct par_region {
   uint32_t nrepl_mirror;
   uint64_t repl_needs_lsn;
   struct {
-    atomic_uint_fast64_t applied, skipped, trees, segments;
+    atomic_uint_fast64_t applied, skipped, trees, segments, mirror_bytes;
   } repl_stats;
   /* The live log cursors (src/repl/log.c), a list under vol->meta_mu: the
    * WAL segments they still need outlive the compaction that covers them

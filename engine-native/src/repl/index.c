@@ -17,7 +17,15 @@
  * offset, so it is written only over an earlier one (its records end
  * further), under view_mu: a copy of an abandoned install that runs late
  * never takes records away, and a torn write leaves the records that were
- * there intact. A segment the primary's GC dropped
+ * there intact. Only the blocks records reach are written: a first copy
+ * the blocks up to the end of its records, a copy again the blocks from the
+ * end of the earlier one's, so that the mirror costs the bytes the
+ * primary's large log holds, not a segment per head and install. Past its
+ * records a mirrored segment keeps what the backup's segment held before,
+ * which never parses as a record: a record's checksum is seeded with the
+ * region id and the incarnation, and only this mirror writes records of
+ * the backup's region with the primary's incarnations (a promoted backup's
+ * own heads take later ones). A segment the primary's GC dropped
  * stays mirrored while the backup's log copy lacks the relocations that
  * moved its live values (the layout says up to which LSN they reach), so
  * that the leaves pointing into it stay readable after a promotion; a
@@ -43,6 +51,7 @@
  * A tree's range tombstones (format 4: a set of key ranges in its catalog
  * description, not in its nodes) travel in the layout after its segment
  * list; a tree of range tombstones alone has no root and no segments. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -573,6 +582,18 @@ static void reseed_records(par_repl_install *in, seg_map *m, const uint8_t *data
   }
 }
 
+/* The blocks of the copy in in->buf that bytes [from, to) reach, into the
+ * mirror's segment bseg (see the top of the file). */
+static int write_mirror(par_repl_install *in, uint32_t bseg, uint32_t from, uint32_t to) {
+  assert(from <= to && to <= SEG);
+  from -= from % PAR_BLOCK;
+  to = ALIGN_UP(to, PAR_BLOCK);
+  if (from == to) return PAR_OK;
+  int rc = file_write(&in->r->vol->file, in->buf + from, to - from, seg_offset(bseg) + from);
+  if (!rc) atomic_fetch_add(&in->r->repl_stats.mirror_bytes, to - from);
+  return rc;
+}
+
 /* A head's copy over the mirror's (see the top of the file). */
 static int write_in_place(par_repl_install *in, const seg_map *m) {
   par_region *r = in->r;
@@ -581,7 +602,7 @@ static int write_in_place(par_repl_install *in, const seg_map *m) {
   int rc = PAR_OK;
   if (!mm || mm->bseg != m->bseg)
     rc = par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
-  else if (m->used > mm->used && !(rc = file_write(&r->vol->file, in->buf, SEG, seg_offset(m->bseg))))
+  else if (m->used > mm->used && !(rc = write_mirror(in, m->bseg, mm->used, m->used)))
     mm->used = m->used;
   pthread_mutex_unlock(&r->view_mu);
   return rc;
@@ -611,6 +632,7 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
       reseed_records(in, m, data);
     }
     if (!rc && m->in_place) rc = write_in_place(in, m);
+    else if (!rc && m->kind == SEG_LARGE) rc = write_mirror(in, m->bseg, 0, m->used);
     else if (!rc) rc = file_write(&in->r->vol->file, in->buf, SEG, seg_offset(m->bseg));
     if (!rc) {
       m->written = 1;
