@@ -46,7 +46,9 @@ start_server() { # NAME CLASSPATH
 
 stop_server() {
   kill "$SERVER_PID"; wait "$SERVER_PID" || true
-  if [ -n "$LIMIT" ]; then rmdir "$group"; fi
+  # force_empty drops the group's page cache: removed with it, the pages would stay cached for
+  # the next server, which would then read what this one read without its device reads.
+  if [ -n "$LIMIT" ]; then echo 0 > "$group/memory.force_empty"; rmdir "$group"; fi
 }
 
 ycsb() { # LABEL PHASE WORKLOAD-PROPERTIES...

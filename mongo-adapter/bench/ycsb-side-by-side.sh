@@ -41,6 +41,7 @@ stop_server() { # NAME
   kill "$SERVER_PID"; wait "$SERVER_PID" || true
   if [ -n "$LIMIT" ]; then
     echo "$1 cgroup peak bytes: $(cat "$group/memory.max_usage_in_bytes")" >> "$OUT/summary.txt"
+    echo 0 > "$group/memory.force_empty" # its page cache goes with it, not to the next server
     rmdir "$group"
   fi
 }
