@@ -46,9 +46,13 @@ public final class Replication {
     BACKUP_BUILD_INDEX
   }
 
-  /** A region's replication counters ({@code par_repl_stats}). */
+  /**
+   * A region's replication counters ({@code par_repl_stats}); {@code mirrorBytes}: what installs
+   * wrote to a send-index backup's copy of the primary's large log since the open.
+   */
   public record Stats(Role role, long logLsn, long l0Lsn, long coveredLsn, long recordsApplied,
-      long recordsSkipped, long treesInstalled, long segmentsInstalled, long compactions) {}
+      long recordsSkipped, long treesInstalled, long segmentsInstalled, long compactions,
+      long mirrorBytes) {}
 
   /** Records read from a log: {@code records} ends with the record of LSN {@code lastLsn}. */
   public record Chunk(byte[] records, long lastLsn) {}
@@ -136,7 +140,7 @@ public final class Replication {
     NativeApi api = region.api;
     long r = region.state.acquire();
     try {
-      long[] v = new long[9];
+      long[] v = new long[10];
       // Called for every replicated write: the thread's scratch, not a fresh direct buffer.
       Scratch s = Scratch.get(8 * 32);
       try {
@@ -146,7 +150,8 @@ public final class Replication {
       } finally {
         s.release();
       }
-      return new Stats(Role.values()[(int) v[0]], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
+      return new Stats(Role.values()[(int) v[0]], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
+          v[9]);
     } finally {
       region.state.release();
     }

@@ -2,6 +2,7 @@ package io.parallaxkv.replication;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -143,6 +144,11 @@ class ReplicationBench {
           System.out.printf("  %-8s cpu %7.1f us/write  read %7.1f B/write  written %7.1f B/write%n", role,
               1000.0 * (u[0] - b[0]) / n, (double) (u[1] - b[1]) / n, (double) (u[2] - b[2]) / n);
           System.out.printf("           by thread (us/write): %s%n", cpuByJob(threadsBefore.get(i), threadsAfter, u[0] - b[0], n));
+          if (role.equals("backup")) {
+            Frame f = c.callServer(ids.get(i), Frame.request(Frame.Type.STATS, "r0", 0, 0, null, null), 3000);
+            long mirror = ByteBuffer.wrap(f.a()).getLong(9 * 8); // Replication.Stats#mirrorBytes
+            System.out.printf("           of which the large-log mirror: %.1f B/write%n", (double) mirror / n);
+          }
         }
       }
     }
