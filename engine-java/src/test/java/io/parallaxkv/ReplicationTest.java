@@ -209,6 +209,13 @@ class ReplicationTest {
       assertTrue(installs > 2, "levels were shipped");
       assertTrue(p.stats().placement().largeLogBytesAppended() > 0, "values in the primary's large log");
       assertEquals(0, Replication.stats(s).compactions(), "a send-index backup never compacts");
+      long mirror = Replication.stats(s).mirrorBytes();
+      long large = p.stats().placement().largeLogBytesAppended();
+      // Copies write only the blocks records reach: about the large log's bytes (with the flushes'
+      // padding, less the segments GC dropped before a copy). Copies of whole segments wrote each
+      // head again, 2 MiB, at every install: over 2 MiB an install more.
+      assertTrue(mirror > 0 && mirror <= large + installs * (1L << 20),
+          "mirror " + mirror + " B for a large log of " + large + " B, " + installs + " installs");
       Replication.setRole(s, Role.PRIMARY);
       assertSame(model, scan(s));
       s.compact();
