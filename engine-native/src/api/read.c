@@ -68,9 +68,16 @@ int region_read_value_copy(par_region *r, const tree_entry *e, const uint8_t **v
   vlog_record rec;
   uint8_t *buf;
   rc = vlog_read_copy(&r->vol->file, r->id, p, &buf, &rec);
-  if (!rc && (rc = check_owner(e, p, &rec)) != PAR_OK) free(buf);
   if (rc) return rc;
+  /* The caller's before check_owner reads e's key, which may be in the
+   * volume's map: a fault there leaves through mapguard's longjmp, and the
+   * copy must not be lost with this frame (test_mapfault under ASan). */
   *owned = buf;
+  if ((rc = check_owner(e, p, &rec)) != PAR_OK) {
+    free(buf);
+    *owned = NULL;
+    return rc;
+  }
   *value = rec.value;
   *value_len = rec.value_len;
   return PAR_OK;

@@ -254,8 +254,8 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
   if (!s->value) {
     uint64_t t0 = read_clock_ns();
     int rc = mapguard_run(value_guarded, s);
-    if (rc) {
-      s->value = NULL;
+    if (rc) { /* a copy made before a fault is the scanner's (region_read_value_copy) */
+      drop_value(s);
       return rc;
     }
     if (s->m.reverse && !s->owned) prefetch_before(e, s->value + s->value_len);
