@@ -123,7 +123,9 @@ class ConcurrentCloseTest {
     for (int w = 0; w < WRITERS; w++) {
       int writer = w;
       tasks.add(working -> untilClosed(working, () -> {
-        int seq = nextSeq[writer]++;
+        // A put that fails on close is retried next round with the same sequence number, so
+        // each round moves a writer on by at least one key and 100 rounds write every key.
+        int seq = nextSeq[writer];
         int k = seq % KEYS_PER_WRITER;
         byte[] v = value(writer, k, seq);
         switch (seq % 4) {
@@ -138,6 +140,7 @@ class ConcurrentCloseTest {
           default -> r.put(key(writer, k), v, WriteOptions.DEFAULT);
         }
         last[writer][k] = seq; // only once the put returned
+        nextSeq[writer]++;
       }, false));
     }
     tasks.add(working -> untilClosed(working, () -> {
