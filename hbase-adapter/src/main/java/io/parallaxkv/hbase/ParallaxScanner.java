@@ -21,7 +21,9 @@ import org.apache.hadoop.hbase.client.metrics.ScanMetrics;
  * (HBase gives the same per-row consistency). Forward scans walk keys upward; reversed scans
  * find each previous row with {@code seekForPrev} and read its cells upward, since HBase returns
  * the cells inside a row in their usual order either way. Rows are read one at a time, as the
- * caller pulls them.
+ * caller pulls them. A forward scan tells the engine how many entries it expects to read
+ * ({@link #readahead}), so that on data larger than memory their values are asked of the device
+ * at once rather than one wait per cell.
  */
 final class ParallaxScanner implements ResultScanner {
   private final Scanner keys;
@@ -30,6 +32,8 @@ final class ParallaxScanner implements ResultScanner {
   private final int batch;
   private final int limit;
   private final ArrayDeque<Result> ready = new ArrayDeque<>();
+  private final TableStore table;
+  private boolean rowCounted;
   private int rowsReturned;
   private boolean exhausted;
   private boolean closed;
@@ -40,7 +44,9 @@ final class ParallaxScanner implements ResultScanner {
     this.reversed = scan.isReversed();
     this.batch = scan.getBatch();
     this.limit = scan.getLimit();
-    this.keys = table.data((region, entry) -> region.scanner(bounds(scan)));
+    this.table = table;
+    int readahead = reversed ? 0 : readahead(scan, table.cellsPerRow());
+    this.keys = table.data((region, entry) -> region.scanner(bounds(scan).readahead(readahead).build()));
     try {
       if (reversed) keys.seekToLast();
     } catch (ParallaxException e) {
@@ -49,8 +55,19 @@ final class ParallaxScanner implements ResultScanner {
     }
   }
 
+  /**
+   * The engine entries a forward scan expects to read after its first seek: the rows it will
+   * return (one for a Get, else its limit, else its caching: the rows HBase's region server reads
+   * for one RPC) times the cells per row of the table's recent scans. 0 (no hint) when either is
+   * unknown. Reversed scans seek to every row they read, so they tell nothing.
+   */
+  static int readahead(Scan scan, int cellsPerRow) {
+    int rows = scan.isGetScan() ? 1 : scan.getLimit() > 0 ? scan.getLimit() : Math.max(scan.getCaching(), 0);
+    return (int) Math.min(Integer.MAX_VALUE, (long) rows * cellsPerRow);
+  }
+
   /** The engine key range of the scan's rows. */
-  private static ScanOptions bounds(Scan scan) {
+  private static ScanOptions.Builder bounds(Scan scan) {
     byte[] start = scan.getStartRow();
     byte[] stop = scan.getStopRow();
     ScanOptions.Builder b = ScanOptions.builder();
@@ -64,7 +81,7 @@ final class ParallaxScanner implements ResultScanner {
     if (high.length > 0) {
       b.upperBound(highInclusive ? CellKey.rowEnd(high) : CellKey.rowStart(high), false);
     }
-    return b.build();
+    return b;
   }
 
   @Override
@@ -89,9 +106,14 @@ final class ParallaxScanner implements ResultScanner {
       byte[] start = CellKey.rowStart(row);
       if (reversed) keys.seek(start);
       List<Cell> stored = new ArrayList<>();
-      for (; keys.isValid() && startsWith(keys.key(), start); keys.next()) {
+      int entries = 0;
+      for (; keys.isValid() && startsWith(keys.key(), start); keys.next(), entries++) {
         byte[] key = keys.key();
         if (reader.reads(CellKey.family(key))) stored.add(CellKey.decode(key, keys.value()));
+      }
+      if (!rowCounted) {
+        table.noteCellsPerRow(entries);
+        rowCounted = true;
       }
       if (reversed) keys.seekForPrev(start);
       RowReader.RowResult r = reader.read(stored);

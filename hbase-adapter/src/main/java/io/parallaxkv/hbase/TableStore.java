@@ -33,6 +33,11 @@ final class TableStore {
   private volatile long sweepThreshold;
   /** A sweep is queued or running. */
   private volatile boolean sweeping;
+  /**
+   * Engine entries per row, a moving average over the first row of each scan (0: no scan yet);
+   * a hint for scans' readahead, so racing updates losing one another do no harm.
+   */
+  private volatile int cellsPerRow;
 
   TableStore(TableCatalog.Entry entry, Region region, Sweeper sweeper) {
     this.name = entry.descriptor().getTableName();
@@ -74,6 +79,19 @@ final class TableStore {
       sweepThreshold = nextThreshold;
       sweeping = false;
     }
+  }
+
+  /** The engine entries per row recent scans saw (0: unknown). */
+  int cellsPerRow() {
+    return cellsPerRow;
+  }
+
+  /** A scan's first row held {@code entries} engine entries (cells of every family, versions). */
+  void noteCellsPerRow(int entries) {
+    int old = cellsPerRow;
+    int d = entries - old;
+    // An eighth of the way, and at least one entry, so that it reaches a steady count.
+    cellsPerRow = old == 0 ? entries : old + (d + 7 * Integer.signum(d)) / 8;
   }
 
   static String regionName(long id) {
