@@ -1,7 +1,7 @@
 #!/bin/sh
 # The adapter at an older commit against the working tree's, side by side on the same data:
 # YCSB Load A once (RECORDS rows of 10 cells, the new adapter), then YCSB Run E (95 % scans of up
-# to 100 rows, 5 % inserts; RUN=A for 50/50 reads and updates) for RUN_SECONDS with the old
+# to 100 rows, 5 % inserts; RUN=A for 50/50 reads and updates, RUN=C for reads) for RUN_SECONDS with the old
 # adapter, then the new one, twice (old, new, old, new), on the same volume, 2 client threads,
 # zipfian, YCSB's unmodified hbase2 binding. The adapter runs inside YCSB's JVM; with MEMORY_LIMIT
 # (e.g. 512m) each run phase's JVM is in a cgroup v1 memory group of that limit (equal memory,
@@ -61,6 +61,8 @@ ycsb() { # LABEL CLASSPATH PHASE WORKLOAD-PROPERTIES...
 echo "old=$OLD records=$RECORDS run=$RUN run_seconds=$SECONDS_PER_RUN memory_limit=${LIMIT:-none (page-cache mode)} heap=$HEAP $(date -u)" >> "$OUT/summary.txt"
 if [ "$RUN" = E ]; then
   MIX="-p readproportion=0 -p updateproportion=0 -p scanproportion=0.95 -p insertproportion=0.05 -p maxscanlength=100 -p scanlengthdistribution=uniform"
+elif [ "$RUN" = C ]; then
+  MIX="-p readproportion=1 -p updateproportion=0"
 else
   MIX="-p readproportion=0.5 -p updateproportion=0.5"
 fi
