@@ -19,8 +19,9 @@ import java.util.concurrent.atomic.LongAdder;
  *
  * <p>With {@code -Dycsb.phase.report=FILE} (the runner sets it in each child JVM), {@code end}
  * writes the deltas as a properties file: {@code cpuNanos}, {@code wallNanos},
- * {@code readBytes}, {@code writeBytes}, {@code cancelledWriteBytes}, {@code peakRssBytes}
- * (VmHWM, which includes mapped file pages), {@code appBytesWritten}, {@code appBytesReturned},
+ * {@code readBytes}, {@code writeBytes}, {@code cancelledWriteBytes}, {@code majorFaults} (faults
+ * that waited for the device: pages read through a map, not with read calls),
+ * {@code peakRssBytes} (VmHWM, which includes mapped file pages), {@code appBytesWritten}, {@code appBytesReturned},
  * plus whatever the engine adds. Without it the meter only counts.
  */
 public final class PhaseMeter {
@@ -32,6 +33,7 @@ public final class PhaseMeter {
   private static ProcFs.Io startIo;
   private static long startCpu;
   private static long startWall;
+  private static long startMajorFaults;
 
   private PhaseMeter() {}
 
@@ -58,6 +60,7 @@ public final class PhaseMeter {
     startIo = ProcFs.selfIo();
     startCpu = ProcFs.selfCpuNanos();
     startWall = System.nanoTime();
+    startMajorFaults = ProcFs.selfMajorFaults();
   }
 
   /** Ends the window and writes the report, if one was asked for. */
@@ -71,6 +74,7 @@ public final class PhaseMeter {
     p.setProperty("readBytes", Long.toString(io.readBytes()));
     p.setProperty("writeBytes", Long.toString(io.writeBytes()));
     p.setProperty("cancelledWriteBytes", Long.toString(io.cancelledWriteBytes()));
+    p.setProperty("majorFaults", Long.toString(ProcFs.selfMajorFaults() - startMajorFaults));
     p.setProperty("peakRssBytes", Long.toString(ProcFs.selfPeakRssBytes()));
     p.setProperty("appBytesWritten", Long.toString(appBytesWritten()));
     p.setProperty("appBytesReturned", Long.toString(appBytesReturned()));

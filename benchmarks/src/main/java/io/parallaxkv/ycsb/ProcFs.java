@@ -8,8 +8,9 @@ import java.nio.file.Path;
 import java.util.List;
 
 /**
- * The Linux process counters the benchmarks report: device I/O ({@code /proc/<pid>/io}), peak
- * resident set ({@code VmHWM} of {@code /proc/<pid>/status}), process CPU time and the nominal
+ * The Linux process counters the benchmarks report: device I/O ({@code /proc/<pid>/io}), major
+ * page faults ({@code /proc/<pid>/stat}), peak resident set ({@code VmHWM} of
+ * {@code /proc/<pid>/status}), process CPU time and the nominal
  * clock rate ({@code /proc/cpuinfo}). Hardware counters are not available on the machines these
  * run on, so CPU time × clock rate stands in for cycles.
  */
@@ -46,6 +47,21 @@ public final class ProcFs {
   /** Peak resident set of this process in bytes ({@code VmHWM}). */
   public static long selfPeakRssBytes() {
     return field(readLines(Path.of("/proc/self/status")), "VmHWM:") * 1024;
+  }
+
+  /** Major page faults of this process so far ({@code /proc/self/stat}). */
+  public static long selfMajorFaults() {
+    return majorFaults(readLines(Path.of("/proc/self/stat")).get(0));
+  }
+
+  /**
+   * The {@code majflt} field (the 12th) of a {@code stat} line of procfs: faults that had to wait
+   * for a device read. The command name (2nd field) may hold spaces and parentheses, so fields
+   * are counted from its last closing parenthesis.
+   */
+  public static long majorFaults(String statLine) {
+    String[] rest = statLine.substring(statLine.lastIndexOf(')') + 2).split(" ");
+    return Long.parseLong(rest[12 - 3]);
   }
 
   /** CPU time (user + system, all threads) this process has used, in nanoseconds. */

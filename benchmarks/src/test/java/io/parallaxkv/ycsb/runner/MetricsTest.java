@@ -82,6 +82,9 @@ class MetricsTest {
     Files.write(cpuinfo, List.of("processor\t: 0", "model name\t: Intel(R) Xeon(R) Processor", "cpu MHz\t\t: 2300.000"));
     assertEquals(2.3e9, ProcFs.cpuHz(cpuinfo), 1);
     assertEquals("Intel(R) Xeon(R) Processor", ProcFs.cpuModel(cpuinfo));
+    assertEquals(17, ProcFs.majorFaults("4242 (java) S 1 4242 4242 0 -1 4194560 9031 0 17 0 55 12"));
+    assertEquals(3, ProcFs.majorFaults("7 (a (b) c) R 1 7 7 0 -1 0 100 5 3 1 0 0"), "a name with ') '");
+    assertTrue(ProcFs.selfMajorFaults() >= 0);
   }
 
   @Test
