@@ -91,7 +91,7 @@ final class Compaction {
       throws IOException {
     Set<ByteBuffer> kept = new HashSet<>();
     List<Cell> visible = ParallaxScanner.readAll(new ParallaxScanner(table,
-        new Scan(new Get(row).readAllVersions()), EnvironmentEdgeManager.currentTime()));
+        new Scan(new Get(row).readAllVersions()), EnvironmentEdgeManager.currentTime(), false));
     for (Cell c : visible) kept.add(ByteBuffer.wrap(CellKey.of(c)));
     List<byte[]> drop = new ArrayList<>();
     long stored = 0;

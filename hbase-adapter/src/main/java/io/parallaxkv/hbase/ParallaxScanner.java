@@ -39,13 +39,23 @@ final class ParallaxScanner implements ResultScanner {
   private boolean closed;
 
   ParallaxScanner(TableStore table, Scan scan, long now) throws IOException {
+    this(table, scan, now, true);
+  }
+
+  /**
+   * {@code learns}: whether this scan tells the engine its length and teaches the table its
+   * cells per row. Sweeps read the rows that gathered the most versions, which would teach it
+   * a count no user scan sees.
+   */
+  ParallaxScanner(TableStore table, Scan scan, long now, boolean learns) throws IOException {
     ReadPlan plan = table.data((region, entry) -> new ReadPlan(scan, entry.descriptor(), now));
     this.reader = new RowReader(plan);
     this.reversed = scan.isReversed();
     this.batch = scan.getBatch();
     this.limit = scan.getLimit();
     this.table = table;
-    int readahead = reversed ? 0 : readahead(scan, table.cellsPerRow());
+    this.rowCounted = !learns;
+    int readahead = reversed || !learns ? 0 : readahead(scan, table.cellsPerRow());
     this.keys = table.data((region, entry) -> region.scanner(bounds(scan).readahead(readahead).build()));
     try {
       if (reversed) keys.seekToLast();
