@@ -319,7 +319,10 @@ static void test_sorted_runs(void **state) {
        * load ran, which it wrote in the order of those segments: how much
        * depends on timing (99% copied here, 88% once under the sanitizers). */
       assert_true(st.large_log_bytes_sorted >= st.large_bytes * 3 / 4);
-      assert_true(pages < 2 * ideal);
+      /* GC may then relocate the runs it finds half empty, in segment
+       * order: 1.55 times the ideal here, 2.07 once under the
+       * sanitizers (2026-11-28 CI); without runs it is over 4 times. */
+      assert_true(pages < 3 * ideal);
     }
     /* Overwrite the even keys, delete every fifth, merge down and collect. */
     char key[32];
