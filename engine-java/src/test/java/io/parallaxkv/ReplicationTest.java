@@ -154,7 +154,10 @@ class ReplicationTest {
       try (Replication.LogCursor after = Replication.openLog(p, at.lsn() + 1)) {
         before.close();
         p.sync();
-        assertEquals(Replication.stats(p).logLsn(), shipLog(after, bi));
+        // At least every write's record: the primary's GC may take LSNs meanwhile (relocations).
+        long written = Replication.stats(p).logLsn();
+        long shipped = shipLog(after, bi);
+        assertTrue(shipped >= written, "shipped up to " + shipped + " of " + written);
       }
       Replication.setRole(bi, Role.PRIMARY);
       assertSame(model, scan(bi));
