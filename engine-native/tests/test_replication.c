@@ -23,6 +23,8 @@
  *    exactly the writes up to its log's end;
  *  - a promotion whose log copy is damaged fails and leaves a send-index
  *    backup (a retry fails again rather than serving without the log);
+ *  - a medium-log segment is copied once while the backup's levels point
+ *    into it, however many installed trees do;
  *  - state transfer by snapshot: a build-index backup of a hybrid primary
  *    (large values, one larger than a segment) loaded from a snapshot,
  *    rebased to its LSN, fed the log after it, reopened and promoted.
@@ -134,6 +136,20 @@ static size_t ship_index(par_region *p, par_region *b) {
   free(segs);
   free(layout);
   return n;
+}
+
+/* Syncs the primary p and ships its log to b, then, when a compaction
+ * completed since *seen, its levels (counted in *installs). Returns the
+ * segments the install copied. */
+static size_t ship_round(par_region *p, par_repl_cursor **c, par_region *b, uint64_t *seen, int *installs) {
+  assert_ok(par_sync(p));
+  ship_log(p, c, b); /* the log first: levels never get ahead of it */
+  par_stats st;
+  assert_ok(par_region_stats(p, &st));
+  if (st.compactions == *seen) return 0;
+  *seen = st.compactions;
+  (*installs)++;
+  return ship_index(p, b);
 }
 
 static void put_model(par_region *r, tu_map *m, uint64_t *rng, int i, size_t vmax) {
@@ -362,15 +378,7 @@ static void test_send_index(void **state) {
   for (int i = 0; i < 40000; i++) {
     put_model(p.reg, &m, &rng, i, 400);
     if (i % 2000 == 1999) {
-      assert_ok(par_sync(p.reg));
-      ship_log(p.reg, &c, s.reg); /* the log first: levels never get ahead of it */
-      par_stats st;
-      assert_ok(par_region_stats(p.reg, &st));
-      if (st.compactions != seen) {
-        seen = st.compactions;
-        copied += ship_index(p.reg, s.reg);
-        installs++;
-      }
+      copied += ship_round(p.reg, &c, s.reg, &seen, &installs);
     }
   }
   assert_true(installs >= 3);
@@ -478,15 +486,7 @@ static void test_send_index_range_deletes(void **state) {
       delete_range_model(p.reg, &m, b, b + 1 + (int)tu_rand_range(&rng, 300));
     }
     if (i % 2000 == 1999) {
-      assert_ok(par_sync(p.reg));
-      ship_log(p.reg, &c, s.reg);
-      par_stats st;
-      assert_ok(par_region_stats(p.reg, &st));
-      if (st.compactions != seen) {
-        seen = st.compactions;
-        ship_index(p.reg, s.reg);
-        installs++;
-      }
+      ship_round(p.reg, &c, s.reg, &seen, &installs);
     }
   }
   assert_true(installs >= 3);
@@ -953,15 +953,7 @@ static void test_send_index_hybrid(void **state) {
   for (int i = 0; i < 40000; i++) {
     put_model(p.reg, &m, &rng, i, 3000); /* small, medium and large pairs */
     if (i % 2000 == 1999) {
-      assert_ok(par_sync(p.reg));
-      ship_log(p.reg, &c, s.reg);
-      par_stats st;
-      assert_ok(par_region_stats(p.reg, &st));
-      if (st.compactions != seen) {
-        seen = st.compactions;
-        ship_index(p.reg, s.reg);
-        installs++;
-      }
+      ship_round(p.reg, &c, s.reg, &seen, &installs);
     }
   }
   assert_ok(par_flush(p.reg));
@@ -1059,6 +1051,74 @@ static void test_send_index_mirror_bytes(void **state) {
   assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
   assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
   verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+}
+
+static uint64_t segments_used(par_volume *v) {
+  par_volume_stats vs;
+  assert_ok(par_volume_stats_get(v, &vs));
+  return vs.segments_used;
+}
+
+/* A medium-log segment is copied once while the backup's levels point into
+ * it. Above the medium merge level a primary's merges pass each flush's set
+ * of medium-log segments on to the tree they build, and a backup that
+ * copied a tree's segments with the tree wrote them again at every install
+ * of a new one. Installed after every compaction, the backup copies no more
+ * medium segments than the primary wrote (and without sharing it copied
+ * more); what it stops pointing into is freed (its segments in use are
+ * those its catalog lists); reopened and promoted it holds every pair, and
+ * its own merges read and free the shared copies. */
+static void test_send_index_shares_medium(void **state) {
+  (void)state;
+  node p = {0}, s = {0};
+  node_open(&p, "repl_sm_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_sm_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_sm");
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  uint64_t seen = 0;
+  int installs = 0;
+  for (int i = 0; i < 30000; i++) {
+    char key[32];
+    int kl = snprintf(key, sizeof key, "key%06d", (int)tu_rand_range(&rng, 20000));
+    uint8_t v[900];
+    size_t vl = 150 + tu_rand_range(&rng, 700); /* medium pairs: 120 <= pair < 1024 */
+    tu_fill_pattern(v, vl, (uint64_t)i);
+    assert_ok(par_put(p.reg, key, (size_t)kl, v, vl, 0));
+    tu_map_put(&m, key, (size_t)kl, v, vl);
+    if (i % 1000 == 999) {
+      ship_round(p.reg, &c, s.reg, &seen, &installs);
+    }
+  }
+  ship_log(p.reg, &c, s.reg);
+  par_repl_cursor_close(c);
+  par_stats st;
+  assert_ok(par_region_stats(p.reg, &st));
+  uint64_t written = st.medium_log_bytes_written / PAR_SEGMENT_SIZE;
+  uint64_t copied = stat_of(s.reg, PAR_REPL_STAT_MEDIUM_SEGMENTS);
+  fprintf(stderr, "shares_medium: %d installs copied %llu medium-log segments; the primary wrote %llu\n", installs,
+          (unsigned long long)copied, (unsigned long long)written);
+  assert_true(installs >= 5);
+  assert_true(copied > 0);
+  assert_true(copied <= written);
+
+  uint64_t used = segments_used(s.vol);
+  node_close(&s);
+  node_open(&s, "repl_sm_b", PAR_PLACEMENT_HYBRID);
+  assert_int_equal(segments_used(s.vol), used);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  assert_ok(par_compact(s.reg)); /* merges at the medium merge level read the copies */
+  verify(s.reg, &m);
+  assert_ok(par_region_stats(s.reg, &st));
+  assert_int_equal(st.medium_log_segments, 0);
   tu_map_free(&m);
   node_free(&p);
   node_free(&s);
@@ -1312,6 +1372,7 @@ int main(void) {
       cmocka_unit_test(test_send_index_gc_drop),
       cmocka_unit_test(test_cursor_holds_gc),
       cmocka_unit_test(test_send_index_mirror_bytes),
+      cmocka_unit_test(test_send_index_shares_medium),
       cmocka_unit_test(test_snapshot_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -28,7 +28,9 @@
  * cross-region batch's part.
  *
  * Send-index mode takes any placement: with the levels go the medium-log
- * segments their leaves point into, and a backup's large log mirrors the
+ * segments their leaves point into (each copied once while the backup's
+ * levels point into it, however many installed trees do), and a backup's
+ * large log mirrors the
  * primary's (Talos's log map), each leaf's pointer rewritten to the
  * backup's copy. Values larger than a segment (a run of large-log
  * segments) are not mirrored: export refuses a region holding one
@@ -208,6 +210,9 @@ enum {
   PAR_REPL_STAT_COMPACTIONS,     /* compactions completed since the open      */
   PAR_REPL_STAT_MIRROR_BYTES,    /* bytes installs wrote to the large-log
                                     mirror since the open                     */
+  PAR_REPL_STAT_MEDIUM_SEGMENTS, /* medium-log segments installs copied since
+                                    the open (a copy the backup holds already
+                                    is shared, not copied again)              */
   PAR_REPL_STAT_COUNT
 };
 /* Writes min(cap, PAR_REPL_STAT_COUNT) counters to out; returns the count. */

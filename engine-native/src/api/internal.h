@@ -180,9 +180,20 @@ struct par_region {
     uint8_t open, dropped;
   } *repl_mirror;
   uint32_t nrepl_mirror;
+  /* The primary's medium-log segments a send-index backup's levels hold a
+   * copy of: segment pseg of the primary's set puid, copied into bseg, the
+   * only segment of the backup's set buid. An entry counts only while a
+   * tree of the current view holds that set (repl/index.c checks), so the
+   * next install shares the copy instead of making another. Under view_mu,
+   * in memory only. */
+  struct repl_medium {
+    uint32_t pseg, bseg;
+    uint64_t puid, buid;
+  } *repl_medium;
+  uint32_t nrepl_medium;
   uint64_t repl_needs_lsn;
   struct {
-    atomic_uint_fast64_t applied, skipped, trees, segments, mirror_bytes;
+    atomic_uint_fast64_t applied, skipped, trees, segments, mirror_bytes, medium_segments;
   } repl_stats;
   /* The live log cursors (src/repl/log.c), a list under vol->meta_mu: the
    * WAL segments they still need outlive the compaction that covers them

@@ -264,6 +264,7 @@ static void region_free(par_region *r) {
   view_unref(r->view);
   free(r->pending);
   free(r->repl_mirror);
+  free(r->repl_medium);
   free(r->settled);
   free(r->settled_tail);
   pthread_mutex_destroy(&r->settled_mu);

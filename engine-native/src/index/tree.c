@@ -1,5 +1,6 @@
 #include "index/tree.h"
 
+#include <assert.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,6 +14,8 @@
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
 
+static uint64_t uid_take(void);
+
 mseg_set *mseg_set_create(segalloc *a, seg_list *segs) {
   mseg_set *s = malloc(sizeof *s);
   if (!s) return NULL;
@@ -21,6 +24,7 @@ mseg_set *mseg_set_create(segalloc *a, seg_list *segs) {
   s->segs = *segs;
   memset(segs, 0, sizeof *segs);
   s->alloc = a;
+  s->uid = uid_take();
   return s;
 }
 
@@ -148,6 +152,11 @@ void dtree_ref(dtree *t) { atomic_fetch_add(&t->refs, 1); }
 
 void dtree_retire(dtree *t) {
   if (atomic_exchange(&t->retired, 1)) return;
+  for (uint32_t i = 0; i < t->nsets; i++) atomic_fetch_sub(&t->sets[i]->unretired, 1);
+}
+
+void dtree_forget(dtree *t) {
+  assert(!atomic_load(&t->retired));
   for (uint32_t i = 0; i < t->nsets; i++) atomic_fetch_sub(&t->sets[i]->unretired, 1);
 }
 

@@ -28,6 +28,12 @@ typedef struct mseg_set {
   atomic_int unretired; /* referring trees not retired yet */
   seg_list segs;
   segalloc *alloc;
+  /* A number no other set of this process takes (the sequence of
+   * dtree.uid). The segments are written before the set is made and freed
+   * only with it, so a segment and its set's uid name the same bytes for
+   * as long as the set lives: a send-index backup keeps one copy per
+   * (segment, uid) across installs (repl/index.c). */
+  uint64_t uid;
 } mseg_set;
 
 mseg_set *mseg_set_create(segalloc *a, seg_list *segs); /* takes segs' memory */
@@ -73,6 +79,10 @@ dtree *dtree_create_shared(segalloc *a, tree_desc *d, mseg_set **sets, uint32_t 
 void dtree_ref(dtree *t);
 void dtree_unref(dtree *t);
 void dtree_retire(dtree *t);
+/* For a tree that never reached the catalog and is being dropped (an
+ * install that failed): its sets stop counting it, as at a retirement, but
+ * its own segments stay its maker's to free. */
+void dtree_forget(dtree *t);
 
 /* PAR_OK with *e set (its key whole), PAR_NOT_FOUND, or PAR_ECORRUPT.
  * checks, if not NULL, records the nodes whose checksum was verified.

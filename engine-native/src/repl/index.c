@@ -61,15 +61,16 @@
 #include "util/status.h"
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
-#define LAYOUT_MAGIC 0x324c5850u /* "PXL2" */
+#define LAYOUT_MAGIC 0x334c5850u /* "PXL3" */
 /* magic u32 | covered u64 | ntrees u32 | region id u32 | next_inc u32 | nvlog u32 |
  * dropped_lsn u64 (gc_dropped_lsn), then the trees, then nvlog large-log segments. */
 #define LAYOUT_HDR 36u
 /* level u8 | slot u8 | pad u16 | id u32 | root u64 | height u32 | entries u64 | bytes u64 |
  * nsegs u32 | rtombs_len u32 | nmsegs u32 | medium_bytes u64, then nsegs x segment u32,
- * nmsegs x medium-log segment u32 and rtombs_len bytes of its range tombstones
- * (range_set_encode; 0 bytes: none). */
+ * nmsegs x medium-log segment (segment u32 | its set's uid u64) and rtombs_len bytes of
+ * its range tombstones (range_set_encode; 0 bytes: none). */
 #define TREE_HDR 56u
+#define MSEG_ENTRY 12u
 /* segment u32 | incarnation u32 | garbage u64 | open u32 */
 #define VLOG_ENTRY 20u
 #define MAX_TREES (PAR_MAX_LEVELS * LEVEL_TREES)
@@ -105,6 +106,16 @@ static uint32_t tree_id(const par_file *f, const dtree *dt) {
     c = crc32c(c, t->rtombs.v[i].end, t->rtombs.v[i].end_len);
   }
   return c ? c : 1;
+}
+
+/* The uid of t's medium set holding seg (every segment of d.msegs is in
+ * one; 0, which no backup shares, if none is). */
+static uint64_t mseg_uid(const dtree *t, uint32_t seg) {
+  for (uint32_t i = 0; i < t->nsets; i++)
+    for (uint32_t k = 0; k < t->sets[i]->segs.n; k++)
+      if (t->sets[i]->segs.v[k] == seg) return t->sets[i]->uid;
+  assert(0 && "a medium-log segment in no set of its tree");
+  return 0;
 }
 
 static size_t rtombs_len(const tree_desc *t) { return t->rtombs.n ? range_set_encoded_size(&t->rtombs) : 0; }
@@ -151,7 +162,7 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
     for (int j = 0; j < LEVEL_TREES; j++) {
       const dtree *t = x->v->tree[i][j];
       if (!t) continue;
-      len += TREE_HDR + 4ull * (t->d.segs.n + t->d.msegs.n) + rtombs_len(&t->d);
+      len += TREE_HDR + 4ull * t->d.segs.n + (uint64_t)MSEG_ENTRY * t->d.msegs.n + rtombs_len(&t->d);
       n++;
     }
   x->layout = rc ? NULL : malloc(len);
@@ -187,7 +198,10 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
       enc64(p + 48, t->d.medium_bytes);
       p += TREE_HDR;
       for (uint32_t k = 0; k < t->d.segs.n; k++, p += 4) enc32(p, t->d.segs.v[k]);
-      for (uint32_t k = 0; k < t->d.msegs.n; k++, p += 4) enc32(p, t->d.msegs.v[k]);
+      for (uint32_t k = 0; k < t->d.msegs.n; k++, p += MSEG_ENTRY) {
+        enc32(p, t->d.msegs.v[k]);
+        enc64(p + 4, mseg_uid(t, t->d.msegs.v[k]));
+      }
       if (t->d.rtombs.n) p = range_set_encode(&t->d.rtombs, p);
     }
   for (uint32_t i = 0; i < x->nvlog; i++, p += VLOG_ENTRY) {
@@ -255,7 +269,7 @@ typedef struct inst_tree {
   uint32_t height;
   uint64_t entries, bytes, medium_bytes;
   uint32_t nsegs, nmsegs;
-  const uint8_t *segs, *msegs; /* the primary's, encoded, in the layout copy */
+  const uint8_t *segs, *msegs; /* the primary's, encoded, in the layout copy (MSEG_ENTRY each) */
   range_set rtombs;
   int held_at;         /* the backup holds it: its level * LEVEL_TREES + slot; -1: copy it */
 } inst_tree;
@@ -264,20 +278,31 @@ enum { SEG_NODES, SEG_MEDIUM, SEG_LARGE };
 #define NO_TREE UINT32_MAX /* a large-log segment's tree: the log is the region's */
 
 /* One primary segment and where the backup keeps it. Sorted by (pseg,
- * tree, inc): a medium-log segment two trees point into is copied once for
- * each (a backup's trees do not share medium segments), and a large-log
- * segment the primary dropped and took again has two incarnations. */
+ * tree, inc): a medium-log segment has an entry for each tree that points
+ * into it, and a large-log segment the primary dropped and took again has
+ * two incarnations. */
 typedef struct seg_map {
   uint32_t pseg, tree, inc; /* inc: large-log segments only */
   uint32_t bseg;
   uint8_t kind;
-  uint8_t kept;    /* large: the backup's mirror already (not freed here); copied again if in_place */
+  /* Not copied by this install, nor freed by it: large, the backup's mirror
+   * already (copied again if in_place); medium, a copy the backup's levels
+   * hold (set) or another tree's of this layout (shared). */
+  uint8_t kept;
   uint8_t in_place;
   uint8_t open;    /* large: the primary's head at the export */
   uint8_t dropped; /* large: kept, though the primary dropped it */
   int written;
   uint32_t used;    /* large: where its last record ends */
   uint64_t garbage; /* large: the primary's count */
+  /* Medium: the uid of the primary's set holding pseg (0: not shared), and
+   * the backup's set holding bseg: one its levels hold, referenced from
+   * begin, or made for a new copy by install_view, from when the set owns
+   * the segment. shared: the copy is another entry's (the same pseg and
+   * uid, listed by another tree), whose set is this one's. */
+  uint64_t uid;
+  mseg_set *set;
+  uint8_t shared;
 } seg_map;
 
 struct par_repl_install {
@@ -348,15 +373,17 @@ static int parse_layout(par_repl_install *in, size_t len) {
     /* Nodes under a root, or range tombstones alone. */
     int shape = t->root ? t->height >= 1 && t->height < NODE_MAX_HEIGHT && t->nsegs
                         : !t->height && !t->nsegs && !t->nmsegs && rlen;
-    size_t nlisted = (size_t)t->nsegs + t->nmsegs;
-    if (!t->id || !shape || nlisted > (size_t)(end - p) / 4 || rlen > (size_t)(end - p) - 4 * nlisted)
+    if (!t->id || !shape || t->nsegs > (size_t)(end - p) / 4 ||
+        t->nmsegs > ((size_t)(end - p) - 4ull * t->nsegs) / MSEG_ENTRY)
       return bad_layout("a tree description out of range");
+    size_t listed = 4ull * t->nsegs + (size_t)MSEG_ENTRY * t->nmsegs;
+    if (rlen > (size_t)(end - p) - listed) return bad_layout("a tree description out of range");
     t->segs = p;
     t->msegs = p + 4ull * t->nsegs;
     int root_in = !t->root;
     for (uint32_t k = 0; k < t->nsegs; k++) root_in |= dec32(p + 4 * k) == t->root / SEG;
     if (!root_in) return bad_layout("a root outside its tree's segments");
-    p += 4 * nlisted;
+    p += listed;
     if (rlen && range_set_decode(&t->rtombs, p, rlen)) return bad_layout("malformed range tombstones");
     p += rlen;
   }
@@ -439,11 +466,55 @@ static int map_finish(par_repl_install *in) {
   return PAR_OK;
 }
 
+static uint32_t mseg_at(const inst_tree *t, uint32_t k) { return dec32(t->msegs + MSEG_ENTRY * k); }
+
 /* Whether tree i lists pseg among its first k medium-log segments. */
 static int listed_before(const inst_tree *t, uint32_t k, uint32_t pseg) {
   for (uint32_t j = 0; j < k; j++)
-    if (dec32(t->msegs + 4 * j) == pseg) return 1;
+    if (mseg_at(t, j) == pseg) return 1;
   return 0;
+}
+
+/* The set of view w's trees whose uid is uid, or NULL. */
+static mseg_set *view_set(const view *w, uint64_t uid) {
+  for (int i = 1; i <= PAR_MAX_LEVELS; i++)
+    for (int j = 0; j < LEVEL_TREES; j++)
+      for (uint32_t k = 0; w->tree[i][j] && k < w->tree[i][j]->nsets; k++)
+        if (w->tree[i][j]->sets[k]->uid == uid) return w->tree[i][j]->sets[k];
+  return NULL;
+}
+
+/* Adds tree i's entry for the primary's medium-log segment (pseg, uid)
+ * (view_mu held). A copy the backup already has is shared, not made again:
+ * another tree's of this layout, or one the backup's levels hold (the
+ * primary's trees pass a flush's set down from merge to merge above the
+ * medium merge level, and a backup copying it with every new tree wrote
+ * it again at each install). */
+static int map_medium(par_repl_install *in, uint32_t i, uint32_t pseg, uint64_t uid) {
+  par_region *r = in->r;
+  seg_map e = {.pseg = pseg, .tree = i, .kind = SEG_MEDIUM, .uid = uid};
+  for (uint32_t k = 0; uid && k < in->nmap; k++) {
+    const seg_map *o = &in->map[k];
+    if (o->kind == SEG_MEDIUM && o->pseg == pseg && o->uid == uid && !o->shared) {
+      e.bseg = o->bseg;
+      e.kept = e.written = e.shared = 1;
+      in->map[in->nmap++] = e;
+      return PAR_OK;
+    }
+  }
+  for (uint32_t k = 0; uid && k < r->nrepl_medium; k++) {
+    const struct repl_medium *h = &r->repl_medium[k];
+    mseg_set *set = h->pseg == pseg && h->puid == uid ? view_set(r->view, h->buid) : NULL;
+    if (set) {
+      assert(set->segs.n == 1 && set->segs.v[0] == h->bseg);
+      mseg_set_ref(set);
+      e.set = set;
+      e.bseg = h->bseg;
+      e.kept = e.written = 1;
+      break;
+    }
+  }
+  return map_add(in, e);
 }
 
 PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len,
@@ -480,15 +551,15 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
     in->outdated = in->covered < catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
     pthread_mutex_unlock(&r->vol->meta_mu);
     if (!rc && !in->outdated) rc = map_large(in);
+    for (uint32_t i = 0; !rc && !in->outdated && i < in->ntrees; i++) {
+      const inst_tree *t = &in->t[i];
+      for (uint32_t k = 0; t->held_at < 0 && k < t->nsegs && !rc; k++)
+        rc = map_add(in, (seg_map){.pseg = dec32(t->segs + 4 * k), .tree = i, .kind = SEG_NODES});
+      for (uint32_t k = 0; t->held_at < 0 && k < t->nmsegs && !rc; k++)
+        if (!listed_before(t, k, mseg_at(t, k))) /* a set a merge's two sources shared */
+          rc = map_medium(in, i, mseg_at(t, k), dec64(t->msegs + MSEG_ENTRY * k + 4));
+    }
     pthread_mutex_unlock(&r->view_mu);
-  }
-  for (uint32_t i = 0; !rc && !in->outdated && i < in->ntrees; i++) {
-    const inst_tree *t = &in->t[i];
-    for (uint32_t k = 0; t->held_at < 0 && k < t->nsegs && !rc; k++)
-      rc = map_add(in, (seg_map){.pseg = dec32(t->segs + 4 * k), .tree = i, .kind = SEG_NODES});
-    for (uint32_t k = 0; t->held_at < 0 && k < t->nmsegs && !rc; k++)
-      if (!listed_before(t, k, dec32(t->msegs + 4 * k))) /* a set a merge's two sources shared */
-        rc = map_add(in, (seg_map){.pseg = dec32(t->msegs + 4 * k), .tree = i, .kind = SEG_MEDIUM});
   }
   if (!rc) rc = map_finish(in);
   if (rc) {
@@ -638,6 +709,7 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
       m->written = 1;
       copied = 1;
       atomic_fetch_add(&in->r->repl_stats.segments, 1);
+      if (m->kind == SEG_MEDIUM) atomic_fetch_add(&in->r->repl_stats.medium_segments, 1);
     }
   }
   if (!rc && !copied) return par_error(PAR_EINVAL, "segment %u is not one the install needs", seg);
@@ -696,6 +768,72 @@ static int edit_install(region_desc *d, void *arg, seg_list *freed) {
   return repl_trim_wal(e->r, d, e->restart, freed, &e->wal_freed);
 }
 
+/* The backup's set for tree i's medium entry e, with a reference for the
+ * tree: the copy's owner entry's set, made at its first use (the set then
+ * owns the segment: kept). */
+static mseg_set *medium_set(par_repl_install *in, seg_map *e) {
+  for (uint32_t k = 0; e->shared && k < in->nmap; k++) {
+    seg_map *o = &in->map[k];
+    if (o->kind == SEG_MEDIUM && o->pseg == e->pseg && o->uid == e->uid && !o->shared) e = o;
+  }
+  assert(!e->shared);
+  if (!e->set) {
+    seg_list l = {0};
+    if (seg_list_push(&l, e->bseg)) return NULL;
+    e->set = mseg_set_create(&in->r->vol->alloc, &l);
+    if (!e->set) {
+      seg_list_free(&l);
+      return NULL;
+    }
+    e->kept = 1;
+  }
+  mseg_set_ref(e->set);
+  return e->set;
+}
+
+/* A new tree of the install's: its description, with the backup's
+ * segments, and a set for each medium-log segment (shared as the map
+ * says). */
+static dtree *install_tree(par_repl_install *in, uint32_t i, int *rc) {
+  const inst_tree *t = &in->t[i];
+  tree_desc d = {.root = 0, .height = t->height, .entries = t->entries, .bytes = t->bytes,
+                 .medium_bytes = t->medium_bytes};
+  mseg_set **sets = t->nmsegs ? calloc(t->nmsegs, sizeof *sets) : NULL;
+  uint32_t nsets = 0;
+  if (t->nmsegs && !sets) *rc = par_error(PAR_ENOMEM, "tree");
+  if (t->root) {
+    const seg_map *rm = map_find(in, (uint32_t)(t->root / SEG), i, 0);
+    d.root = seg_offset(rm->bseg) + t->root % SEG;
+  }
+  for (uint32_t k = 0; k < t->nsegs && !*rc; k++)
+    if (seg_list_push(&d.segs, map_find(in, dec32(t->segs + 4 * k), i, 0)->bseg)) *rc = par_error(PAR_ENOMEM, "tree");
+  for (uint32_t k = 0; k < t->nmsegs && !*rc; k++) {
+    if (listed_before(t, k, mseg_at(t, k))) continue;
+    seg_map *e = map_find(in, mseg_at(t, k), i, 0);
+    if (seg_list_push(&d.msegs, e->bseg) || !(sets[nsets] = medium_set(in, e))) *rc = par_error(PAR_ENOMEM, "tree");
+    else nsets++;
+  }
+  if (!*rc) *rc = range_set_copy(&d.rtombs, &t->rtombs);
+  dtree *dt = *rc ? NULL : dtree_create_shared(&in->r->vol->alloc, &d, sets, nsets);
+  if (!dt) {
+    for (uint32_t k = 0; k < nsets; k++) mseg_set_unref(sets[k]);
+    tree_desc_free(&d);
+    if (!*rc) *rc = par_error(PAR_ENOMEM, "tree");
+  }
+  free(sets);
+  return dt;
+}
+
+/* Drops a view install_view made that did not become the region's: its
+ * new trees are forgotten, not retired (their node segments stay the
+ * install's to free). */
+static void drop_install_view(par_repl_install *in, view *n) {
+  for (uint32_t i = 0; i < in->ntrees; i++)
+    if (in->t[i].held_at < 0 && n->tree[in->t[i].level][in->t[i].slot])
+      dtree_forget(n->tree[in->t[i].level][in->t[i].slot]);
+  view_unref(n);
+}
+
 /* The view the install makes: the layout's trees (held ones kept, copied
  * ones new) and an empty L0 — entries L0 may hold (replayed at an open)
  * are older than the levels' newest and must not shadow them. */
@@ -715,31 +853,13 @@ static view *install_view(par_repl_install *in, int *rc) {
     if (t->held_at >= 0) {
       dt = r->view->tree[t->held_at / LEVEL_TREES][t->held_at % LEVEL_TREES];
       dtree_ref(dt);
-    } else {
-      tree_desc d = {.root = 0, .height = t->height, .entries = t->entries, .bytes = t->bytes,
-                     .medium_bytes = t->medium_bytes};
-      if (t->root) {
-        const seg_map *rm = map_find(in, (uint32_t)(t->root / SEG), i, 0);
-        d.root = seg_offset(rm->bseg) + t->root % SEG;
-      }
-      for (uint32_t k = 0; k < t->nsegs && !*rc; k++)
-        if (seg_list_push(&d.segs, map_find(in, dec32(t->segs + 4 * k), i, 0)->bseg)) *rc = par_error(PAR_ENOMEM, "tree");
-      for (uint32_t k = 0; k < t->nmsegs && !*rc; k++)
-        if (!listed_before(t, k, dec32(t->msegs + 4 * k)) &&
-            seg_list_push(&d.msegs, map_find(in, dec32(t->msegs + 4 * k), i, 0)->bseg))
-          *rc = par_error(PAR_ENOMEM, "tree");
-      if (!*rc) *rc = range_set_copy(&d.rtombs, &t->rtombs);
-      dt = *rc ? NULL : dtree_create(&r->vol->alloc, &d);
-      if (!dt) {
-        tree_desc_free(&d);
-        if (!*rc) *rc = par_error(PAR_ENOMEM, "tree");
-        break;
-      }
+    } else if (!(dt = install_tree(in, i, rc))) {
+      break;
     }
     n->tree[t->level][t->slot] = dt;
   }
   if (*rc) {
-    view_unref(n); /* new trees are not retired: their segments stay the install's to free */
+    drop_install_view(in, n);
     return NULL;
   }
   return n;
@@ -774,6 +894,30 @@ static int mirror_after(par_repl_install *in, uint64_t next_lsn, struct repl_mir
   return PAR_OK;
 }
 
+/* The backup's copies of primary medium-log segments that view n's trees
+ * hold, for the next install to share (view_mu held): this install's and
+ * the region's earlier ones still in n. */
+static int medium_after(par_repl_install *in, const view *n, struct repl_medium **out, uint32_t *nout) {
+  par_region *r = in->r;
+  *nout = 0;
+  *out = malloc(((size_t)in->nmap + r->nrepl_medium + 1) * sizeof **out);
+  if (!*out) return par_error(PAR_ENOMEM, "medium-log copies");
+  for (uint32_t i = 0; i < in->nmap + r->nrepl_medium; i++) {
+    struct repl_medium h;
+    if (i < in->nmap) {
+      const seg_map *m = &in->map[i];
+      if (m->kind != SEG_MEDIUM || m->shared || !m->set || !m->uid) continue;
+      h = (struct repl_medium){m->pseg, m->bseg, m->uid, m->set->uid};
+    } else {
+      h = r->repl_medium[i - in->nmap];
+    }
+    int listed = 0;
+    for (uint32_t k = 0; k < *nout && !listed; k++) listed = (*out)[k].buid == h.buid;
+    if (!listed && view_set(n, h.buid)) (*out)[(*nout)++] = h;
+  }
+  return PAR_OK;
+}
+
 PAR_API int par_repl_install_commit(par_repl_install *in) {
   if (!in) return par_error(PAR_EINVAL, "par_repl_install_commit: NULL argument");
   if (in->committed) return PAR_OK;
@@ -797,6 +941,11 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
                     r->repl_tree_id[at / LEVEL_TREES][at % LEVEL_TREES] != in->t[i].id))
       rc = par_error(PAR_EBUSY, "the levels of region '%s' changed during the install", r->name);
   }
+  /* A copy shared from the backup's levels is still theirs: the catalog
+   * record of an install committed meanwhile may have let it go. */
+  for (uint32_t i = 0; !rc && i < in->nmap; i++)
+    if (in->map[i].kind == SEG_MEDIUM && in->map[i].set && !view_set(r->view, in->map[i].set->uid))
+      rc = par_error(PAR_EBUSY, "the levels of region '%s' changed during the install", r->name);
   /* Levels covering LSNs the log copy never had: the log goes on after
    * them, in a new segment (replay needs LSNs to follow on in a segment).
    * Every applied record is durable (par_repl_apply syncs) and write_mu
@@ -810,9 +959,12 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
   if (!rc) rc = mirror_after(in, next_lsn, &mirror, &list, &nvlog);
   if (!rc && restart) rc = wal_restart(&r->wal);
   view *n = rc ? NULL : install_view(in, &rc);
+  struct repl_medium *medium = NULL;
+  uint32_t nmedium = 0;
+  if (n) rc = medium_after(in, n, &medium, &nmedium);
   install_edit e = {r, n, in->covered, restart, in->next_inc, list, nvlog, {0}, {0}};
-  if (n) rc = region_persist(r, edit_install, &e);
-  if (rc && n) view_unref(n);
+  if (!rc && n) rc = region_persist(r, edit_install, &e);
+  if (rc && n) drop_install_view(in, n);
   if (!rc) {
     if (restart) wal_skip_to(&r->wal, in->covered);
     for (uint32_t i = 0; i < e.wal_freed.n; i++) segalloc_free(&r->vol->alloc, e.wal_freed.v[i]);
@@ -835,6 +987,10 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
     r->repl_mirror = mirror;
     r->nrepl_mirror = nvlog;
     mirror = NULL;
+    free(r->repl_medium);
+    r->repl_medium = medium;
+    r->nrepl_medium = nmedium;
+    medium = NULL;
     uint32_t inc = atomic_load(&r->next_inc);
     while (inc < in->next_inc && !atomic_compare_exchange_weak(&r->next_inc, &inc, in->next_inc)) {
     }
@@ -850,6 +1006,7 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
   pthread_mutex_unlock(&r->view_mu);
   pthread_mutex_unlock(&r->write_mu);
   free(mirror);
+  free(medium);
   free(list);
   seg_list_free(&e.wal_freed);
   seg_list_free(&e.vlog_freed);
@@ -861,6 +1018,10 @@ PAR_API void par_repl_install_close(par_repl_install *in) {
   if (!in->committed)
     for (uint32_t i = 0; i < in->nmap; i++)
       if (!in->map[i].kept) segalloc_free(&in->r->vol->alloc, in->map[i].bseg);
+  /* The install's reference to each medium set it took or made: a set made
+   * for a copy the install did not commit frees it now. */
+  for (uint32_t i = 0; i < in->nmap; i++)
+    if (in->map[i].kind == SEG_MEDIUM && in->map[i].set && !in->map[i].shared) mseg_set_unref(in->map[i].set);
   for (uint32_t i = 0; i < in->ntrees; i++) range_set_free(&in->t[i].rtombs);
   free(in->map);
   free(in->needed);

@@ -219,6 +219,12 @@ class ReplicationTest {
       // head again, 2 MiB, at every install: over 2 MiB an install more.
       assertTrue(mirror > 0 && mirror <= large + installs * (1L << 20),
           "mirror " + mirror + " B for a large log of " + large + " B, " + installs + " installs");
+      // A medium-log segment is copied once while the backup's levels point into it, not again with
+      // every new tree the primary's merges pass it on to.
+      long medium = Replication.stats(s).mediumSegments();
+      long mediumWritten = p.stats().placement().mediumLogBytesWritten() / Replication.SEGMENT_SIZE;
+      assertTrue(medium <= mediumWritten,
+          medium + " medium-log segments copied, " + mediumWritten + " written by the primary");
       Replication.setRole(s, Role.PRIMARY);
       assertSame(model, scan(s));
       s.compact();

@@ -146,8 +146,11 @@ class ReplicationBench {
           System.out.printf("           by thread (us/write): %s%n", cpuByJob(threadsBefore.get(i), threadsAfter, u[0] - b[0], n));
           if (role.equals("backup")) {
             Frame f = c.callServer(ids.get(i), Frame.request(Frame.Type.STATS, "r0", 0, 0, null, null), 3000);
-            long mirror = ByteBuffer.wrap(f.a()).getLong(9 * 8); // Replication.Stats#mirrorBytes
-            System.out.printf("           of which the large-log mirror: %.1f B/write%n", (double) mirror / n);
+            ByteBuffer stats = ByteBuffer.wrap(f.a());
+            long mirror = stats.getLong(9 * 8); // Replication.Stats#mirrorBytes
+            long medium = stats.getLong(10 * 8); // Replication.Stats#mediumSegments
+            System.out.printf("           of which the large-log mirror: %.1f B/write; medium-log segments copied: %d%n",
+                (double) mirror / n, medium);
           }
         }
       }
