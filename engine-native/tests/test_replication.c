@@ -16,11 +16,11 @@
  *  - send index with range deletes: range tombstones travel with their
  *    trees (one of range tombstones alone included), promotion after range
  *    deletes in the levels and in the log only;
- *  - shipping interleavings: log chunks and installs (begin, segments,
- *    commit) mixed at random as the replication module's two threads per
- *    backup produce them, a promotion mid-stream, the new primary shipping
- *    to the other backup and to a new one; every promoted copy holds
- *    exactly the writes up to its log's end;
+ *  - shipping interleavings, in place and hybrid: log chunks and installs
+ *    (begin, segments, commit) mixed at random as the replication module's
+ *    two threads per backup produce them, a promotion mid-stream, the new
+ *    primary shipping to the other backup and to a new one; every promoted
+ *    copy holds exactly the writes up to its log's end;
  *  - a promotion whose log copy is damaged fails and leaves a send-index
  *    backup (a retry fails again rather than serving without the log);
  *  - a medium-log segment is copied once while the backup's levels point
@@ -44,11 +44,12 @@ typedef struct node {
   par_region *reg;
   int gc_off; /* opened with the large-log GC held off */
   int no_sorted_runs; /* merges leave large values where they are */
+  uint64_t l0_size;   /* 0: 1 MiB */
 } node;
 
 static void node_open(node *n, const char *name, uint32_t placement) {
   if (!n->dir) n->dir = tu_make_dir(name);
-  n->opts = tu_options(1u << 20, 4);
+  n->opts = tu_options(n->l0_size ? n->l0_size : 1u << 20, 4);
   n->opts.placement = placement;
   if (n->gc_off) n->opts.gc_threshold_pct = 100; /* only segments wholly garbage: no relocation */
   if (n->no_sorted_runs) n->opts.sort_large_values = 0;
@@ -728,10 +729,14 @@ static void test_shipping_interleavings(void **state) {
   wrec *w = calloc(3 * WRITES, sizeof *w);
   uint64_t rng = tu_seed("repl_mix");
   for (int round = 0; round < 4; round++) {
-    node p = {0}, b[2] = {{0}};
-    node_open(&p, "repl_mix_p", PAR_PLACEMENT_IN_PLACE);
-    node_open(&b[0], "repl_mix_b0", PAR_PLACEMENT_IN_PLACE);
-    node_open(&b[1], "repl_mix_b1", PAR_PLACEMENT_IN_PLACE);
+    /* Every other round hybrid, with an L0 small enough for a level below
+     * L1: flushes into L1 write medium values into sets of the transient
+     * log that later trees carry on, which the backups copy and share. */
+    uint32_t placement = round % 2 ? PAR_PLACEMENT_HYBRID : PAR_PLACEMENT_IN_PLACE;
+    node p = {.l0_size = placement == PAR_PLACEMENT_HYBRID ? 64u << 10 : 0}, b[2] = {{0}};
+    node_open(&p, "repl_mix_p", placement);
+    node_open(&b[0], "repl_mix_b0", placement);
+    node_open(&b[1], "repl_mix_b1", placement);
     shipping s[2] = {{0}};
     for (int i = 0; i < 2; i++) {
       assert_ok(par_repl_set_role(b[i].reg, PAR_REPL_BACKUP_SEND_INDEX));
@@ -742,6 +747,8 @@ static void test_shipping_interleavings(void **state) {
     uint64_t lsn = 0;
     mix(s, 2, w, &lsn, WRITES, &rng);
     assert_true(stat_of(p.reg, PAR_REPL_STAT_COMPACTIONS) > 3);
+    if (placement == PAR_PLACEMENT_HYBRID)
+      assert_true(stat_of(b[0].reg, PAR_REPL_STAT_MEDIUM_SEGMENTS) + stat_of(b[1].reg, PAR_REPL_STAT_MEDIUM_SEGMENTS) > 0);
     /* The primary dies: what it shipped is all there is. The backup with
      * the longest log becomes primary; the other follows it. */
     uint64_t l0 = stat_of(b[0].reg, PAR_REPL_STAT_LOG_LSN), l1 = stat_of(b[1].reg, PAR_REPL_STAT_LOG_LSN);
@@ -756,7 +763,7 @@ static void test_shipping_interleavings(void **state) {
      * its next LSN follows the log it holds. */
     lsn = held;
     node fresh = {0};
-    node_open(&fresh, "repl_mix_f", PAR_PLACEMENT_IN_PLACE);
+    node_open(&fresh, "repl_mix_f", placement);
     assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
     shipping t[2] = {{.from = nprim->reg, .to = nback->reg}, {.from = nprim->reg, .to = fresh.reg}};
     assert_ok(par_repl_cursor_open(nprim->reg, stat_of(nback->reg, PAR_REPL_STAT_LOG_LSN) + 1, &t[0].cur));
