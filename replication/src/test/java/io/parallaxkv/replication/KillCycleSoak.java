@@ -21,8 +21,10 @@ import org.junit.jupiter.api.io.TempDir;
  * may have compacted. {@code -Drepl.soak.mode=build-index} runs build-index mode (replacements
  * loaded from snapshots) instead of send-index; {@code -Drepl.soak.value=BYTES} sets the
  * writers' value size (1000 by default, a medium pair; 2000 puts every value in the large log,
- * which send-index backups mirror). Prints the cycles completed and the failover times; results
- * in docs/replication.md.
+ * which send-index backups mirror); {@code -Drepl.soak.keys=N} the keys each writer cycles
+ * through (150 by default: a tree of one level; thousands make deeper trees, whose flushes into
+ * L1 write medium-log sets that the backups' installed trees share). Prints the cycles completed
+ * and the failover times; results in docs/replication.md.
  */
 class KillCycleSoak {
   @TempDir Path dir;
@@ -39,7 +41,8 @@ class KillCycleSoak {
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
         FailoverTest.waitFor(c, "r0", 30000, r -> true);
         FailoverTest.waitFor(c, "r1", 30000, r -> true);
-        Writers w = new Writers(c, 3, Integer.getInteger("repl.soak.value", 1000));
+        Writers w = new Writers(c, 3, Integer.getInteger("repl.soak.value", 1000),
+            Integer.getInteger("repl.soak.keys", Writers.KEYS));
         List<Long> failoverMs = new ArrayList<>();
         int done = 0, exitedOnTheirOwn = 0;
         while (done < cycles && System.currentTimeMillis() < deadline) {

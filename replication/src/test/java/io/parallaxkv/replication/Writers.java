@@ -26,6 +26,11 @@ final class Writers {
   private final AtomicInteger busy = new AtomicInteger();
 
   Writers(ReplicatedClient client, int n, int valueBytes) {
+    this(client, n, valueBytes, KEYS);
+  }
+
+  /** n writers, each over {@code keys} keys of its own. */
+  Writers(ReplicatedClient client, int n, int valueBytes, int keys) {
     for (int t = 0; t < n; t++) {
       int id = t;
       Thread th = new Thread(() -> {
@@ -36,7 +41,7 @@ final class Writers {
             if (!paused) {
               version++;
               // keys spread over both regions (the first byte picks the region)
-              String key = (char) ('A' + (version % 2) * 64) + "-w" + id + "-" + (version % KEYS);
+              String key = (char) ('A' + (version % 2) * 64) + "-w" + id + "-" + (version % keys);
               attempted.put(key, version);
               try {
                 client.put(key.getBytes(StandardCharsets.UTF_8), value(version, valueBytes));
