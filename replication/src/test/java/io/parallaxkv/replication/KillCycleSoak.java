@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.fail;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -76,6 +77,14 @@ class KillCycleSoak {
         FailoverTest.waitReplicated(c, 120000);
         FailoverTest.verify(c, w);
         if (mode.equals("send-index")) FailoverTest.assertBackupsNeverCompacted(c);
+        for (var v : c.regions().values()) {
+          for (RegionInfo.Member m : v.info().backups()) {
+            Frame f = c.callServer(m.server(), Frame.request(Frame.Type.STATS, v.info().name(), 0, 0, null, null), 3000);
+            ByteBuffer b = ByteBuffer.wrap(f.a()); // Replication.Stats, in order
+            System.out.printf("%s's backup %s: %d trees, %d segments installed, %d of them medium-log ones%n",
+                v.info().name(), m.server(), b.getLong(6 * 8), b.getLong(7 * 8), b.getLong(10 * 8));
+          }
+        }
         List<Long> sorted = new ArrayList<>(failoverMs);
         sorted.sort(null);
         System.out.printf("kill cycles (%s): %d of %d done, %d acknowledged writes, none lost; failover median %d ms, "
