@@ -127,6 +127,13 @@ static void skip_test(const char *fmt, ...) {
   exit(SKIP_STATUS);
 }
 
+/* Bytes this process (all threads) has caused to be read from a device. */
+static uint64_t device_read_bytes(void) {
+  uint64_t v = tu_device_read_bytes();
+  if (v == UINT64_MAX) skip_test("no read_bytes in /proc/self/io (kernel without task I/O accounting)");
+  return v;
+}
+
 /* ---- the memory cgroup ------------------------------------------------- */
 
 /* This process's group in the hierarchy named by the line of /proc/self/cgroup
@@ -190,21 +197,6 @@ static void cgroup_join(void) {
   cg_joined = 1;
   fprintf(stderr, "test_readpath: in memory cgroup %s, limit %llu MiB\n", cg_group,
           (unsigned long long)(limit_bytes >> 20));
-}
-
-/* ---- device reads --------------------------------------------------------- */
-
-/* Bytes this process (all threads) has caused to be read from a device. */
-static uint64_t device_read_bytes(void) {
-  FILE *fp = fopen("/proc/self/io", "r");
-  if (!fp) skip_test("no /proc/self/io (kernel without task I/O accounting)");
-  char line[128];
-  unsigned long long v = 0;
-  int found = 0;
-  while (!found && fgets(line, sizeof line, fp)) found = sscanf(line, "read_bytes: %llu", &v) == 1;
-  fclose(fp);
-  if (!found) skip_test("no read_bytes in /proc/self/io");
-  return v;
 }
 
 /* ---- the test ------------------------------------------------------------- */

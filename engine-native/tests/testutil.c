@@ -452,6 +452,17 @@ par_options tu_options(uint64_t l0_size, uint32_t growth_factor) {
   return o;
 }
 
+uint64_t tu_device_read_bytes(void) {
+  FILE *fp = fopen("/proc/self/io", "r");
+  if (!fp) return UINT64_MAX;
+  char line[128];
+  unsigned long long v = 0;
+  int found = 0;
+  while (!found && fgets(line, sizeof line, fp)) found = sscanf(line, "read_bytes: %llu", &v) == 1;
+  fclose(fp);
+  return found ? v : UINT64_MAX;
+}
+
 void tu_sleep_ms(uint64_t ms) {
   struct timespec ts = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000L};
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {

@@ -169,4 +169,9 @@ const char *tu_key_str(const void *k, size_t klen);
 /* par_options with the defaults, then l0_size/growth_factor overridden. */
 par_options tu_options(uint64_t l0_size, uint32_t growth_factor);
 
+/* Bytes this process (all threads) has caused to be read from a device
+ * (read_bytes of /proc/self/io); UINT64_MAX where the kernel does not
+ * account them. */
+uint64_t tu_device_read_bytes(void);
+
 #endif

@@ -162,6 +162,9 @@ struct par_region {
    * compacts; its levels are installed from the primary, and repl_tree_id
    * names the primary's tree each of them copies (0: none). */
   int repl_role;
+  /* Replication exported the region's levels: its merges write their trees
+   * through the page cache, where the next export reads them back. */
+  atomic_int repl_exported;
   uint32_t repl_tree_id[PAR_MAX_LEVELS + 1][LEVEL_TREES];
   /* A send-index backup's large log mirrors the primary's (src/repl/index.c):
    * each primary segment (pseg, inc) copied into bseg, which keeps the

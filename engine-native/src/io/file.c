@@ -173,8 +173,7 @@ int file_read_cached(const par_file *f, void *buf, size_t len, uint64_t off) {
   return read_fd(f->fd, buf, len, off);
 }
 
-int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {
-  int fd = (f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd;
+static int write_fd(int fd, const void *buf, size_t len, uint64_t off) {
   const uint8_t *p = buf;
   while (len > 0) {
     ssize_t n = do_pwrite(fd, p, len, off);
@@ -187,6 +186,12 @@ int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {
   }
   return PAR_OK;
 }
+
+int file_write(par_file *f, const void *buf, size_t len, uint64_t off) {
+  return write_fd((f->dfd != f->fd && aligned(buf, len, off)) ? f->dfd : f->fd, buf, len, off);
+}
+
+int file_write_cached(par_file *f, const void *buf, size_t len, uint64_t off) { return write_fd(f->fd, buf, len, off); }
 
 static _Thread_local uint64_t syncs_on_this_thread;
 

@@ -53,6 +53,9 @@ int file_read(par_file *f, void *buf, size_t len, uint64_t off);
 int file_read_cached(const par_file *f, void *buf, size_t len, uint64_t off);
 /* Uses the direct descriptor when buf, len and off are block aligned. */
 int file_write(par_file *f, const void *buf, size_t len, uint64_t off);
+/* A write through the page cache (never direct I/O): for bytes about to be
+ * read back, which then come from memory. */
+int file_write_cached(par_file *f, const void *buf, size_t len, uint64_t off);
 int file_sync(par_file *f);
 /* The file_sync calls made on the calling thread so far: tests check with
  * it that a path never waits on an fdatasync itself. */

@@ -125,6 +125,7 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   par_repl_export *x = calloc(1, sizeof *x);
   if (!x) return par_error(PAR_ENOMEM, "export");
   x->r = r;
+  atomic_store(&r->repl_exported, 1);
   int rc = PAR_OK;
   /* The catalog's covered LSN changes with the view under commit_mu (a
    * merge commit records the layout before it publishes the view). GC
@@ -237,10 +238,12 @@ PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf)
   for (uint32_t i = 0; i < x->nvlog && !found; i++) found = x->vlog[i].seg == seg;
   if (!found) return par_error(PAR_EINVAL, "segment %u is not in the exported levels or logs", seg);
   /* One read of the whole segment through the page cache, not a copy from
-   * the map: trees are written with direct I/O, so their pages are not
-   * cached, and the map is MADV_RANDOM, so a copy faulted them in a page
-   * (one device read) at a time. The read also leaves the segment cached
-   * for the next backup's export. A head of the large log may be appended
+   * the map: the map is MADV_RANDOM, so a copy faulted an uncached segment
+   * in a page (one device read) at a time. Merges write their trees through
+   * the page cache once the region's levels were exported (repl_exported),
+   * so this reads them from memory; the trees it built before, and
+   * large-log segments, written with direct I/O, are read from the device
+   * once and then cached for the next backup's export. A head of the large log may be appended
    * meanwhile: the records the levels point at were durable before the
    * levels were, so they are in what this reads. */
   return file_read_cached(&x->r->vol->file, buf, SEG, seg_offset(seg));
