@@ -73,7 +73,7 @@ DECL(jint, replCursorOpen, jlong region, jlong fromLsn, jlong out)
 DECL(jint, replCursorRead, jlong cursor, jlong buf, jlong cap, jlong lenOut, jlong lastOut)
 DECL(void, replCursorClose, jlong cursor)
 DECL(jint, replCursorSetLimit, jlong cursor, jint segments)
-DECL(jint, replApply, jlong region, jlong records, jlong len, jlong appliedOut)
+DECL(jint, replApply, jlong region, jlong records, jlong len, jint flags, jlong appliedOut)
 DECL(jint, replExportOpen, jlong region, jlong out)
 DECL(jint, replExportLayout, jlong export, jlong buf, jlong cap, jlong lenOut)
 DECL(jlong, replExportCovered, jlong export)
@@ -325,8 +325,9 @@ JNI_FN(jint, replCursorSetLimit)(JNIEnv *env, jclass cls, jlong cursor, jint seg
 JNI_FN(void, replCursorClose)(JNIEnv *env, jclass cls, jlong cursor) {
   par_repl_cursor_close(P(cursor));
 }
-JNI_FN(jint, replApply)(JNIEnv *env, jclass cls, jlong region, jlong records, jlong len, jlong appliedOut) {
-  return (jint)par_repl_apply(P(region), P(records), (size_t)len, P(appliedOut));
+JNI_FN(jint, replApply)(JNIEnv *env, jclass cls, jlong region, jlong records, jlong len, jint flags,
+                        jlong appliedOut) {
+  return (jint)par_repl_apply(P(region), P(records), (size_t)len, (uint32_t)flags, P(appliedOut));
 }
 JNI_FN(jint, replExportOpen)(JNIEnv *env, jclass cls, jlong region, jlong out) {
   return (jint)par_repl_export_open(P(region), P(out));

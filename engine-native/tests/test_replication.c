@@ -3,6 +3,8 @@
  * volumes in one process (a primary's and a backup's):
  *  - the log stream read from LSN 1 and from the middle, large values read
  *    back, re-delivery skipped, gaps and malformed bytes refused;
+ *  - applies without PAR_SYNC sync nothing, one with it and a promotion
+ *    make the log copy durable;
  *  - a build-index and a send-index backup applying it keep the primary's
  *    LSNs, survive a close (crash-like: no promotion) and, promoted, hold
  *    exactly the primary's state;
@@ -45,6 +47,7 @@ typedef struct node {
   int gc_off; /* opened with the large-log GC held off */
   int no_sorted_runs; /* merges leave large values where they are */
   uint64_t l0_size;   /* 0: 1 MiB */
+  uint32_t durability_ms; /* 0: the default */
 } node;
 
 static void node_open(node *n, const char *name, uint32_t placement) {
@@ -53,6 +56,7 @@ static void node_open(node *n, const char *name, uint32_t placement) {
   n->opts.placement = placement;
   if (n->gc_off) n->opts.gc_threshold_pct = 100; /* only segments wholly garbage: no relocation */
   if (n->no_sorted_runs) n->opts.sort_large_values = 0;
+  if (n->durability_ms) n->opts.durability_interval_ms = n->durability_ms;
   char *path = tu_path(n->dir, "volume.px");
   assert_ok(par_open(path, &n->opts, &n->vol));
   free(path);
@@ -104,7 +108,7 @@ static size_t ship_log(par_region *p, par_repl_cursor **c, par_region *b) {
     }
     assert_ok(rc);
     if (!len) break;
-    assert_ok(par_repl_apply(b, buf, len, &applied));
+    assert_ok(par_repl_apply(b, buf, len, 0, &applied));
     assert_true(applied >= last);
     total += len;
   }
@@ -222,13 +226,14 @@ static void test_log_stream(void **state) {
   uint64_t applied;
   /* lsn 5000, 1 op: put "k" = "" */
   q[0] = 0x88, q[1] = 0x13, q[8] = 1, q[12] = 4, q[16] = 1, q[17] = 1, q[18] = 0, q[19] = 'k';
-  assert_par(par_repl_apply(si.reg, rec, 20, &applied), PAR_EINVAL);
-  assert_par(par_repl_apply(p.reg, rec, 20, &applied), PAR_EINVAL);
+  assert_par(par_repl_apply(si.reg, rec, 20, 0, &applied), PAR_EINVAL);
+  assert_par(par_repl_apply(p.reg, rec, 20, 0, &applied), PAR_EINVAL);
   q[16] = 9; /* no such op */
-  assert_par(par_repl_apply(si.reg, rec, 20, &applied), PAR_ECORRUPT);
+  assert_par(par_repl_apply(si.reg, rec, 20, 0, &applied), PAR_ECORRUPT);
   q[16] = 1, q[12] = 200; /* longer than the bytes */
-  assert_par(par_repl_apply(si.reg, rec, 20, &applied), PAR_ECORRUPT);
-  assert_par(par_repl_apply(si.reg, rec, 7, &applied), PAR_ECORRUPT);
+  assert_par(par_repl_apply(si.reg, rec, 20, 0, &applied), PAR_ECORRUPT);
+  assert_par(par_repl_apply(si.reg, rec, 7, 0, &applied), PAR_ECORRUPT);
+  assert_par(par_repl_apply(si.reg, rec, 0, PAR_NO_WAL, &applied), PAR_EINVAL); /* PAR_SYNC only */
   assert_int_equal(applied, last);
 
   /* A send-index backup turned build-index (a state transfer's end): its log copy goes into
@@ -280,10 +285,64 @@ static void test_log_stream(void **state) {
   node_free(&si);
 }
 
-static uint64_t wal_segments(par_region *r) {
+static par_stats region_stats(par_region *r) {
   par_stats st;
   assert_ok(par_region_stats(r, &st));
-  return st.wal_segments;
+  return st;
+}
+
+/* A backup holds what it applies without PAR_SYNC as a write without it is
+ * held (Talos's backups hold the log in memory and persist it when a
+ * segment fills): such applies sync nothing, one with PAR_SYNC makes
+ * every record up to it durable, and a promotion syncs the log copy before
+ * it replays it. The backup's durability interval is a minute, so nothing
+ * else syncs its WAL here. */
+static void test_apply_without_sync(void **state) {
+  (void)state;
+  node p = {0}, s = {.durability_ms = 60000};
+  node_open(&p, "repl_hold_p", PAR_PLACEMENT_IN_PLACE);
+  node_open(&s, "repl_hold_s", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_hold");
+  for (int i = 0; i < 300; i++) put_model(p.reg, &m, &rng, i, 100);
+  assert_ok(par_sync(p.reg));
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  uint64_t before = region_stats(s.reg).wal_syncs, applied = 0, last;
+  uint8_t buf[256];
+  size_t len;
+  int applies = 0;
+  while (par_repl_cursor_read(c, buf, sizeof buf, &len, &last) == PAR_OK && len) {
+    assert_ok(par_repl_apply(s.reg, buf, len, 0, &applied));
+    assert_int_equal(applied, last);
+    applies++;
+  }
+  assert_true(applies >= 60); /* chunks of 1-3 records: 9-byte keys, values up to 100 bytes */
+  assert_int_equal(applied, 300);
+  assert_int_equal(region_stats(s.reg).wal_syncs, before);
+  /* One apply with PAR_SYNC: everything up to it is durable. */
+  put_model(p.reg, &m, &rng, 300, 100);
+  assert_ok(par_sync(p.reg));
+  assert_ok(par_repl_cursor_read(c, buf, sizeof buf, &len, &last));
+  assert_ok(par_repl_apply(s.reg, buf, len, PAR_SYNC, &applied));
+  assert_int_equal(applied, 301);
+  assert_true(region_stats(s.reg).wal_syncs > before);
+  /* More without it, then the promotion: it holds them all. */
+  for (int i = 301; i < 400; i++) put_model(p.reg, &m, &rng, i, 100);
+  assert_ok(par_sync(p.reg));
+  before = region_stats(s.reg).wal_syncs;
+  ship_log(NULL, &c, s.reg);
+  par_repl_cursor_close(c);
+  assert_int_equal(region_stats(s.reg).wal_syncs, before);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  assert_true(region_stats(s.reg).wal_syncs > before);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_LOG_LSN), 400);
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
 }
 
 /* Writes n records of about 1 KiB (about n / 2000 WAL segments), synced. */
@@ -316,13 +375,13 @@ static void test_cursor_pins_the_log(void **state) {
   uint64_t last, applied;
   assert_ok(par_repl_cursor_read(c, buf, sizeof buf, &len, &last));
   assert_true(len > 0);
-  assert_ok(par_repl_apply(s.reg, buf, len, &applied));
+  assert_ok(par_repl_apply(s.reg, buf, len, PAR_SYNC, &applied));
   /* Flushes cover everything, twice (the second reuses freed segments). */
   load(p.reg, &m, &rng, 2000, 6000);
   assert_ok(par_flush(p.reg));
   load(p.reg, &m, &rng, 8000, 4000);
   assert_ok(par_flush(p.reg));
-  uint64_t kept = wal_segments(p.reg);
+  uint64_t kept = region_stats(p.reg).wal_segments;
   ship_log(NULL, &c, s.reg); /* no PAR_ENOENT: p is not given */
   assert_true(kept >= 5);
   assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_LOG_LSN), stat_of(p.reg, PAR_REPL_STAT_LOG_LSN));
@@ -330,7 +389,7 @@ static void test_cursor_pins_the_log(void **state) {
    * commits nothing) frees what the pin kept. */
   load(p.reg, &m, &rng, 20000, 1);
   assert_ok(par_flush(p.reg));
-  assert_true(wal_segments(p.reg) <= 2);
+  assert_true(region_stats(p.reg).wal_segments <= 2);
   par_repl_cursor_close(c);
 
   /* A stalled cursor with a limit of 1 segment is released; one within its
@@ -351,7 +410,7 @@ static void test_cursor_pins_the_log(void **state) {
   par_repl_cursor_close(follower);
   assert_ok(par_put(p.reg, "unshipped", 9, "x", 1, PAR_SYNC)); /* not the backup's */
   assert_ok(par_flush(p.reg));
-  assert_true(wal_segments(p.reg) <= 2);
+  assert_true(region_stats(p.reg).wal_segments <= 2);
 
   /* The backup's log copy holds every write: promoted, it equals the model. */
   assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
@@ -671,10 +730,10 @@ static void ship_segments(shipping *s, size_t n) {
   s->segs = NULL;
 }
 
-/* One chunk of at most cap bytes of the log, or, behind the levels, the
+/* One chunk of at most cap bytes of the log, applied with flags, or, behind the levels, the
  * levels first (the one in progress, else new ones) and the log from the
  * backup's end, through a cursor opened before the old one closes. */
-static void ship_chunk(shipping *s, size_t cap) {
+static void ship_chunk(shipping *s, size_t cap, uint32_t flags) {
   uint8_t *buf = malloc(cap);
   size_t len;
   uint64_t last, applied;
@@ -688,7 +747,7 @@ static void ship_chunk(shipping *s, size_t cap) {
   } else if (rc != PAR_ETOOBIG) {
     assert_ok(rc);
     if (len) {
-      assert_ok(par_repl_apply(s->to, buf, len, &applied));
+      assert_ok(par_repl_apply(s->to, buf, len, flags, &applied));
       assert_true(applied >= last);
     }
   }
@@ -714,7 +773,7 @@ static void mix(shipping *s, int ns, wrec *w, uint64_t *lsn, int n, uint64_t *rn
     switch (tu_rand_range(rng, 6)) {
     case 0:
     case 1:
-    case 2: ship_chunk(t, 1024 + tu_rand_range(rng, 64 << 10)); break;
+    case 2: ship_chunk(t, 1024 + tu_rand_range(rng, 64 << 10), tu_rand_range(rng, 4) ? 0 : PAR_SYNC); break;
     case 3: if (!t->in) ship_begin(t); break;
     case 4: if (t->in) ship_segments(t, 1 + tu_rand_range(rng, 3)); break;
     case 5: if (t->in) ship_segments(t, SIZE_MAX); break;
@@ -837,13 +896,13 @@ static void damage_volume(const char *path, const char *mark) {
   off_t at = 0;
   for (;;) {
     ssize_t n = pread(fd, buf, chunk, at);
-    assert_true(n > 0); /* the mark is there */
-    uint8_t *hit = memmem(buf, (size_t)n, mark, ml);
+    uint8_t *hit = n > 0 ? memmem(buf, (size_t)n, mark, ml) : NULL;
     if (hit) {
       uint8_t b = (uint8_t)(hit[ml - 1] ^ 0x20);
       assert_int_equal(pwrite(fd, &b, 1, at + (hit - buf) + (off_t)ml - 1), 1);
       break;
     }
+    if ((size_t)n < chunk) fail_msg("'%s' is not in %s", mark, path);
     at += n - (ssize_t)ml;
   }
   assert_int_equal(fsync(fd), 0);
@@ -871,7 +930,9 @@ static void test_failed_promotion_stays_backup(void **state) {
   assert_ok(par_repl_cursor_open(p.reg, 1, &c));
   ship_log(NULL, &c, b.reg);
   par_repl_cursor_close(c);
-  assert_int_equal(stat_of(b.reg, PAR_REPL_STAT_LOG_LSN), 1000);
+  uint64_t applied;
+  assert_ok(par_repl_apply(b.reg, NULL, 0, PAR_SYNC, &applied)); /* the log copy in the file */
+  assert_int_equal(applied, 1000);
   char *path = tu_path(b.dir, "volume.px");
   damage_volume(path, "walmark00500");
   free(path);
@@ -1412,6 +1473,7 @@ static void test_snapshot_transfer(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_log_stream),
+      cmocka_unit_test(test_apply_without_sync),
       cmocka_unit_test(test_cursor_pins_the_log),
       cmocka_unit_test(test_send_index),
       cmocka_unit_test(test_send_index_range_deletes),

@@ -110,14 +110,23 @@ PAR_API void par_repl_cursor_close(par_repl_cursor *c);
 
 /* ---- applying the stream (backup) -------------------------------------- */
 
-/* Applies shipped records in order, each with its own LSN, and returns once
- * they are durable in the backup's WAL; *applied_lsn is then the newest LSN
- * of the region's log. A record the region already holds (LSNs up to its
- * newest) is skipped, so re-delivery is harmless. PAR_EINVAL for a gap (a
- * record that does not start at the next LSN) or a region that is not a
- * backup; PAR_ECORRUPT for malformed bytes. Records before the bad one stay
+/* Applies shipped records in order, each with its own LSN, into the
+ * backup's log copy; *applied_lsn is then the newest LSN of the region's
+ * log. flags: 0 or PAR_SYNC. Without PAR_SYNC the records are held as a
+ * write without PAR_SYNC is (in the WAL's tail, written with its next 256
+ * KiB buffer or within durability_interval_ms): Talos's backups hold the
+ * log in memory and persist it when a segment fills. They become durable
+ * at the next apply with PAR_SYNC, at a promotion (par_repl_set_role syncs
+ * the log copy before it replays it), or when the region closes. With
+ * PAR_SYNC this returns once every record up to *applied_lsn is durable
+ * (with no records: the log copy is made durable).
+ * A record the region already holds (LSNs up to its newest) is skipped, so
+ * re-delivery is harmless. PAR_EINVAL for a gap (a record that does not
+ * start at the next LSN), a region that is not a backup, or another flag;
+ * PAR_ECORRUPT for malformed bytes. Records before the bad one stay
  * applied. */
-PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint64_t *applied_lsn);
+PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint32_t flags,
+                           uint64_t *applied_lsn);
 
 /* ---- send index -------------------------------------------------------- */
 

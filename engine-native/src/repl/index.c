@@ -933,8 +933,13 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
   }
   int rc = in->nneeded ? file_sync(&r->vol->file) : PAR_OK;
   if (rc) return rc;
-  /* write_mu: no shipped record is applied while the log may restart. */
+  /* write_mu: no shipped record is applied while the log may restart. The
+   * commit frees the WAL segments the levels cover: the records applied
+   * without PAR_SYNC are written first (the WAL thread takes no write_mu, as
+   * in a checkpoint's cut), so that no late write of it lands in a segment
+   * given to something else. */
   pthread_mutex_lock(&r->write_mu);
+  rc = wal_sync(&r->wal, r->next_lsn - 1);
   pthread_mutex_lock(&r->view_mu);
   if (r->repl_role != PAR_REPL_BACKUP_SEND_INDEX)
     rc = par_error(PAR_EINVAL, "region '%s' is not a send-index backup", r->name);
@@ -951,7 +956,7 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
       rc = par_error(PAR_EBUSY, "the levels of region '%s' changed during the install", r->name);
   /* Levels covering LSNs the log copy never had: the log goes on after
    * them, in a new segment (replay needs LSNs to follow on in a segment).
-   * Every applied record is durable (par_repl_apply syncs) and write_mu
+   * The records applied up to the sync above are durable, and write_mu
    * keeps new ones out, so the WAL has nothing unwritten for the segments
    * the commit frees. */
   int restart = in->covered >= r->next_lsn;

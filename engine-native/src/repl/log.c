@@ -359,8 +359,10 @@ static int apply_record(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t
   return rc;
 }
 
-PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint64_t *applied_lsn) {
+PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint32_t flags,
+                           uint64_t *applied_lsn) {
   if (!r || (!records && len) || !applied_lsn) return par_error(PAR_EINVAL, "par_repl_apply: NULL argument");
+  if (flags & ~PAR_SYNC) return par_error(PAR_EINVAL, "par_repl_apply takes PAR_SYNC only, not flags %#x", flags);
   const uint8_t *p = records, *end = p + len;
   int rc = PAR_OK;
   while (!rc && p < end) {
@@ -383,8 +385,7 @@ PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint6
   pthread_mutex_lock(&r->write_mu);
   uint64_t last = r->next_lsn - 1;
   pthread_mutex_unlock(&r->write_mu);
-  /* Acknowledged only once durable: the backup's crash keeps what it acked. */
-  int src = wal_sync(&r->wal, last);
+  int src = (flags & PAR_SYNC) ? wal_sync(&r->wal, last) : PAR_OK;
   *applied_lsn = last;
   return rc ? rc : src;
 }

@@ -76,19 +76,25 @@ public final class Replication {
 
   /**
    * Applies shipped records (bytes {@code [off, off + len)} of {@code records}, as a
-   * {@link LogCursor} returned them) and returns, once they are durable, the newest LSN of the
-   * region's log. Throws {@link InvalidArgumentException} for a gap or a region that is not a
-   * backup, {@link CorruptionException} for malformed bytes.
+   * {@link LogCursor} returned them) to the region's log copy and returns the newest LSN of the
+   * region's log. With {@link WriteOptions#DEFAULT} the records are held as a write without sync
+   * is (written within the durability interval; Talos's backups hold the log in memory until a
+   * segment fills), and become durable at the next apply with {@link WriteOptions#SYNC}, at a
+   * promotion ({@link #setRole} syncs the log copy first) or when the region closes; with {@link
+   * WriteOptions#SYNC} this returns once they are durable. Throws {@link
+   * InvalidArgumentException} for a gap, a region that is not a backup or {@link
+   * WriteOptions#NO_WAL}, {@link CorruptionException} for malformed bytes.
    */
-  public static long apply(Region region, byte[] records, int off, int len) {
+  public static long apply(Region region, byte[] records, int off, int len, WriteOptions options) {
     java.util.Objects.checkFromIndexSize(off, len, records.length);
+    java.util.Objects.requireNonNull(options, "options");
     NativeApi api = region.api;
     long r = region.state.acquire();
     try {
       Scratch s = Scratch.get(len);
       try {
         s.buffer().put(Scratch.DATA, records, off, len);
-        Native.check(api, api.replApply(r, s.address() + Scratch.DATA, len, s.address()));
+        Native.check(api, api.replApply(r, s.address() + Scratch.DATA, len, options.flags(), s.address()));
         return s.out(0);
       } finally {
         s.release();

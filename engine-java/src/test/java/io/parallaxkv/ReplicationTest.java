@@ -32,7 +32,7 @@ class ReplicationTest {
   private static long shipLog(Replication.LogCursor c, Region backup) {
     long applied = Replication.stats(backup).logLsn();
     for (Chunk ch; (ch = c.read(64 << 10)) != null; ) {
-      applied = Replication.apply(backup, ch.records(), 0, ch.records().length);
+      applied = Replication.apply(backup, ch.records(), 0, ch.records().length, WriteOptions.DEFAULT);
       assertTrue(applied >= ch.lastLsn());
     }
     return applied;
@@ -252,7 +252,7 @@ class ReplicationTest {
       p.compact();
       onAnotherThread(() -> {
         Chunk ch = c.read(4096);
-        Replication.apply(s, ch.records(), 0, ch.records().length);
+        Replication.apply(s, ch.records(), 0, ch.records().length, WriteOptions.SYNC);
       });
       onAnotherThread(() -> shipLog(c, s));
       onAnotherThread(c::close);
@@ -335,14 +335,16 @@ class ReplicationTest {
       // Re-delivery is skipped; a gap, a primary, and malformed bytes are refused.
       try (Replication.LogCursor again = Replication.openLog(p, st.logLsn())) {
         Chunk ch = again.read(4096);
-        assertEquals(st.logLsn(), Replication.apply(s, ch.records(), 0, ch.records().length));
+        assertEquals(st.logLsn(), Replication.apply(s, ch.records(), 0, ch.records().length, WriteOptions.SYNC));
         byte[] gap = ch.records().clone();
         java.nio.ByteBuffer.wrap(gap).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, st.logLsn() + 5);
-        assertThrows(InvalidArgumentException.class, () -> Replication.apply(s, gap, 0, gap.length));
+        assertThrows(InvalidArgumentException.class, () -> Replication.apply(s, gap, 0, gap.length, WriteOptions.DEFAULT));
         assertThrows(InvalidArgumentException.class,
-            () -> Replication.apply(p, ch.records(), 0, ch.records().length));
+            () -> Replication.apply(p, ch.records(), 0, ch.records().length, WriteOptions.DEFAULT));
+        assertThrows(InvalidArgumentException.class,
+            () -> Replication.apply(s, ch.records(), 0, ch.records().length, WriteOptions.NO_WAL));
         byte[] bad = Arrays.copyOf(ch.records(), 10);
-        assertThrows(CorruptionException.class, () -> Replication.apply(s, bad, 0, bad.length));
+        assertThrows(CorruptionException.class, () -> Replication.apply(s, bad, 0, bad.length, WriteOptions.DEFAULT));
       }
       byte[] layout;
       try (Replication.IndexExport x = Replication.exportIndex(p)) {

@@ -356,8 +356,8 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
-  public int replApply(long region, long records, long len, long appliedOut) {
-    return JniNative.replApply(region, records, len, appliedOut);
+  public int replApply(long region, long records, long len, int flags, long appliedOut) {
+    return JniNative.replApply(region, records, len, flags, appliedOut);
   }
 
   @Override

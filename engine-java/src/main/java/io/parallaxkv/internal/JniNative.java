@@ -119,7 +119,7 @@ final class JniNative {
   static native int replCursorRead(long cursor, long buf, long cap, long lenOut, long lastOut);
   static native void replCursorClose(long cursor);
   static native int replCursorSetLimit(long cursor, int segments);
-  static native int replApply(long region, long records, long len, long appliedOut);
+  static native int replApply(long region, long records, long len, int flags, long appliedOut);
   static native int replExportOpen(long region, long out);
   static native int replExportLayout(long export, long buf, long cap, long lenOut);
   static native long replExportCovered(long export);

@@ -165,7 +165,7 @@ public abstract class NativeApi {
   public abstract int replCursorSetLimit(long cursor, int segments);
 
   /** {@code par_repl_apply}. */
-  public abstract int replApply(long region, long records, long len, long appliedOut);
+  public abstract int replApply(long region, long records, long len, int flags, long appliedOut);
 
   /** {@code par_repl_export_open}. */
   public abstract int replExportOpen(long region, long out);

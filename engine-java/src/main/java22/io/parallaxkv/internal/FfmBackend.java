@@ -140,7 +140,7 @@ final class FfmBackend extends NativeApi {
     replCursorReadH = h("par_repl_cursor_read", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replCursorCloseH = h("par_repl_cursor_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     replCursorSetLimitH = h("par_repl_cursor_set_limit", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
-    replApplyH = h("par_repl_apply", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
+    replApplyH = h("par_repl_apply", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG));
     replExportOpenH = h("par_repl_export_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     replExportLayoutH = h("par_repl_export_layout", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replExportCoveredH = h("par_repl_export_covered", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG));
@@ -789,9 +789,9 @@ final class FfmBackend extends NativeApi {
   }
 
   @Override
-  public int replApply(long region, long records, long len, long appliedOut) {
+  public int replApply(long region, long records, long len, int flags, long appliedOut) {
     try {
-      return (int) replApplyH.invokeExact(region, records, len, appliedOut);
+      return (int) replApplyH.invokeExact(region, records, len, flags, appliedOut);
     } catch (Throwable t) {
       throw rethrow(t);
     }

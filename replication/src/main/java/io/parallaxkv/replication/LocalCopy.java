@@ -101,7 +101,10 @@ final class LocalCopy implements AutoCloseable {
       loadId = 0;
     }
     if (records.length == 0) return Replication.stats(region).logLsn();
-    return Replication.apply(region, records, 0, records.length);
+    // Held, not synced (Talos: a backup holds the log in memory): a copy is never reopened (a
+    // restarted server discards its volume), so a sync here would protect nothing, and a
+    // promotion syncs the log copy before it serves. The primary's own write is synced.
+    return Replication.apply(region, records, 0, records.length, WriteOptions.DEFAULT);
   }
 
   synchronized byte[] installBegin(long reqEpoch, long id, byte[] layout) throws StaleEpochException {
