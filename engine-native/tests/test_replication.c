@@ -26,7 +26,8 @@
  *  - a promotion whose log copy is damaged fails and leaves a send-index
  *    backup (a retry fails again rather than serving without the log);
  *  - a medium-log segment is copied once while the backup's levels point
- *    into it, however many installed trees do;
+ *    into it, however many installed trees do; an installed segment is
+ *    written as far as its nodes or records reach;
  *  - state transfer by snapshot: a build-index backup of a hybrid primary
  *    (large values, one larger than a segment) loaded from a snapshot,
  *    rebased to its LSN, fed the log after it, reopened and promoted.
@@ -845,6 +846,35 @@ static void test_shipping_interleavings(void **state) {
   free(w);
 }
 
+/* An installed segment is written as far as its nodes reach (and a block
+ * for the zero header after them), not whole: a small tree's copy writes a
+ * few blocks, not 2 MiB. The promoted copy holds every pair. */
+static void test_install_writes_used_blocks(void **state) {
+  (void)state;
+  node p = {0}, b = {0};
+  node_open(&p, "repl_ub_p", PAR_PLACEMENT_IN_PLACE);
+  node_open(&b, "repl_ub_b", PAR_PLACEMENT_IN_PLACE);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_ub");
+  for (int i = 0; i < 100; i++) put_model(p.reg, &m, &rng, i, 20);
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, b.reg);
+  assert_int_equal(stat_of(b.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED), 1);
+  uint64_t bytes = stat_of(b.reg, PAR_REPL_STAT_SEGMENT_BYTES);
+  assert_true(bytes > 0 && bytes % 4096 == 0 && bytes <= 64u << 10);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, stat_of(b.reg, PAR_REPL_STAT_LOG_LSN) + 1, &c));
+  ship_log(NULL, &c, b.reg);
+  par_repl_cursor_close(c);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_PRIMARY));
+  verify(b.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&b);
+}
+
 /* A primary that rewrites the same keys with values of the same size
  * builds L1 trees of one shape (same keys, counts, bytes, root node), and
  * they take the same segment every other flush. Their ids were derived
@@ -1175,6 +1205,12 @@ static void test_send_index_shares_medium(void **state) {
   assert_true(installs >= 5);
   assert_true(copied > 0);
   assert_true(copied <= written);
+  /* Each copy writes the blocks its nodes and records reach: the last
+   * segment of a tree and of a medium set are mostly unused. */
+  uint64_t bytes = stat_of(s.reg, PAR_REPL_STAT_SEGMENT_BYTES);
+  fprintf(stderr, "shares_medium: %llu bytes written for %llu segments copied\n", (unsigned long long)bytes,
+          (unsigned long long)stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED));
+  assert_true(bytes < stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED) * PAR_SEGMENT_SIZE);
 
   uint64_t used = segments_used(s.vol);
   node_close(&s);
@@ -1487,6 +1523,7 @@ int main(void) {
       cmocka_unit_test(test_cursor_holds_gc),
       cmocka_unit_test(test_send_index_mirror_bytes),
       cmocka_unit_test(test_send_index_shares_medium),
+      cmocka_unit_test(test_install_writes_used_blocks),
       cmocka_unit_test(test_export_reads_from_memory),
       cmocka_unit_test(test_snapshot_transfer),
   };

@@ -222,6 +222,10 @@ enum {
   PAR_REPL_STAT_MEDIUM_SEGMENTS, /* medium-log segments installs copied since
                                     the open (a copy the backup holds already
                                     is shared, not copied again)              */
+  PAR_REPL_STAT_SEGMENT_BYTES,   /* bytes installs wrote for the segments they
+                                    copied since the open: the blocks their
+                                    nodes and records reach (mirror bytes
+                                    included)                                 */
   PAR_REPL_STAT_COUNT
 };
 /* Writes min(cap, PAR_REPL_STAT_COUNT) counters to out; returns the count. */

@@ -196,7 +196,7 @@ struct par_region {
   uint32_t nrepl_medium;
   uint64_t repl_needs_lsn;
   struct {
-    atomic_uint_fast64_t applied, skipped, trees, segments, mirror_bytes, medium_segments;
+    atomic_uint_fast64_t applied, skipped, trees, segments, mirror_bytes, medium_segments, segment_bytes;
   } repl_stats;
   /* The live log cursors (src/repl/log.c), a list under vol->meta_mu: the
    * WAL segments they still need outlive the compaction that covers them

@@ -665,6 +665,7 @@ static int write_mirror(par_repl_install *in, uint32_t bseg, uint32_t from, uint
   if (from == to) return PAR_OK;
   int rc = file_write(&in->r->vol->file, in->buf + from, to - from, seg_offset(bseg) + from);
   if (!rc) atomic_fetch_add(&in->r->repl_stats.mirror_bytes, to - from);
+  if (!rc) atomic_fetch_add(&in->r->repl_stats.segment_bytes, to - from);
   return rc;
 }
 
@@ -682,6 +683,18 @@ static int write_in_place(par_repl_install *in, const seg_map *m) {
   return rc;
 }
 
+/* The blocks of a copied node or medium-log segment that hold its nodes or
+ * records and the zeroed header a walk reads after the last (end: one past
+ * it). The rest
+ * of the backup's segment, whatever an earlier use left there, is never
+ * read: nodes and values are reached through pointers, and a walk of the
+ * segment (the next export's install, after a promotion) stops at that
+ * header. A tree's last segment and a medium set's are mostly unused. */
+static uint32_t copy_len(uint32_t end) {
+  uint32_t len = ALIGN_UP(end, PAR_BLOCK);
+  return len < SEG ? len : SEG;
+}
+
 PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data) {
   if (!in || !data) return par_error(PAR_EINVAL, "par_repl_install_segment: NULL argument");
   if (in->committed) return par_error(PAR_EINVAL, "the install is committed");
@@ -694,6 +707,7 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
   int rc = PAR_OK, copied = 0;
   for (seg_map *m = in->map + lo; !rc && m < in->map + in->nmap && m->pseg == seg; m++) {
     if (m->written) continue;
+    uint32_t end;
     if (m->kind == SEG_NODES) {
       memcpy(in->buf, data, SEG);
       uint32_t off = 0, size = 0;
@@ -702,12 +716,15 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
         rc = rewrite_node(in, m, in->buf, off, &size);
         off += size;
       }
+      end = off + NODE_HDR;
     } else {
       reseed_records(in, m, data);
+      end = ALIGN_UP(m->used, PAR_BLOCK) + VLOG_HDR; /* a walk tries the next block too (vlog_next) */
     }
     if (!rc && m->in_place) rc = write_in_place(in, m);
     else if (!rc && m->kind == SEG_LARGE) rc = write_mirror(in, m->bseg, 0, m->used);
-    else if (!rc) rc = file_write(&in->r->vol->file, in->buf, SEG, seg_offset(m->bseg));
+    else if (!rc && !(rc = file_write(&in->r->vol->file, in->buf, copy_len(end), seg_offset(m->bseg))))
+      atomic_fetch_add(&in->r->repl_stats.segment_bytes, copy_len(end));
     if (!rc) {
       m->written = 1;
       copied = 1;

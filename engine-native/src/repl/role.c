@@ -130,6 +130,7 @@ PAR_API size_t par_repl_stats(par_region *r, uint64_t *out, size_t cap) {
   s[PAR_REPL_STAT_COMPACTIONS] = atomic_load(&r->stats.compactions);
   s[PAR_REPL_STAT_MIRROR_BYTES] = atomic_load(&r->repl_stats.mirror_bytes);
   s[PAR_REPL_STAT_MEDIUM_SEGMENTS] = atomic_load(&r->repl_stats.medium_segments);
+  s[PAR_REPL_STAT_SEGMENT_BYTES] = atomic_load(&r->repl_stats.segment_bytes);
   size_t n = cap < PAR_REPL_STAT_COUNT ? cap : PAR_REPL_STAT_COUNT;
   memcpy(out, s, n * sizeof *out);
   return PAR_REPL_STAT_COUNT;

@@ -50,11 +50,12 @@ public final class Replication {
    * A region's replication counters ({@code par_repl_stats}); {@code mirrorBytes}: what installs
    * wrote to a send-index backup's copy of the primary's large log since the open;
    * {@code mediumSegments}: the primary's medium-log segments they copied (each once while the
-   * backup's levels point into it).
+   * backup's levels point into it); {@code segmentBytes}: what installs wrote for the segments
+   * they copied (the blocks their nodes and records reach, mirror bytes included).
    */
   public record Stats(Role role, long logLsn, long l0Lsn, long coveredLsn, long recordsApplied,
       long recordsSkipped, long treesInstalled, long segmentsInstalled, long compactions,
-      long mirrorBytes, long mediumSegments) {}
+      long mirrorBytes, long mediumSegments, long segmentBytes) {}
 
   /** Records read from a log: {@code records} ends with the record of LSN {@code lastLsn}. */
   public record Chunk(byte[] records, long lastLsn) {}
@@ -148,7 +149,7 @@ public final class Replication {
     NativeApi api = region.api;
     long r = region.state.acquire();
     try {
-      long[] v = new long[11];
+      long[] v = new long[12];
       // Called for every replicated write: the thread's scratch, not a fresh direct buffer.
       Scratch s = Scratch.get(8 * 32);
       try {
@@ -159,7 +160,7 @@ public final class Replication {
         s.release();
       }
       return new Stats(Role.values()[(int) v[0]], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8],
-          v[9], v[10]);
+          v[9], v[10], v[11]);
     } finally {
       region.state.release();
     }

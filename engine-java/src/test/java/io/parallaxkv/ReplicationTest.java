@@ -225,6 +225,10 @@ class ReplicationTest {
       long mediumWritten = p.stats().placement().mediumLogBytesWritten() / Replication.SEGMENT_SIZE;
       assertTrue(medium <= mediumWritten,
           medium + " medium-log segments copied, " + mediumWritten + " written by the primary");
+      // Copies write the blocks their nodes and records reach, not whole segments.
+      Replication.Stats st = Replication.stats(s);
+      assertTrue(st.segmentBytes() >= mirror && st.segmentBytes() < st.segmentsInstalled() * Replication.SEGMENT_SIZE,
+          st.segmentBytes() + " B written for " + st.segmentsInstalled() + " segments");
       Replication.setRole(s, Role.PRIMARY);
       assertSame(model, scan(s));
       s.compact();

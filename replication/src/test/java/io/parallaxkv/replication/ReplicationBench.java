@@ -149,8 +149,9 @@ class ReplicationBench {
             ByteBuffer stats = ByteBuffer.wrap(f.a());
             long mirror = stats.getLong(9 * 8); // Replication.Stats#mirrorBytes
             long medium = stats.getLong(10 * 8); // Replication.Stats#mediumSegments
-            System.out.printf("           of which the large-log mirror: %.1f B/write; medium-log segments copied: %d%n",
-                (double) mirror / n, medium);
+            long copied = stats.getLong(11 * 8); // Replication.Stats#segmentBytes
+            System.out.printf("           of which segments installed: %.1f B/write (the large-log mirror: %.1f); "
+                + "medium-log segments copied: %d%n", (double) copied / n, (double) mirror / n, medium);
           }
         }
       }
