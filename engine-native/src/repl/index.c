@@ -685,11 +685,11 @@ static int write_in_place(par_repl_install *in, const seg_map *m) {
 
 /* The blocks of a copied node or medium-log segment that hold its nodes or
  * records and the zeroed header a walk reads after the last (end: one past
- * it). The rest
- * of the backup's segment, whatever an earlier use left there, is never
- * read: nodes and values are reached through pointers, and a walk of the
- * segment (the next export's install, after a promotion) stops at that
- * header. A tree's last segment and a medium set's are mostly unused. */
+ * it). The rest of the backup's segment, whatever an earlier use left
+ * there, is never read: nodes and values are reached through pointers, and
+ * a walk of the segment (the next export's install, after a promotion)
+ * stops at that header. A tree's last segment and a medium set's are
+ * mostly unused. */
 static uint32_t copy_len(uint32_t end) {
   uint32_t len = ALIGN_UP(end, PAR_BLOCK);
   return len < SEG ? len : SEG;
@@ -707,7 +707,7 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
   int rc = PAR_OK, copied = 0;
   for (seg_map *m = in->map + lo; !rc && m < in->map + in->nmap && m->pseg == seg; m++) {
     if (m->written) continue;
-    uint32_t end;
+    uint32_t end; /* see copy_len */
     if (m->kind == SEG_NODES) {
       memcpy(in->buf, data, SEG);
       uint32_t off = 0, size = 0;

@@ -33,6 +33,11 @@ final class LocalCopy implements AutoCloseable {
   private final boolean sendIndex;
   private long epoch;
   private boolean complete;
+  /**
+   * Whether the region's role is PRIMARY, kept with every role change this copy makes (the only
+   * ones): checked for every shipped message without asking the engine.
+   */
+  private boolean primary;
   private Replication.IndexInstall install;
   /**
    * The id its primary gave the install in progress. A segment or commit of another install (a
@@ -53,11 +58,13 @@ final class LocalCopy implements AutoCloseable {
     this.epoch = epoch;
     if (volume.regions().contains(name)) volume.dropRegion(name); // a copy of an earlier membership
     this.region = volume.region(name);
+    this.primary = true; // a region opens as one; setBackupRole changes it
     if (!primary) setBackupRole();
   }
 
   private void setBackupRole() {
     Replication.setRole(region, sendIndex ? Role.BACKUP_SEND_INDEX : Role.BACKUP_BUILD_INDEX);
+    primary = false;
   }
 
   Region region() {
@@ -80,6 +87,7 @@ final class LocalCopy implements AutoCloseable {
       Replication.setRole(region, Role.PRIMARY);
       Faults.reach(Faults.BACKUP_PROMOTED);
     }
+    primary = true;
     epoch = Math.max(epoch, newEpoch);
     complete = true;
   }
@@ -89,7 +97,7 @@ final class LocalCopy implements AutoCloseable {
       throw new StaleEpochException("region " + name + " is at epoch " + epoch + ", not " + reqEpoch);
     }
     epoch = reqEpoch;
-    if (Replication.stats(region).role() == Role.PRIMARY) {
+    if (primary) {
       throw new IllegalStateException("region " + name + " is a primary here");
     }
   }
