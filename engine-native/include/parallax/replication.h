@@ -56,7 +56,10 @@ typedef enum par_repl_role {
  * compacting (send-index) and accepts par_repl_apply; it should be new (its
  * LSNs then follow the primary's). A backup -> PRIMARY (promotion): the
  * records its L0 lacks are replayed from its log copy into L0, compactions
- * resume; the caller sends no write to the region until this returns. A
+ * resume; the caller sends no write to the region until this returns.
+ * During the replay the region flushes and merges but takes no LSN (it
+ * reports BACKUP_BUILD_INDEX: no GC relocation) and becomes a PRIMARY once
+ * every shipped record is in L0. A
  * promotion that fails (its log copy cannot be read to its end) leaves the
  * region a send-index backup, never a PRIMARY short of its log copy; a
  * retry replays again from what L0 took. A send-index backup whose

@@ -1,4 +1,5 @@
 /* A region's replication role, promotion of a backup, and the counters. */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +80,13 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
                    "region '%s' cannot be promoted before its log copy reaches LSN %llu (it holds %llu): its levels "
                    "point into a large-log segment it never had, whose values relocations up to there moved",
                    r->name, (unsigned long long)r->repl_needs_lsn, (unsigned long long)r->next_lsn - 1);
+  else if (old == PAR_REPL_BACKUP_SEND_INDEX && role != old)
+    /* The replay below runs as a build-index backup does: it flushes and
+     * merges what it puts in L0, but takes no LSN of its own. A GC
+     * relocation during it would give a value the levels hold an LSN past
+     * the whole log copy, shadowing the newer writes still to replay (and
+     * a flush covering that LSN would free the log segments not read yet). */
+    r->repl_role = PAR_REPL_BACKUP_BUILD_INDEX;
   else
     r->repl_role = role;
   pthread_mutex_unlock(&r->view_mu);
@@ -90,6 +98,14 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
   }
   /* To PRIMARY or BUILD_INDEX: L0 takes the log copy; compactions resume. */
   if (old == PAR_REPL_BACKUP_SEND_INDEX) rc = promote_replay(r);
+  if (!rc && old == PAR_REPL_BACKUP_SEND_INDEX && role == PAR_REPL_PRIMARY) {
+    pthread_mutex_lock(&r->write_mu);
+    pthread_mutex_lock(&r->view_mu);
+    assert(r->repl_role == PAR_REPL_BACKUP_BUILD_INDEX);
+    r->repl_role = role; /* GC may relocate from now on: every shipped LSN is in L0 or the levels */
+    pthread_mutex_unlock(&r->view_mu);
+    pthread_mutex_unlock(&r->write_mu);
+  }
   if (rc) {
     /* Not promoted: the region stays a send-index backup, so that a caller
      * retrying the promotion replays again (from what L0 took, last_lsn)
