@@ -195,9 +195,11 @@ public final class HandleState {
       }
     }
     RuntimeException error;
-    if (!children.isEmpty()) { // a child keeps its native object: so does this handle
-      List<String> pending = new ArrayList<>();
-      for (HandleState c : children) pending.add(c.kind);
+    // The children still here: a child whose close failed above may be closed meanwhile by its
+    // own thread, so the set is read once (its emptiness and the names must agree).
+    List<String> pending = new ArrayList<>();
+    for (HandleState c : children) pending.add(c.kind);
+    if (!pending.isEmpty()) { // a child keeps its native object: so does this handle
       error = errors.busy(kind + " is closed but not freed, as " + String.join(", ", pending)
           + " could not be freed yet (suppressed); close it again once they can be");
     } else {
