@@ -63,7 +63,9 @@ public final class Replication {
   /**
    * Changes the region's role. To a backup role: the region should be new. Back to
    * {@link Role#PRIMARY} (promotion): a send-index backup replays its log copy into L0; send no
-   * write to the region until this returns. A role lasts while the region is open.
+   * write to the region until this returns. During the replay the region compacts but takes no
+   * sequence number of its own (no large-log GC; {@link #stats} reports
+   * {@link Role#BACKUP_BUILD_INDEX}). A role lasts while the region is open.
    */
   public static void setRole(Region region, Role role) {
     NativeApi api = region.api;
