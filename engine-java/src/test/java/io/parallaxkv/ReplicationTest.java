@@ -165,12 +165,6 @@ class ReplicationTest {
   }
 
   /**
-   * A region server calls the hooks from whichever thread serves the message: a cursor reads on
-   * one thread, then another, and is closed on a third; an install takes its segments on threads
-   * other than the one that began it and the one that commits it. (On FFM, buffers the hooks kept
-   * were confined to the thread that allocated them, and such calls failed.)
-   */
-  /**
    * Send index of a hybrid region: shipped leaves point into the primary's medium and large logs,
    * which the backup copies and mirrors (its leaves rewritten to point into its own copies);
    * promoted, it holds the primary's state, and compacts like a primary.
@@ -236,6 +230,12 @@ class ReplicationTest {
     }
   }
 
+  /**
+   * A region server calls the hooks from whichever thread serves the message: a cursor reads on
+   * one thread, then another, and is closed on a third; an install takes its segments on threads
+   * other than the one that began it and the one that commits it. (On FFM, buffers the hooks kept
+   * were confined to the thread that allocated them, and such calls failed.)
+   */
   @Test
   void hooksServeCallsFromAnyThread() throws Throwable {
     try (Parallax pv = Parallax.open(dir.resolve("p.vol"), inPlace());
