@@ -1388,6 +1388,62 @@ static void test_send_index_gc_drop(void **state) {
   node_free(&fresh);
 }
 
+/* A send-index backup refuses a caller's writes of every kind, before it
+ * logs or keeps anything: its LSNs are the primary's (a write would take
+ * the next shipped record's) and its L0 takes its log copy only. Shipping
+ * goes on after the refusals, and the promoted copy holds exactly the
+ * primary's writes; then it takes writes as a primary. */
+static void test_send_index_refuses_writes(void **state) {
+  (void)state;
+  node p = {0}, s = {0};
+  node_open(&p, "repl_rw_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_rw_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  par_region *other;
+  assert_ok(par_region_open(s.vol, "other", 1, &other)); /* a primary beside the backup */
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_rw");
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  for (int i = 0; i < 300; i++) put_model(p.reg, &m, &rng, i, 3000);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  uint64_t log_lsn = stat_of(s.reg, PAR_REPL_STAT_LOG_LSN);
+  uint8_t big[5000] = {0};
+  assert_par(par_put(s.reg, "x", 1, big, sizeof big, 0), PAR_EINVAL); /* large: nothing appended */
+  assert_par(par_put(s.reg, "x", 1, "v", 1, PAR_SYNC), PAR_EINVAL);
+  assert_par(par_put(s.reg, "x", 1, "v", 1, PAR_NO_WAL), PAR_EINVAL);
+  assert_par(par_delete(s.reg, "key000001", 9, 0), PAR_EINVAL);
+  assert_par(par_delete_range(s.reg, "a", 1, "z", 1, 0), PAR_EINVAL);
+  par_batch *b;
+  assert_ok(par_batch_create(&b));
+  assert_ok(par_batch_put(b, "x", 1, "v", 1));
+  assert_par(par_write(s.reg, b, 0), PAR_EINVAL);
+  par_batch_destroy(b);
+  assert_ok(par_batch_create(&b));
+  assert_ok(par_batch_put_in(b, other, "y", 1, "v", 1));
+  assert_ok(par_batch_put_in(b, s.reg, "x", 1, "v", 1));
+  assert_par(par_write_volume(s.vol, b, 0), PAR_EINVAL);
+  par_batch_destroy(b);
+  size_t vl;
+  assert_par(par_get(other, NULL, "y", 1, NULL, 0, &vl), PAR_NOT_FOUND); /* the batch is all or nothing */
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_LOG_LSN), log_lsn);
+  for (int i = 300; i < 600; i++) put_model(p.reg, &m, &rng, i, 3000);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  par_repl_cursor_close(c);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  assert_ok(par_put(s.reg, "x", 1, big, sizeof big, 0));
+  tu_map_put(&m, "x", 1, big, sizeof big);
+  verify(s.reg, &m);
+  assert_ok(par_region_close(other));
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+}
+
 /* What the volume's syncs saw of a region r being promoted while its log
  * copy (up to LSN log_last) was still being replayed into L0. */
 typedef struct replay_watch {
@@ -1593,6 +1649,7 @@ int main(void) {
       cmocka_unit_test(test_rebuilt_tree_not_taken_as_held),
       cmocka_unit_test(test_failed_promotion_stays_backup),
       cmocka_unit_test(test_send_index_refusals),
+      cmocka_unit_test(test_send_index_refuses_writes),
       cmocka_unit_test(test_send_index_hybrid),
       cmocka_unit_test(test_send_index_gc_drop),
       cmocka_unit_test(test_promotion_takes_no_lsn),

@@ -11,7 +11,10 @@
  *                     still holds (par_repl_cursor_*), its levels exported.
  *  BACKUP_SEND_INDEX  takes shipped records (par_repl_apply) into its WAL
  *                     only, and its levels from the primary
- *                     (par_repl_install_*); it never compacts.
+ *                     (par_repl_install_*); it never compacts, and
+ *                     refuses the caller's writes (PAR_EINVAL: par_put,
+ *                     par_delete, par_delete_range, par_write,
+ *                     par_write_volume), whose LSNs would be the primary's.
  *  BACKUP_BUILD_INDEX takes shipped records into its WAL and L0 and compacts
  *                     its own copy, as a primary does (for comparison).
  * A backup becomes PRIMARY through par_repl_set_role, which replays the

@@ -281,6 +281,10 @@ int region_check_range(const void *begin, size_t begin_len, const void *end, siz
 int region_check_range_room(par_region *r, const wal_op *ops, uint32_t n);
 /* PAR_OK, or PAR_EINVAL for unknown or contradictory write flags. */
 int region_check_flags(unsigned flags);
+/* PAR_OK when the region takes a caller's write (write_mu held): PAR_EINVAL
+ * on a send-index backup, whose LSNs are its primary's and whose L0 takes
+ * its log copy only, at promotion (src/repl). */
+int region_check_writer(par_region *r);
 /* region_apply's step under write_mu: large values, the WAL record (mode
  * PAR_NO_WAL: none; WRITE_PART: a cross-region batch's part, not inserted
  * into L0) and the L0 insert, at LSNs lsn .. lsn + n - 1. With logged_out

@@ -220,6 +220,7 @@ static int write_parts(par_volume *v, part *p, uint32_t np) {
   for (uint32_t i = 0; i < np && !rc; i++)
     if (p[i].r->write_failed)
       rc = par_error(PAR_EFAILED, "region '%s' refuses writes until it is reopened", p[i].r->name);
+  for (uint32_t i = 0; i < np && !rc; i++) rc = region_check_writer(p[i].r);
   for (uint32_t i = 0; i < np && !rc; i++) rc = region_check_range_room(p[i].r, p[i].ops, p[i].n);
   for (uint32_t i = 0; i < np && !rc; i++) {
     par_region *r = p[i].r;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "parallax/replication.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -229,6 +230,12 @@ int region_check_flags(unsigned flags) {
   return PAR_OK;
 }
 
+int region_check_writer(par_region *r) {
+  if (r->repl_role != PAR_REPL_BACKUP_SEND_INDEX) return PAR_OK;
+  return par_error(PAR_EINVAL, "region '%s' is a send-index backup: it takes shipped records only "
+                   "(par_repl_apply) until it is promoted", r->name);
+}
+
 int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   return region_apply_at(r, ops, n, flags, 0);
 }
@@ -247,6 +254,10 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
       pthread_mutex_unlock(&r->write_mu);
       return par_error(PAR_EFAILED, "an earlier write is logged but missed L0 (%s): reopen the region",
                        par_strerror(r->write_failed));
+    }
+    if (!want_lsn && (rc = region_check_writer(r))) {
+      pthread_mutex_unlock(&r->write_mu);
+      return rc;
     }
     m = region_make_room(r, &rc);
     if (m || rc != PAR_EBUSY) break;

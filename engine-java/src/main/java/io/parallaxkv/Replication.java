@@ -40,7 +40,10 @@ public final class Replication {
   public enum Role {
     /** An ordinary region: writes, reads, compactions. */
     PRIMARY,
-    /** Takes shipped records into its log copy only, and its levels from the primary. */
+    /**
+     * Takes shipped records into its log copy only, and its levels from the primary; refuses the
+     * caller's writes ({@link InvalidArgumentException}, nothing kept).
+     */
     BACKUP_SEND_INDEX,
     /** Takes shipped records into its log and L0, and compacts its own copy. */
     BACKUP_BUILD_INDEX

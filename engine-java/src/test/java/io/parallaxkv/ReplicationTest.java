@@ -18,7 +18,7 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * The replication hooks through the Java API: a primary's log shipped to a send-index and a
  * build-index backup, levels installed after the primary's compactions, promotion, and the
- * refusals (gaps, malformed bytes, a region that is not a backup).
+ * refusals (gaps, malformed bytes, a region that is not a backup, a caller's write to a backup).
  */
 class ReplicationTest {
   @TempDir Path dir;
@@ -350,6 +350,9 @@ class ReplicationTest {
         byte[] bad = Arrays.copyOf(ch.records(), 10);
         assertThrows(CorruptionException.class, () -> Replication.apply(s, bad, 0, bad.length, WriteOptions.DEFAULT));
       }
+      // A caller's write to a send-index backup is refused: its LSNs are the primary's.
+      assertThrows(InvalidArgumentException.class, () -> s.put(b("stray"), b("v")));
+      assertEquals(st.logLsn(), Replication.stats(s).logLsn());
       byte[] layout;
       try (Replication.IndexExport x = Replication.exportIndex(p)) {
         layout = x.layout();
