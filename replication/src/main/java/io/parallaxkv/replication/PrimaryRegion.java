@@ -4,15 +4,21 @@ import io.parallaxkv.Region;
 import io.parallaxkv.Replication;
 import io.parallaxkv.WriteOptions;
 import io.parallaxkv.replication.RegionInfo.Member;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
+import java.util.NavigableMap;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
 /**
  * The primary side of one region: client writes, and one {@link Shipper} per backup.
  *
  * <p>The acknowledgement rule: a write (durable in the primary's log first) is acknowledged
- * only once every backup in the ack set holds it durably in its log copy. A backup is in the ack
+ * only once every backup in the ack set holds it in its log copy. A backup is in the ack
  * set from the start when the map says it is complete; a joining one enters once it has caught up
  * with the log, and is told it is complete (a promotion candidate) only once it holds every write
  * acknowledged before it entered — checked under this object's lock, which every
@@ -47,6 +53,8 @@ final class PrimaryRegion implements AutoCloseable {
   private final Map<String, Shipper> shippers = new HashMap<>();
   private long epoch;
   private long highestAcked;
+  /** Writes waiting for the ack set, by the LSN each needs every backup of it to hold. */
+  private final TreeMap<Long, List<CompletableFuture<Void>>> waiting = new TreeMap<>();
   private String deposed;
 
   PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex, Reporter reporter) {
@@ -65,7 +73,17 @@ final class PrimaryRegion implements AutoCloseable {
   }
 
   /** Follows a map change: the epoch and the backups to ship to. */
-  synchronized void update(RegionInfo info) {
+  void update(RegionInfo info) {
+    List<CompletableFuture<Void>> done;
+    synchronized (this) {
+      follow(info);
+      done = takeReplicated(); // a dropped backup no longer holds writes back
+    }
+    done.forEach(w -> w.complete(null));
+  }
+
+  private void follow(RegionInfo info) {
+    assert Thread.holdsLock(this);
     epoch = info.epoch();
     Map<String, Member> want = new HashMap<>();
     for (Member m : info.backups()) want.put(m.server(), m);
@@ -80,12 +98,18 @@ final class PrimaryRegion implements AutoCloseable {
     for (Member m : want.values()) {
       shippers.computeIfAbsent(m.server(), s -> new Shipper(this, s, m.joinEpoch(), peers.get(s), m.complete()));
     }
-    notifyAll(); // a dropped backup no longer holds writes back
   }
 
-  /** Applies a client write and waits until every backup of the ack set holds it. */
-  void write(byte[] key, byte[] value, boolean delete, long timeoutMs)
-      throws DeposedException, TimeoutException, InterruptedException {
+  /**
+   * Applies a client write (durable in this copy's log when this returns); the future completes
+   * once every backup of the ack set holds it, or fails with {@link DeposedException} or a
+   * {@link TimeoutException} after timeoutMs. No thread waits for the backups: the
+   * acknowledgement that covers the write completes it, on that shipper's thread ({@link
+   * #acked}). Waking every waiting writer at each acknowledgement, as a monitor's notifyAll
+   * did, and a thread per waiting write cost the primary a fifth of its CPU per write
+   * (docs/replication.md, Benchmarks).
+   */
+  CompletableFuture<Void> write(byte[] key, byte[] value, boolean delete, long timeoutMs) throws DeposedException {
     int max = sendIndex ? MAX_SEND_INDEX_VALUE : Frame.MAX_VALUE;
     if (!delete && value.length > max) {
       throw new IllegalArgumentException("a value of " + value.length + " bytes: a " + (sendIndex ? "send" : "build")
@@ -97,17 +121,60 @@ final class PrimaryRegion implements AutoCloseable {
     if (delete) region().delete(key, WriteOptions.SYNC);
     else region().put(key, value, WriteOptions.SYNC);
     long lsn = Replication.stats(region()).logLsn(); // >= this write's LSN
+    CompletableFuture<Void> done = new CompletableFuture<>();
     synchronized (this) {
-      shippers.values().forEach(Shipper::wake);
-      long deadline = System.currentTimeMillis() + timeoutMs;
-      while (deposed == null && !replicated(lsn)) {
-        long left = deadline - System.currentTimeMillis();
-        if (left <= 0) throw new TimeoutException("write not replicated in " + timeoutMs + " ms");
-        wait(left);
-      }
       if (deposed != null) throw new DeposedException(deposed);
-      highestAcked = Math.max(highestAcked, lsn);
+      if (replicated(lsn)) {
+        highestAcked = Math.max(highestAcked, lsn);
+        return CompletableFuture.completedFuture(null);
+      }
+      waiting.computeIfAbsent(lsn, k -> new ArrayList<>(2)).add(done);
+      shippers.values().forEach(Shipper::wake);
     }
+    done.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).whenComplete((v, e) -> {
+      if (e != null) forget(lsn, done);
+    });
+    return done;
+  }
+
+  /** How many writes wait for the ack set (tests). */
+  synchronized int waitingWrites() {
+    int n = 0;
+    for (List<CompletableFuture<Void>> at : waiting.values()) n += at.size();
+    return n;
+  }
+
+  /** A write that failed (timed out) no longer waits. */
+  private synchronized void forget(long lsn, CompletableFuture<Void> w) {
+    List<CompletableFuture<Void>> at = waiting.get(lsn);
+    if (at != null && at.remove(w) && at.isEmpty()) waiting.remove(lsn);
+  }
+
+  /**
+   * Takes out the writes every backup of the ack set now holds, to be completed once this lock
+   * is released (a completion sends the write's answer). They count as acknowledged from here:
+   * {@link #enterAckSet} reads highestAcked under the same lock.
+   */
+  private List<CompletableFuture<Void>> takeReplicated() {
+    assert Thread.holdsLock(this);
+    long upTo = Long.MAX_VALUE;
+    for (Shipper s : shippers.values()) if (s.inAckSet) upTo = Math.min(upTo, s.acked);
+    NavigableMap<Long, List<CompletableFuture<Void>>> held = waiting.headMap(upTo, true);
+    if (held.isEmpty()) return List.of();
+    highestAcked = Math.max(highestAcked, held.lastKey());
+    List<CompletableFuture<Void>> out = new ArrayList<>();
+    held.values().forEach(out::addAll);
+    held.clear();
+    return out;
+  }
+
+  /** Takes out every waiting write, to be failed: this primary is deposed or closed. */
+  private List<CompletableFuture<Void>> takeAll() {
+    assert Thread.holdsLock(this);
+    List<CompletableFuture<Void>> out = new ArrayList<>();
+    waiting.values().forEach(out::addAll);
+    waiting.clear();
+    return out;
   }
 
   private boolean replicated(long lsn) {
@@ -136,10 +203,14 @@ final class PrimaryRegion implements AutoCloseable {
     if (s.reportedEpoch == epoch) s.reportedEpoch = -1;
   }
 
-  /** A backup acknowledged records up to lsn. */
-  synchronized void acked(Shipper s, long lsn) {
-    if (lsn > s.acked) s.acked = lsn;
-    notifyAll();
+  /** A backup acknowledged records up to lsn: the writes now held by the whole ack set are. */
+  void acked(Shipper s, long lsn) {
+    List<CompletableFuture<Void>> done;
+    synchronized (this) {
+      if (lsn > s.acked) s.acked = lsn;
+      done = takeReplicated();
+    }
+    done.forEach(w -> w.complete(null));
   }
 
   /**
@@ -151,9 +222,13 @@ final class PrimaryRegion implements AutoCloseable {
     return highestAcked;
   }
 
-  synchronized void deposed(String why) {
-    deposed = why;
-    notifyAll();
+  void deposed(String why) {
+    List<CompletableFuture<Void>> failed;
+    synchronized (this) {
+      deposed = why;
+      failed = takeAll();
+    }
+    failed.forEach(w -> w.completeExceptionally(new DeposedException(why)));
   }
 
   synchronized boolean isDeposed() {
@@ -161,10 +236,14 @@ final class PrimaryRegion implements AutoCloseable {
   }
 
   @Override
-  public synchronized void close() {
-    shippers.values().forEach(Shipper::close);
-    shippers.clear();
-    deposed = "closed";
-    notifyAll();
+  public void close() {
+    List<CompletableFuture<Void>> failed;
+    synchronized (this) {
+      shippers.values().forEach(Shipper::close);
+      shippers.clear();
+      deposed = "closed";
+      failed = takeAll();
+    }
+    failed.forEach(w -> w.completeExceptionally(new DeposedException("closed")));
   }
 }

@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -51,8 +52,8 @@ public final class RegionServer implements Closeable {
   private final Map<String, LocalCopy> copies = new ConcurrentHashMap<>();
   private final Map<String, PrimaryRegion> primaries = new ConcurrentHashMap<>();
   private volatile Map<String, Coordinator.Versioned> map = Map.of();
-  /* Client requests wait for backups; replication requests must never queue behind them (two
-   * servers each primary of one region and backup of the other would wait for each other). */
+  /* Client requests and the long replication requests (installs, loads) on pools of their own,
+   * neither queued behind the other ({@link #handle}). */
   private final ExecutorService clientWorkers = Executors.newFixedThreadPool(16, named("client-worker-"));
   private final ExecutorService replicationWorkers = Executors.newFixedThreadPool(4, named("repl-worker-"));
   private final Thread follower;
@@ -150,24 +151,66 @@ public final class RegionServer implements Closeable {
 
   // ---- requests ---------------------------------------------------------------------------
 
+  /**
+   * Serves a request. Shipped records ({@code APPLY}) are applied on the transport's thread that
+   * received them: an apply never waits for another server and takes microseconds, and handing
+   * each message to a worker and its answer back cost a backup a fifth of its CPU per write
+   * (docs/replication.md, Benchmarks). An apply waits for its copy's lock, which an install's
+   * commit, a load or a promotion holds for milliseconds to seconds: those calls do no network
+   * I/O under it, so that wait delays the loop's other connections but cannot deadlock them.
+   * Client requests run on their own pool; a write's answer is sent once its backups hold it
+   * ({@link PrimaryRegion#write}), by the thread that learns so, while the worker goes on. The
+   * other replication requests (installs, loads) run on a pool of their own, never behind client
+   * requests, nor client requests behind them.
+   */
   private CompletableFuture<Frame> handle(Frame req) {
+    if (req.type() == Frame.Type.APPLY) {
+      try {
+        return CompletableFuture.completedFuture(serve(req));
+      } catch (Exception e) {
+        return CompletableFuture.completedFuture(failure(req, e));
+      }
+    }
     CompletableFuture<Frame> f = new CompletableFuture<>();
     boolean client = req.type() == Frame.Type.WRITE || req.type() == Frame.Type.GET || req.type() == Frame.Type.SCAN;
     (client ? clientWorkers : replicationWorkers).execute(() -> {
       try {
-        f.complete(serve(req));
-      } catch (LocalCopy.StaleEpochException | PrimaryRegion.DeposedException e) {
-        f.complete(req.fail(Frame.Status.STALE_EPOCH, e.getMessage()));
-      } catch (TimeoutException e) {
-        f.complete(req.fail(Frame.Status.UNAVAILABLE, e.getMessage()));
-      } catch (IllegalArgumentException | io.parallaxkv.InvalidArgumentException
-          | io.parallaxkv.CorruptionException e) {
-        f.complete(req.fail(Frame.Status.BAD_REQUEST, e.getMessage()));
+        if (req.type() == Frame.Type.WRITE) {
+          write(req).whenComplete((ok, e) -> f.complete(e == null ? ok : failure(req, e)));
+        } else {
+          f.complete(serve(req));
+        }
       } catch (Exception e) {
-        f.complete(req.fail(Frame.Status.ERROR, e.toString()));
+        f.complete(failure(req, e));
       }
     });
     return f;
+  }
+
+  /** The answer to req that failed with e. */
+  private static Frame failure(Frame req, Throwable e) {
+    if (e instanceof CompletionException && e.getCause() != null) e = e.getCause();
+    if (e instanceof LocalCopy.StaleEpochException || e instanceof PrimaryRegion.DeposedException) {
+      return req.fail(Frame.Status.STALE_EPOCH, e.getMessage());
+    }
+    if (e instanceof TimeoutException) {
+      return req.fail(Frame.Status.UNAVAILABLE, "write not replicated in " + WRITE_TIMEOUT_MS + " ms");
+    }
+    if (e instanceof IllegalArgumentException || e instanceof io.parallaxkv.InvalidArgumentException
+        || e instanceof io.parallaxkv.CorruptionException) {
+      return req.fail(Frame.Status.BAD_REQUEST, e.getMessage());
+    }
+    return req.fail(Frame.Status.ERROR, e.toString());
+  }
+
+  /** A client write: answered once every backup of the ack set holds it. */
+  private CompletableFuture<Frame> write(Frame req) throws PrimaryRegion.DeposedException {
+    if (req.a().length == 0) throw new IllegalArgumentException("empty key");
+    PrimaryRegion p = primaryFor(req.a());
+    if (p == null) {
+      return CompletableFuture.completedFuture(req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of that key"));
+    }
+    return p.write(req.a(), req.b(), req.num() == 1, WRITE_TIMEOUT_MS).thenApply(v -> req.ok(0));
   }
 
   private LocalCopy backupCopy(Frame req) {
@@ -188,13 +231,6 @@ public final class RegionServer implements Closeable {
 
   private Frame serve(Frame req) throws Exception {
     switch (req.type()) {
-      case WRITE: {
-        if (req.a().length == 0) throw new IllegalArgumentException("empty key");
-        PrimaryRegion p = primaryFor(req.a());
-        if (p == null) return req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of that key");
-        p.write(req.a(), req.b(), req.num() == 1, WRITE_TIMEOUT_MS);
-        return req.ok(0);
-      }
       case GET: {
         if (req.a().length == 0) throw new IllegalArgumentException("empty key");
         PrimaryRegion p = primaryFor(req.a());
