@@ -77,11 +77,11 @@ DECL(jint, replApply, jlong region, jlong records, jlong len, jint flags, jlong 
 DECL(jint, replExportOpen, jlong region, jlong out)
 DECL(jint, replExportLayout, jlong export, jlong buf, jlong cap, jlong lenOut)
 DECL(jlong, replExportCovered, jlong export)
-DECL(jint, replExportSegment, jlong export, jint seg, jlong buf)
+DECL(jint, replExportSegment, jlong export, jint seg, jlong buf, jlong lenOut)
 DECL(void, replExportClose, jlong export)
 DECL(jint, replInstallBegin, jlong region, jlong layout, jlong len, jlong out)
 DECL(jlong, replInstallNeeded, jlong install, jlong segs, jlong cap)
-DECL(jint, replInstallSegment, jlong install, jint seg, jlong data)
+DECL(jint, replInstallSegment, jlong install, jint seg, jlong data, jlong len)
 DECL(jint, replInstallCommit, jlong install)
 DECL(void, replInstallClose, jlong install)
 DECL(jlong, replStats, jlong region, jlong out, jlong cap)
@@ -338,8 +338,8 @@ JNI_FN(jint, replExportLayout)(JNIEnv *env, jclass cls, jlong export, jlong buf,
 JNI_FN(jlong, replExportCovered)(JNIEnv *env, jclass cls, jlong export) {
   return (jlong)par_repl_export_covered(P(export));
 }
-JNI_FN(jint, replExportSegment)(JNIEnv *env, jclass cls, jlong export, jint seg, jlong buf) {
-  return (jint)par_repl_export_segment(P(export), (uint32_t)seg, P(buf));
+JNI_FN(jint, replExportSegment)(JNIEnv *env, jclass cls, jlong export, jint seg, jlong buf, jlong lenOut) {
+  return (jint)par_repl_export_segment(P(export), (uint32_t)seg, P(buf), P(lenOut));
 }
 JNI_FN(void, replExportClose)(JNIEnv *env, jclass cls, jlong export) {
   par_repl_export_close(P(export));
@@ -350,8 +350,8 @@ JNI_FN(jint, replInstallBegin)(JNIEnv *env, jclass cls, jlong region, jlong layo
 JNI_FN(jlong, replInstallNeeded)(JNIEnv *env, jclass cls, jlong install, jlong segs, jlong cap) {
   return (jlong)par_repl_install_needed(P(install), P(segs), (size_t)cap);
 }
-JNI_FN(jint, replInstallSegment)(JNIEnv *env, jclass cls, jlong install, jint seg, jlong data) {
-  return (jint)par_repl_install_segment(P(install), (uint32_t)seg, P(data));
+JNI_FN(jint, replInstallSegment)(JNIEnv *env, jclass cls, jlong install, jint seg, jlong data, jlong len) {
+  return (jint)par_repl_install_segment(P(install), (uint32_t)seg, P(data), (size_t)len);
 }
 JNI_FN(jint, replInstallCommit)(JNIEnv *env, jclass cls, jlong install) {
   return (jint)par_repl_install_commit(P(install));

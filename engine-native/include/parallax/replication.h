@@ -150,15 +150,18 @@ PAR_API int par_repl_export_layout(par_repl_export *x, void *buf, size_t cap, si
 /* The LSN the exported levels cover. */
 PAR_API uint64_t par_repl_export_covered(const par_repl_export *x);
 /* Copies segment seg (one of the layout's; PAR_EINVAL otherwise) into buf,
- * PAR_SEGMENT_SIZE bytes. */
-PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf);
+ * PAR_SEGMENT_SIZE bytes, and sets *len (when len is not NULL) to how many
+ * of them an install needs: the rest may go unsent (a tree's last segment,
+ * a medium set's and a large-log head are mostly unused). */
+PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf, size_t *len);
 PAR_API void par_repl_export_close(par_repl_export *x);
 
 /* Installs a layout on a send-index backup: begin parses it and allocates a
  * segment of the backup for every segment of each tree it does not hold yet
  * and every large-log segment it has no copy of (par_repl_install_needed
  * lists those, and the primary's large-log heads, copied again as they
- * grow, by the primary's numbers); each needed segment's bytes then go to
+ * grow, by the primary's numbers); each needed segment's bytes (as many as
+ * the export said) then go to
  * par_repl_install_segment, which copies it, rewriting the child addresses
  * of index nodes and the log pointers of leaves through the segment map
  * (log records get checksums seeded with the backup's region id); commit
@@ -181,7 +184,9 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
                                    par_repl_install **out);
 /* Writes min(cap, count) segment numbers to segs; returns the count. */
 PAR_API size_t par_repl_install_needed(const par_repl_install *in, uint32_t *segs, size_t cap);
-PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data);
+/* data: the segment's first len bytes (at most PAR_SEGMENT_SIZE; the rest
+ * are taken as zeros), as par_repl_export_segment gave them. */
+PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data, size_t len);
 PAR_API int par_repl_install_commit(par_repl_install *in);
 PAR_API void par_repl_install_close(par_repl_install *in);
 

@@ -226,17 +226,46 @@ PAR_API int par_repl_export_layout(par_repl_export *x, void *buf, size_t cap, si
 
 PAR_API uint64_t par_repl_export_covered(const par_repl_export *x) { return x ? x->covered : 0; }
 
-PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf) {
+/* Where an install's walk of a node segment stops (par_repl_install_segment:
+ * nodes packed from the start, then a zero header), or SEG when a header
+ * does not parse (the install reports it). */
+static uint32_t nodes_end(const uint8_t *buf, uint32_t seg) {
+  uint32_t off = 0;
+  while (off + NODE_HDR <= SEG && dec16(buf + off + 4) != 0) {
+    node_hdr h;
+    if (node_header(buf + off, seg_offset(seg) + off, &h) || h.pages == 0) return SEG;
+    off += h.pages * PAR_BLOCK;
+  }
+  return off + NODE_HDR;
+}
+
+/* Where an install's walk of a log segment stops (reseed_records: its
+ * records, read with vlog_next). */
+static uint32_t records_end(const uint8_t *buf, uint32_t seed) {
+  uint32_t off = 0;
+  vlog_record rec;
+  while (vlog_next(buf, &off, seed, &rec) == PAR_OK) off += rec.size;
+  return off;
+}
+
+PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf, size_t *len) {
   if (!x || !buf) return par_error(PAR_EINVAL, "par_repl_export_segment: NULL argument");
-  int found = 0;
-  for (int i = 1; i <= PAR_MAX_LEVELS && !found; i++)
-    for (int j = 0; j < LEVEL_TREES && !found; j++) {
+  enum { NOT_FOUND, NODES, LOG } kind = NOT_FOUND;
+  uint32_t inc = MEDIUM_INC;
+  for (int i = 1; i <= PAR_MAX_LEVELS && !kind; i++)
+    for (int j = 0; j < LEVEL_TREES && !kind; j++) {
       const dtree *t = x->v->tree[i][j];
-      for (uint32_t k = 0; t && k < t->d.segs.n; k++) found |= t->d.segs.v[k] == seg;
-      for (uint32_t k = 0; t && k < t->d.msegs.n; k++) found |= t->d.msegs.v[k] == seg;
+      for (uint32_t k = 0; t && k < t->d.segs.n; k++)
+        if (t->d.segs.v[k] == seg) kind = NODES;
+      for (uint32_t k = 0; t && k < t->d.msegs.n; k++)
+        if (t->d.msegs.v[k] == seg) kind = LOG;
     }
-  for (uint32_t i = 0; i < x->nvlog && !found; i++) found = x->vlog[i].seg == seg;
-  if (!found) return par_error(PAR_EINVAL, "segment %u is not in the exported levels or logs", seg);
+  for (uint32_t i = 0; i < x->nvlog && !kind; i++)
+    if (x->vlog[i].seg == seg) {
+      kind = LOG;
+      inc = x->vlog[i].inc;
+    }
+  if (!kind) return par_error(PAR_EINVAL, "segment %u is not in the exported levels or logs", seg);
   /* One read of the whole segment through the page cache, not a copy from
    * the map: the map is MADV_RANDOM, so a copy faulted an uncached segment
    * in a page (one device read) at a time. Merges write their trees through
@@ -246,7 +275,16 @@ PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf)
    * once and then cached for the next backup's export. A head of the large log may be appended
    * meanwhile: the records the levels point at were durable before the
    * levels were, so they are in what this reads. */
-  return file_read_cached(&x->r->vol->file, buf, SEG, seg_offset(seg));
+  int rc = file_read_cached(&x->r->vol->file, buf, SEG, seg_offset(seg));
+  if (rc || !len) return rc;
+  /* What an install needs of it: a tree's last segment, a medium set's and
+   * a head are mostly unused. Its walk stops at the header after the last
+   * node or record; past these bytes it reads zeros, where the walk here
+   * found nothing either. */
+  uint32_t end = kind == NODES ? nodes_end(buf, seg) : records_end(buf, vlog_seed(x->r->id, inc)) + VLOG_HDR;
+  end = ALIGN_UP(end, PAR_BLOCK);
+  *len = end < SEG ? end : SEG;
+  return PAR_OK;
 }
 
 PAR_API void par_repl_export_close(par_repl_export *x) {
@@ -321,6 +359,7 @@ struct par_repl_install {
   uint32_t nmap;
   uint32_t *needed, nneeded; /* the distinct primary segments to copy */
   uint8_t *buf;
+  uint8_t *padded; /* a segment sent shorter than SEG, with its zeros */
   int stale; /* a leaf points into a large-log segment the backup never had */
   int committed;
   /* The layout covers fewer LSNs than the backup's levels: installing it
@@ -695,9 +734,16 @@ static uint32_t copy_len(uint32_t end) {
   return len < SEG ? len : SEG;
 }
 
-PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data) {
+PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data, size_t len) {
   if (!in || !data) return par_error(PAR_EINVAL, "par_repl_install_segment: NULL argument");
   if (in->committed) return par_error(PAR_EINVAL, "the install is committed");
+  if (len > SEG) return par_error(PAR_EINVAL, "%zu bytes for a segment of %u", len, SEG);
+  if (len < SEG) { /* the rest reads as zeros */
+    if (!in->padded && !(in->padded = malloc(SEG))) return par_error(PAR_ENOMEM, "install buffer");
+    memcpy(in->padded, data, len);
+    memset(in->padded + len, 0, SEG - len);
+    data = in->padded;
+  }
   uint32_t lo = 0, hi = in->nmap;
   while (lo < hi) { /* the first entry of seg */
     uint32_t mid = (lo + hi) / 2;
@@ -1052,5 +1098,6 @@ PAR_API void par_repl_install_close(par_repl_install *in) {
   free(in->needed);
   free(in->layout);
   free(in->buf);
+  free(in->padded);
   free(in);
 }

@@ -370,14 +370,21 @@ public final class Replication {
       }
     }
 
-    /** Copies segment {@code seg} of the layout into {@code dst} ({@link #SEGMENT_SIZE} bytes). */
-    public synchronized void segment(int seg, byte[] dst) {
+    /**
+     * Copies the part of segment {@code seg} of the layout that an install needs into the start
+     * of {@code dst} (room for {@link #SEGMENT_SIZE} bytes) and returns its length: a tree's last
+     * segment, a medium set's and a large-log head are mostly unused, and what follows their nodes
+     * or records need not be sent ({@link IndexInstall#segment}).
+     */
+    public synchronized int segment(int seg, byte[] dst) {
       if (dst.length < SEGMENT_SIZE) throw new InvalidArgumentException("buffer under a segment");
       long x = state.acquire();
       try {
-        NativeMemory m = segBuf.atLeast(SEGMENT_SIZE);
-        Native.check(api, api.replExportSegment(x, seg, m.address));
-        m.buffer.get(0, dst, 0, SEGMENT_SIZE);
+        NativeMemory m = segBuf.atLeast(SEGMENT_SIZE + 8);
+        Native.check(api, api.replExportSegment(x, seg, m.address, m.address + SEGMENT_SIZE));
+        int len = (int) m.buffer.order(ByteOrder.nativeOrder()).getLong(SEGMENT_SIZE);
+        m.buffer.get(0, dst, 0, len);
+        return len;
       } finally {
         state.release();
       }
@@ -427,14 +434,18 @@ public final class Replication {
       }
     }
 
-    /** Copies one needed segment's bytes ({@link #SEGMENT_SIZE}), rewriting its nodes. */
+    /**
+     * Copies one needed segment, rewriting its nodes: {@code data} holds its first bytes, as
+     * {@link IndexExport#segment} gave them (at most {@link #SEGMENT_SIZE}; the rest are taken as
+     * zeros).
+     */
     public synchronized void segment(int seg, byte[] data) {
-      if (data.length < SEGMENT_SIZE) throw new InvalidArgumentException("data under a segment");
+      if (data.length > SEGMENT_SIZE) throw new InvalidArgumentException("data over a segment");
       long in = state.acquire();
       try {
-        NativeMemory m = segBuf.atLeast(SEGMENT_SIZE);
-        m.buffer.put(0, data, 0, SEGMENT_SIZE);
-        Native.check(api, api.replInstallSegment(in, seg, m.address));
+        NativeMemory m = segBuf.atLeast(Math.max(data.length, 1));
+        m.buffer.put(0, data, 0, data.length);
+        Native.check(api, api.replInstallSegment(in, seg, m.address, data.length));
       } finally {
         state.release();
       }

@@ -376,8 +376,8 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
-  public int replExportSegment(long export, int seg, long buf) {
-    return JniNative.replExportSegment(export, seg, buf);
+  public int replExportSegment(long export, int seg, long buf, long lenOut) {
+    return JniNative.replExportSegment(export, seg, buf, lenOut);
   }
 
   @Override
@@ -396,8 +396,8 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
-  public int replInstallSegment(long install, int seg, long data) {
-    return JniNative.replInstallSegment(install, seg, data);
+  public int replInstallSegment(long install, int seg, long data, long len) {
+    return JniNative.replInstallSegment(install, seg, data, len);
   }
 
   @Override

@@ -123,11 +123,11 @@ final class JniNative {
   static native int replExportOpen(long region, long out);
   static native int replExportLayout(long export, long buf, long cap, long lenOut);
   static native long replExportCovered(long export);
-  static native int replExportSegment(long export, int seg, long buf);
+  static native int replExportSegment(long export, int seg, long buf, long lenOut);
   static native void replExportClose(long export);
   static native int replInstallBegin(long region, long layout, long len, long out);
   static native long replInstallNeeded(long install, long segs, long cap);
-  static native int replInstallSegment(long install, int seg, long data);
+  static native int replInstallSegment(long install, int seg, long data, long len);
   static native int replInstallCommit(long install);
   static native void replInstallClose(long install);
   static native long replStats(long region, long out, long cap);

@@ -177,7 +177,7 @@ public abstract class NativeApi {
   public abstract long replExportCovered(long export);
 
   /** {@code par_repl_export_segment}. */
-  public abstract int replExportSegment(long export, int seg, long buf);
+  public abstract int replExportSegment(long export, int seg, long buf, long lenOut);
 
   /** {@code par_repl_export_close}. */
   public abstract void replExportClose(long export);
@@ -189,7 +189,7 @@ public abstract class NativeApi {
   public abstract long replInstallNeeded(long install, long segs, long cap);
 
   /** {@code par_repl_install_segment}. */
-  public abstract int replInstallSegment(long install, int seg, long data);
+  public abstract int replInstallSegment(long install, int seg, long data, long len);
 
   /** {@code par_repl_install_commit}. */
   public abstract int replInstallCommit(long install);

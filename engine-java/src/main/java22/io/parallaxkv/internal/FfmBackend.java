@@ -144,11 +144,11 @@ final class FfmBackend extends NativeApi {
     replExportOpenH = h("par_repl_export_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     replExportLayoutH = h("par_repl_export_layout", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replExportCoveredH = h("par_repl_export_covered", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG));
-    replExportSegmentH = h("par_repl_export_segment", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    replExportSegmentH = h("par_repl_export_segment", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG));
     replExportCloseH = h("par_repl_export_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     replInstallBeginH = h("par_repl_install_begin", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replInstallNeededH = h("par_repl_install_needed", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
-    replInstallSegmentH = h("par_repl_install_segment", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG));
+    replInstallSegmentH = h("par_repl_install_segment", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT, JAVA_LONG, JAVA_LONG));
     replInstallCommitH = h("par_repl_install_commit", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     replInstallCloseH = h("par_repl_install_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     replStatsH = h("par_repl_stats", FunctionDescriptor.of(JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
@@ -825,9 +825,9 @@ final class FfmBackend extends NativeApi {
   }
 
   @Override
-  public int replExportSegment(long export, int seg, long buf) {
+  public int replExportSegment(long export, int seg, long buf, long lenOut) {
     try {
-      return (int) replExportSegmentH.invokeExact(export, seg, buf);
+      return (int) replExportSegmentH.invokeExact(export, seg, buf, lenOut);
     } catch (Throwable t) {
       throw rethrow(t);
     }
@@ -861,9 +861,9 @@ final class FfmBackend extends NativeApi {
   }
 
   @Override
-  public int replInstallSegment(long install, int seg, long data) {
+  public int replInstallSegment(long install, int seg, long data, long len) {
     try {
-      return (int) replInstallSegmentH.invokeExact(install, seg, data);
+      return (int) replInstallSegmentH.invokeExact(install, seg, data, len);
     } catch (Throwable t) {
       throw rethrow(t);
     }

@@ -259,7 +259,9 @@ public final class RegionServer implements Closeable {
       case INSTALL_BEGIN:
         return req.reply(Frame.Status.OK, 0, backupCopy(req).installBegin(req.epoch(), req.num(), req.a()), null);
       case INSTALL_SEGMENT:
-        if (req.a().length != Replication.SEGMENT_SIZE) throw new IllegalArgumentException("a segment must be 2 MiB");
+        if (req.a().length == 0 || req.a().length > Replication.SEGMENT_SIZE) {
+          throw new IllegalArgumentException("a segment's bytes must be 1 B to 2 MiB, not " + req.a().length);
+        }
         if (req.b().length != 4) throw new IllegalArgumentException("a segment's number takes 4 bytes");
         backupCopy(req).installSegment(req.epoch(), req.num(), ByteBuffer.wrap(req.b()).getInt(), req.a());
         return req.ok(0);

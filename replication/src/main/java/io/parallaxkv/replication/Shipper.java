@@ -6,6 +6,7 @@ import io.parallaxkv.Replication;
 import io.parallaxkv.Scanner;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
@@ -257,12 +258,12 @@ final class Shipper implements AutoCloseable {
       try {
         long id = TRANSFER_IDS.incrementAndGet();
         ByteBuffer needed = ByteBuffer.wrap(call(Frame.Type.INSTALL_BEGIN, id, x.layout()).a());
-        // Reused: each call's answer means its bytes went out; a failed call ends this install.
         byte[] seg = new byte[Replication.SEGMENT_SIZE];
         while (needed.hasRemaining()) {
           int s = needed.getInt();
-          x.segment(s, seg);
-          call(Frame.Type.INSTALL_SEGMENT, id, seg, ByteBuffer.allocate(4).putInt(s).array(), Faults.PRIMARY_MID_INDEX);
+          // Only as far as its nodes or records reach: the install takes the rest as zeros.
+          byte[] used = Arrays.copyOf(seg, x.segment(s, seg));
+          call(Frame.Type.INSTALL_SEGMENT, id, used, ByteBuffer.allocate(4).putInt(s).array(), Faults.PRIMARY_MID_INDEX);
         }
         long lsn = call(Frame.Type.INSTALL_COMMIT, id, null).num();
         primary.acked(this, lsn);

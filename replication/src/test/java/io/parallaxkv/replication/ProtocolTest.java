@@ -11,6 +11,7 @@ import io.parallaxkv.Replication;
 import io.parallaxkv.WriteOptions;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Test;
@@ -194,13 +195,12 @@ class ProtocolTest {
         ByteBuffer needed = ByteBuffer.wrap(b.installBegin(1, 8, x.layout()));
         assertTrue(first.remaining() > 0);
         int s0 = first.getInt();
-        x.segment(s0, seg);
-        assertThrows(IllegalStateException.class, () -> b.installSegment(1, 7, s0, seg));
+        byte[] seg0 = Arrays.copyOf(seg, x.segment(s0, seg));
+        assertThrows(IllegalStateException.class, () -> b.installSegment(1, 7, s0, seg0));
         assertThrows(IllegalStateException.class, () -> b.installCommit(1, 7));
         while (needed.hasRemaining()) {
           int s = needed.getInt();
-          x.segment(s, seg);
-          b.installSegment(1, 8, s, seg);
+          b.installSegment(1, 8, s, Arrays.copyOf(seg, x.segment(s, seg)));
         }
         assertEquals(x.coveredLsn(), b.installCommit(1, 8));
         assertThrows(IllegalStateException.class, () -> b.installCommit(1, 8), "committed: no install in progress");
