@@ -1,5 +1,7 @@
 package io.parallaxkv.ycsb;
 
+import java.lang.management.ManagementFactory;
+import java.lang.management.ThreadMXBean;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.HashMap;
@@ -9,6 +11,7 @@ import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
 import java.util.Vector;
+import java.util.concurrent.atomic.AtomicInteger;
 import site.ycsb.ByteIterator;
 import site.ycsb.DB;
 import site.ycsb.DBException;
@@ -30,9 +33,15 @@ public abstract class KvClient extends DB {
   /** Property selecting the update semantics: {@code merge} or {@code replace}. */
   public static final String UPDATE_PROPERTY = "kv.update";
 
+  private static final ThreadMXBean THREADS = ManagementFactory.getThreadMXBean();
+  private static final AtomicInteger CLIENTS = new AtomicInteger();
+
   private String id;
   private KvStore store;
   private boolean merge;
+  private long startCpu;
+  private long startUser;
+  private String threadName;
 
   /** A short engine name, part of the shared store's identity. */
   protected abstract String engine();
@@ -53,6 +62,12 @@ public abstract class KvClient extends DB {
       throw new DBException(UPDATE_PROPERTY + " must be merge or replace, not " + mode);
     }
     merge = mode.equals("merge");
+    // YCSB calls init and cleanup on the client's own thread: name it for the phase's profile
+    // (PhaseMeter) and count its CPU from here.
+    threadName = Thread.currentThread().getName();
+    Thread.currentThread().setName(PhaseMeter.CLIENT_THREAD + "-" + CLIENTS.incrementAndGet());
+    startCpu = THREADS.getCurrentThreadCpuTime();
+    startUser = THREADS.getCurrentThreadUserTime();
     Path path = Path.of(dir).toAbsolutePath().normalize();
     id = engine() + ":" + path;
     try {
@@ -72,10 +87,14 @@ public abstract class KvClient extends DB {
   public void cleanup() throws DBException {
     if (store == null) return;
     store = null;
+    PhaseMeter.clientDone(THREADS.getCurrentThreadCpuTime() - startCpu,
+        THREADS.getCurrentThreadUserTime() - startUser);
     try {
       SharedStore.release(id);
     } catch (RuntimeException e) {
       throw new DBException("closing " + engine() + ": " + e.getMessage(), e);
+    } finally {
+      Thread.currentThread().setName(threadName);
     }
   }
 

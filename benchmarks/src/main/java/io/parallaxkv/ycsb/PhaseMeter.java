@@ -23,10 +23,21 @@ import java.util.concurrent.atomic.LongAdder;
  * that waited for the device: pages read through a map, not with read calls),
  * {@code peakRssBytes} (VmHWM, which includes mapped file pages), {@code appBytesWritten}, {@code appBytesReturned},
  * plus whatever the engine adds. Without it the meter only counts.
+ *
+ * <p>The profile without {@code perf}: {@code cpuSystemNanos} is the part of {@code cpuNanos}
+ * spent in the kernel (page faults, reads, reclaim under a cgroup limit); {@code cpuNanos.KIND}
+ * and {@code cpuSystemNanos.KIND} split it by what the threads are: {@code clients} (YCSB's client
+ * threads, each counted when it closes its binding), and the other threads by name up to the
+ * store's close ({@code par-compaction}, {@code par-wal}, {@code rocksdb:low}, the JVM's compiler
+ * and GC threads).
  */
 public final class PhaseMeter {
   /** System property naming the report file. */
   public static final String REPORT_PROPERTY = "ycsb.phase.report";
+  /** The name {@link KvClient} gives its thread, without the number. */
+  static final String CLIENT_THREAD = "ycsb-client";
+  /** procfs counts CPU in ticks of 1/100 s (USER_HZ, fixed at 100 by the Linux ABI on x86). */
+  private static final long NANOS_PER_TICK = 10_000_000L;
 
   private static final LongAdder WRITTEN = new LongAdder();
   private static final LongAdder RETURNED = new LongAdder();
@@ -34,6 +45,11 @@ public final class PhaseMeter {
   private static long startCpu;
   private static long startWall;
   private static long startMajorFaults;
+  private static ProcFs.Cpu startProcessCpu;
+  private static Map<Long, Map.Entry<String, ProcFs.Cpu>> startThreads;
+  private static Map<Long, Map.Entry<String, ProcFs.Cpu>> closeThreads;
+  private static final LongAdder CLIENT_CPU = new LongAdder();
+  private static final LongAdder CLIENT_USER = new LongAdder();
 
   private PhaseMeter() {}
 
@@ -55,8 +71,21 @@ public final class PhaseMeter {
     RETURNED.add(bytes);
   }
 
+  /** A client thread's CPU between its open and its close of the binding, user part apart. */
+  static void clientDone(long cpuNanos, long userNanos) {
+    CLIENT_CPU.add(cpuNanos);
+    CLIENT_USER.add(userNanos);
+  }
+
+  /** Samples every thread's CPU before the store is closed (its threads end with it). */
+  static synchronized void beforeClose() {
+    closeThreads = ProcFs.selfThreads();
+  }
+
   /** Starts the window: samples CPU time and I/O. */
   static synchronized void begin() {
+    startThreads = ProcFs.selfThreads();
+    startProcessCpu = ProcFs.selfCpu();
     startIo = ProcFs.selfIo();
     startCpu = ProcFs.selfCpuNanos();
     startWall = System.nanoTime();
@@ -78,6 +107,17 @@ public final class PhaseMeter {
     p.setProperty("peakRssBytes", Long.toString(ProcFs.selfPeakRssBytes()));
     p.setProperty("appBytesWritten", Long.toString(appBytesWritten()));
     p.setProperty("appBytesReturned", Long.toString(appBytesReturned()));
+    ProcFs.Cpu cpu = ProcFs.selfCpu().minus(startProcessCpu);
+    p.setProperty("cpuSystemNanos", Long.toString(cpu.systemTicks() * NANOS_PER_TICK));
+    p.setProperty("cpuNanos.clients", Long.toString(CLIENT_CPU.sum()));
+    p.setProperty("cpuSystemNanos.clients", Long.toString(CLIENT_CPU.sum() - CLIENT_USER.sum()));
+    if (closeThreads != null) {
+      ProcFs.cpuByThreadKind(startThreads, closeThreads).forEach((kind, c) -> {
+        if (kind.equals(CLIENT_THREAD) || c.userTicks() + c.systemTicks() == 0) return;
+        p.setProperty("cpuNanos." + kind, Long.toString((c.userTicks() + c.systemTicks()) * NANOS_PER_TICK));
+        p.setProperty("cpuSystemNanos." + kind, Long.toString(c.systemTicks() * NANOS_PER_TICK));
+      });
+    }
     engineStats.forEach(p::setProperty);
     try (OutputStream out = Files.newOutputStream(Path.of(file))) {
       p.store(out, "ycsb phase report");

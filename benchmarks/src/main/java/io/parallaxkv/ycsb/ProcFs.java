@@ -6,6 +6,8 @@ import java.lang.management.ManagementFactory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * The Linux process counters the benchmarks report: device I/O ({@code /proc/<pid>/io}), major
@@ -62,6 +64,73 @@ public final class ProcFs {
   public static long majorFaults(String statLine) {
     String[] rest = statLine.substring(statLine.lastIndexOf(')') + 2).split(" ");
     return Long.parseLong(rest[12 - 3]);
+  }
+
+  /**
+   * CPU time of a thread or process in clock ticks ({@code utime} and {@code stime}, the 14th and
+   * 15th fields of a {@code stat} line of procfs; counted from the last closing parenthesis, as
+   * {@link #majorFaults(String)} does).
+   */
+  public record Cpu(long userTicks, long systemTicks) {
+    /** Parses a {@code stat} line. */
+    public static Cpu of(String statLine) {
+      String[] rest = statLine.substring(statLine.lastIndexOf(')') + 2).split(" ");
+      return new Cpu(Long.parseLong(rest[14 - 3]), Long.parseLong(rest[15 - 3]));
+    }
+
+    /** This minus {@code earlier}. */
+    public Cpu minus(Cpu earlier) {
+      return new Cpu(userTicks - earlier.userTicks, systemTicks - earlier.systemTicks);
+    }
+
+    /** This plus {@code other}. */
+    public Cpu plus(Cpu other) {
+      return new Cpu(userTicks + other.userTicks, systemTicks + other.systemTicks);
+    }
+  }
+
+  /** User and system CPU of this process so far ({@code /proc/self/stat}). */
+  public static Cpu selfCpu() {
+    return Cpu.of(readLines(Path.of("/proc/self/stat")).get(0));
+  }
+
+  /**
+   * The live threads of this process ({@code /proc/self/task}): thread id → its name and CPU. A
+   * thread that ends while the table is read is left out.
+   */
+  public static Map<Long, Map.Entry<String, Cpu>> selfThreads() {
+    Map<Long, Map.Entry<String, Cpu>> m = new TreeMap<>();
+    try (var tasks = Files.list(Path.of("/proc/self/task"))) {
+      for (Path t : tasks.toList()) {
+        String stat;
+        try {
+          stat = Files.readString(t.resolve("stat"));
+        } catch (IOException ended) {
+          continue;
+        }
+        String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        m.put(Long.parseLong(t.getFileName().toString()), Map.entry(name, Cpu.of(stat)));
+      }
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return m;
+  }
+
+  /**
+   * The CPU each kind of thread used between two {@link #selfThreads()} tables, by thread name
+   * with trailing digits and separators dropped ({@code par-compaction}, {@code rocksdb:low},
+   * {@code C2 CompilerThre}, {@code GC Thread#}). Threads that ended meanwhile are not in it.
+   */
+  public static Map<String, Cpu> cpuByThreadKind(Map<Long, Map.Entry<String, Cpu>> before,
+      Map<Long, Map.Entry<String, Cpu>> after) {
+    Map<String, Cpu> m = new TreeMap<>();
+    after.forEach((tid, e) -> {
+      Map.Entry<String, Cpu> b = before.get(tid);
+      Cpu d = b == null || !b.getKey().equals(e.getKey()) ? e.getValue() : e.getValue().minus(b.getValue());
+      m.merge(e.getKey().replaceAll("[-_#: ]*[0-9]+$", ""), d, Cpu::plus);
+    });
+    return m;
   }
 
   /** CPU time (user + system, all threads) this process has used, in nanoseconds. */

@@ -44,6 +44,7 @@ final class SharedStore {
     if (--e.refs > 0) return;
     OPEN.remove(id);
     Map<String, String> stats = e.store.stats();
+    PhaseMeter.beforeClose();
     e.store.close();
     PhaseMeter.end(stats);
   }

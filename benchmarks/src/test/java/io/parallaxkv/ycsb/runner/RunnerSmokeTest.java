@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Properties;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -37,6 +38,14 @@ class RunnerSmokeTest {
     assertTrue(Files.readString(out.resolve("results.md")).contains("| Run E | blobdb |"));
     assertTrue(Files.size(out.resolve("ycsb-sd.png")) > 1000);
     assertTrue(Files.exists(out.resolve("latency.csv")));
+    Properties phase = new Properties();
+    try (var in = Files.newInputStream(out.resolve("logs").resolve("parallax-SD-a.phase.properties"))) {
+      phase.load(in);
+    }
+    long cpu = Long.parseLong(phase.getProperty("cpuNanos"));
+    long clients = Long.parseLong(phase.getProperty("cpuNanos.clients"));
+    assertTrue(clients > 0 && clients <= cpu, "the client threads' CPU is part of the phase's: " + phase);
+    assertTrue(Long.parseLong(phase.getProperty("cpuSystemNanos")) <= cpu + 10_000_000L, phase.toString());
     assertTrue(!Files.exists(tmp.resolve("data").resolve("SD").resolve("parallax")), "data removed");
   }
 }
