@@ -7,6 +7,7 @@ import io.parallaxkv.Replication.Role;
 import io.parallaxkv.WriteOptions;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * This server's copy of one region, as primary or backup, for one membership (its join epoch).
@@ -47,6 +48,13 @@ final class LocalCopy implements AutoCloseable {
   private long installId;
   /** The id its primary gave the load in progress (0: none); the same guard as installId. */
   private long loadId;
+  /**
+   * What this copy's primaries sent it, in payload bytes of the messages it took: shipped log
+   * records, and levels (layouts and segments; the whole region, for a load). Send index trades
+   * the second for a backup's compactions; {@code STATS} reports both.
+   */
+  private final LongAdder logBytes = new LongAdder();
+  private final LongAdder indexBytes = new LongAdder();
 
   LocalCopy(Parallax volume, String name, long joinEpoch, boolean primary, boolean sendIndex, boolean complete,
       long epoch) {
@@ -108,6 +116,7 @@ final class LocalCopy implements AutoCloseable {
       startOver();
       loadId = 0;
     }
+    logBytes.add(records.length);
     if (records.length == 0) return Replication.stats(region).logLsn();
     // Held, not synced (Talos: a backup holds the log in memory): a copy is never reopened (a
     // restarted server discards its volume), so a sync here would protect nothing, and a
@@ -121,6 +130,7 @@ final class LocalCopy implements AutoCloseable {
     install = null;
     install = Replication.installIndex(region, layout);
     installId = id;
+    indexBytes.add(layout.length);
     int[] segs = install.needed();
     ByteBuffer b = ByteBuffer.allocate(4 * segs.length);
     for (int s : segs) b.putInt(s);
@@ -147,6 +157,7 @@ final class LocalCopy implements AutoCloseable {
       in = install;
     }
     in.segment(seg, data);
+    indexBytes.add(data.length);
     Faults.reach(Faults.BACKUP_MID_INSTALL);
   }
 
@@ -161,6 +172,11 @@ final class LocalCopy implements AutoCloseable {
     }
     Faults.reach(Faults.BACKUP_INSTALL_COMMITTED);
     return Replication.stats(region).logLsn();
+  }
+
+  /** Payload bytes taken from primaries: shipped log records, and levels or loaded pairs. */
+  long[] bytesReceived() {
+    return new long[] {logBytes.sum(), indexBytes.sum()};
   }
 
   synchronized void markComplete(long reqEpoch) throws StaleEpochException {
@@ -202,7 +218,10 @@ final class LocalCopy implements AutoCloseable {
   synchronized void load(long reqEpoch, long id, List<byte[][]> pairs) throws StaleEpochException {
     check(reqEpoch);
     checkLoad(id);
-    for (byte[][] p : pairs) region.put(p[0], p[1], WriteOptions.NO_WAL);
+    for (byte[][] p : pairs) {
+      region.put(p[0], p[1], WriteOptions.NO_WAL);
+      indexBytes.add(p[0].length + p[1].length);
+    }
   }
 
   /**

@@ -51,14 +51,17 @@ class FailoverTest {
     return r0;
   }
 
-  /** role, log LSN, L0 LSN, covered, applied, skipped, trees, segments, compactions; complete. */
+  /**
+   * role, log LSN, L0 LSN, covered, applied, skipped, trees, segments, compactions, mirror bytes,
+   * medium segments, segment bytes, log bytes taken, level bytes taken; complete.
+   */
   private static long[] stats(ReplicatedClient c, String server, String region) throws Exception {
     Frame r = c.callServer(server, Frame.request(Frame.Type.STATS, region, 0, 0, null, null), 3000);
     assertEquals(Frame.Status.OK, r.status(), r.message());
     ByteBuffer b = ByteBuffer.wrap(r.a());
-    long[] s = new long[10];
-    for (int i = 0; i < 9; i++) s[i] = b.getLong();
-    s[9] = r.num();
+    long[] s = new long[15];
+    for (int i = 0; i < 14; i++) s[i] = b.getLong();
+    s[14] = r.num();
     return s;
   }
 
@@ -143,7 +146,14 @@ class FailoverTest {
         Thread.sleep(4000);
         // The primaries compacted and shipped their levels; the backups installed them.
         long trees = 0;
-        for (RegionInfo.Member m : r0.backups()) trees += stats(c, m.server(), "r0")[6];
+        for (RegionInfo.Member m : r0.backups()) {
+          long[] s = stats(c, m.server(), "r0");
+          trees += s[6];
+          // What the backup took: the shipped log (two of the values alone are 2 MiB), and levels
+          // if it installed any.
+          assertTrue(s[12] > 2L * PrimaryRegion.MAX_SEND_INDEX_VALUE, m.server() + " took " + s[12] + " B of log");
+          assertEquals(s[6] > 0, s[13] > 0, m.server() + " installed " + s[6] + " trees, took " + s[13] + " B of levels");
+        }
         assertTrue(trees > 0, "levels were shipped to r0's backups (" + w.acks.get() + " acks)" + cl.logs());
         assertBackupsNeverCompacted(c);
 

@@ -150,8 +150,11 @@ class ReplicationBench {
             long mirror = stats.getLong(9 * 8); // Replication.Stats#mirrorBytes
             long medium = stats.getLong(10 * 8); // Replication.Stats#mediumSegments
             long copied = stats.getLong(11 * 8); // Replication.Stats#segmentBytes
+            long logTaken = stats.getLong(12 * 8), levelsTaken = stats.getLong(13 * 8); // payload received
             System.out.printf("           of which segments installed: %.1f B/write (the large-log mirror: %.1f); "
                 + "medium-log segments copied: %d%n", (double) copied / n, (double) mirror / n, medium);
+            System.out.printf("           received from the primary: log %.1f B/write, levels %.1f B/write%n",
+                (double) logTaken / n, (double) levelsTaken / n);
           }
         }
       }
