@@ -95,8 +95,14 @@ class ReplicationBench {
     return sb.length() == 0 ? "-" : sb.substring(0, sb.length() - 2);
   }
 
-  /** n writes by 16 client threads: keys key000000000000.., values of 1000 bytes or the SD mix. */
+  /**
+   * n writes by 16 client threads: keys key000000000000.. with values of 1000 bytes, or the SD mix
+   * with YCSB's 24-byte keys (user00000000000000000000..), so that its pairs fall in the papers'
+   * classes: 33, 128 and 1028 bytes (small, medium, large: 1024 and up). With 15-byte keys the
+   * 1004-byte values made 1019-byte pairs, medium ones (runs before 2026-11-29).
+   */
   private static void load(ReplicatedClient c, long n, boolean sd) throws InterruptedException {
+    String keyFormat = sd ? "user%020d" : "key%012d";
     AtomicLong next = new AtomicLong();
     List<Thread> threads = new ArrayList<>();
     for (int t = 0; t < 16; t++) {
@@ -106,7 +112,7 @@ class ReplicationBench {
           long k = (i * 7919) % n;
           int size = !sd ? 3 : k % 5 < 3 ? 0 : k % 5 == 3 ? 1 : 2;
           try {
-            c.put(String.format("key%012d", k).getBytes(StandardCharsets.UTF_8), values[size]);
+            c.put(String.format(keyFormat, k).getBytes(StandardCharsets.UTF_8), values[size]);
           } catch (Exception e) {
             throw new IllegalStateException(e);
           }
