@@ -150,9 +150,9 @@ class FailoverTest {
           long[] s = stats(c, m.server(), "r0");
           trees += s[6];
           // What the backup took: the shipped log (two of the values alone are 2 MiB), and levels
-          // if it installed any.
+          // if it installed any (they are counted as they arrive, before the install commits).
           assertTrue(s[12] > 2L * PrimaryRegion.MAX_SEND_INDEX_VALUE, m.server() + " took " + s[12] + " B of log");
-          assertEquals(s[6] > 0, s[13] > 0, m.server() + " installed " + s[6] + " trees, took " + s[13] + " B of levels");
+          assertTrue(s[6] == 0 || s[13] > 0, m.server() + " installed " + s[6] + " trees, took " + s[13] + " B of levels");
         }
         assertTrue(trees > 0, "levels were shipped to r0's backups (" + w.acks.get() + " acks)" + cl.logs());
         assertBackupsNeverCompacted(c);
