@@ -23,6 +23,9 @@
  *    two threads per backup produce them, a promotion mid-stream, the new
  *    primary shipping to the other backup and to a new one; every promoted
  *    copy holds exactly the writes up to its log's end;
+ *  - Talos's value log: large values written into the backup's mirror as
+ *    the log arrives, so that installs copy none of them; the log copy's
+ *    pointers into the mirror across a close, a mirror rebuilt at a reopen;
  *  - a promotion whose log copy is damaged fails and leaves a send-index
  *    backup (a retry fails again rather than serving without the log);
  *  - a medium-log segment is copied once while the backup's levels point
@@ -255,6 +258,24 @@ static void test_log_stream(void **state) {
   assert_par(par_repl_apply(si.reg, rec, 7, 0, &applied), PAR_ECORRUPT);
   assert_par(par_repl_apply(si.reg, rec, 0, PAR_NO_WAL, &applied), PAR_EINVAL); /* PAR_SYNC only */
   assert_int_equal(applied, last);
+  /* A large value's place in the primary's large log: a size that is not
+   * its record's, a record past the segment's end, the medium log's
+   * incarnation. Nothing is applied, nothing placed. */
+  uint64_t mirrored = stat_of(si.reg, PAR_REPL_STAT_MIRROR_BYTES);
+  const vptr places[] = {{5, 0, 7, 999}, {5, PAR_SEGMENT_SIZE - 10, 7, 20}, {5, 0, MEDIUM_INC, 20}};
+  for (size_t i = 0; i < sizeof places / sizeof *places; i++) {
+    memset(rec, 0, sizeof rec);
+    enc64(rec, last + 1);
+    enc32(rec + 8, 1);
+    enc32(rec + 12, 21);
+    rec[16] = 3, rec[17] = 1, rec[18] = 17, rec[19] = 'k';
+    vptr_encode(rec + 20, places[i]);
+    rec[36] = 'v';
+    assert_par(par_repl_apply(si.reg, rec, 37, 0, &applied), PAR_ECORRUPT);
+    assert_int_equal(applied, last);
+  }
+  assert_int_equal(stat_of(si.reg, PAR_REPL_STAT_MIRROR_BYTES), mirrored);
+  assert_true(mirrored > 0); /* the large values went to the mirror as they came */
 
   /* A send-index backup turned build-index (a state transfer's end): its log copy goes into
    * L0, and records applied later go to L0 too. */
@@ -671,6 +692,8 @@ static void test_outdated_layout(void **state) {
  * same way, promotes that one too, and checks each promoted copy against
  * the writes up to its log LSN. */
 
+#define VMAX 2500 /* values up to here: large ones in hybrid rounds */
+
 typedef struct wrec { /* the write of LSN i + 1 */
   char key[16];
   uint8_t klen;
@@ -687,7 +710,7 @@ typedef struct shipping {
   size_t nsegs, done;
 } shipping;
 
-static void write_one(par_region *r, wrec *w, uint64_t *rng, uint64_t lsn) {
+static void write_one(par_region *r, wrec *w, uint64_t *rng, uint64_t lsn, uint32_t vmax) {
   w->klen = (uint8_t)snprintf(w->key, sizeof w->key, "key%05d", (int)tu_rand_range(rng, 3000));
   w->seed = lsn;
   if (tu_rand_range(rng, 10) == 0) {
@@ -695,8 +718,8 @@ static void write_one(par_region *r, wrec *w, uint64_t *rng, uint64_t lsn) {
     assert_ok(par_delete(r, w->key, w->klen, 0));
     return;
   }
-  w->vlen = (uint16_t)tu_rand_range(rng, 600);
-  uint8_t v[600];
+  w->vlen = (uint16_t)tu_rand_range(rng, vmax);
+  uint8_t v[VMAX];
   tu_fill_pattern(v, w->vlen, w->seed);
   assert_ok(par_put(r, w->key, w->klen, v, w->vlen, 0));
 }
@@ -705,7 +728,7 @@ static void write_one(par_region *r, wrec *w, uint64_t *rng, uint64_t lsn) {
 static void verify_upto(par_region *r, const wrec *w, uint64_t upto) {
   tu_map m;
   tu_map_init(&m);
-  uint8_t v[600];
+  uint8_t v[VMAX];
   for (uint64_t i = 0; i < upto; i++) {
     if (w[i].vlen == 0xffff) {
       tu_map_del(&m, w[i].key, w[i].klen);
@@ -780,9 +803,9 @@ static void ship_abandon(shipping *s) {
 }
 
 /* n writes on s[0].from interleaved at random with the shipping steps of each s[i]. */
-static void mix(shipping *s, int ns, wrec *w, uint64_t *lsn, int n, uint64_t *rng) {
+static void mix(shipping *s, int ns, wrec *w, uint64_t *lsn, int n, uint32_t vmax, uint64_t *rng) {
   for (int i = 0; i < n; i++) {
-    write_one(s[0].from, &w[*lsn], rng, *lsn + 1);
+    write_one(s[0].from, &w[*lsn], rng, *lsn + 1, vmax);
     (*lsn)++;
     if (i % 50) continue;
     assert_ok(par_sync(s[0].from));
@@ -807,9 +830,15 @@ static void test_shipping_interleavings(void **state) {
   for (int round = 0; round < 4; round++) {
     /* Every other round hybrid, with an L0 small enough for a level below
      * L1: flushes into L1 write medium values into sets of the transient
-     * log that later trees carry on, which the backups copy and share. */
+     * log that later trees carry on, which the backups copy and share; and
+     * large values, which the backups' mirrors take as the log arrives or
+     * installs copy, in whatever order the two come. */
     uint32_t placement = round % 2 ? PAR_PLACEMENT_HYBRID : PAR_PLACEMENT_IN_PLACE;
-    node p = {.l0_size = placement == PAR_PLACEMENT_HYBRID ? 64u << 10 : 0}, b[2] = {{0}};
+    uint32_t vmax = placement == PAR_PLACEMENT_HYBRID ? VMAX : 600;
+    /* GC drops segments wholly garbage only: a relocation would take an
+     * LSN, and LSN i + 1 here is the write w[i]. */
+    node p = {.l0_size = placement == PAR_PLACEMENT_HYBRID ? 64u << 10 : 0, .gc_off = 1},
+         b[2] = {{.gc_off = 1}, {.gc_off = 1}};
     node_open(&p, "repl_mix_p", placement);
     node_open(&b[0], "repl_mix_b0", placement);
     node_open(&b[1], "repl_mix_b1", placement);
@@ -821,10 +850,12 @@ static void test_shipping_interleavings(void **state) {
       assert_ok(par_repl_cursor_open(p.reg, 1, &s[i].cur));
     }
     uint64_t lsn = 0;
-    mix(s, 2, w, &lsn, WRITES, &rng);
+    mix(s, 2, w, &lsn, WRITES, vmax, &rng);
     assert_true(stat_of(p.reg, PAR_REPL_STAT_COMPACTIONS) > 3);
-    if (placement == PAR_PLACEMENT_HYBRID)
+    if (placement == PAR_PLACEMENT_HYBRID) {
       assert_true(stat_of(b[0].reg, PAR_REPL_STAT_MEDIUM_SEGMENTS) + stat_of(b[1].reg, PAR_REPL_STAT_MEDIUM_SEGMENTS) > 0);
+      assert_true(stat_of(b[0].reg, PAR_REPL_STAT_MIRROR_BYTES) + stat_of(b[1].reg, PAR_REPL_STAT_MIRROR_BYTES) > 0);
+    }
     /* The primary dies: what it shipped is all there is. The backup with
      * the longest log becomes primary; the other follows it. */
     uint64_t l0 = stat_of(b[0].reg, PAR_REPL_STAT_LOG_LSN), l1 = stat_of(b[1].reg, PAR_REPL_STAT_LOG_LSN);
@@ -838,13 +869,13 @@ static void test_shipping_interleavings(void **state) {
     /* It ships to the other backup and to a new one (state transfer);
      * its next LSN follows the log it holds. */
     lsn = held;
-    node fresh = {0};
+    node fresh = {.gc_off = 1};
     node_open(&fresh, "repl_mix_f", placement);
     assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
     shipping t[2] = {{.from = nprim->reg, .to = nback->reg}, {.from = nprim->reg, .to = fresh.reg}};
     assert_ok(par_repl_cursor_open(nprim->reg, stat_of(nback->reg, PAR_REPL_STAT_LOG_LSN) + 1, &t[0].cur));
     assert_ok(par_repl_cursor_open(nprim->reg, 1, &t[1].cur));
-    mix(t, 2, w, &lsn, WRITES, &rng);
+    mix(t, 2, w, &lsn, WRITES, vmax, &rng);
     ship_abandon(&t[0]);
     ship_abandon(&t[1]);
     /* Either may be promoted next: each holds the writes up to its log's end. */
@@ -1182,6 +1213,64 @@ static void test_send_index_mirror_bytes(void **state) {
   node_open(&s, "repl_mb_b", PAR_PLACEMENT_HYBRID);
   assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
   assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+}
+
+/* Talos's value log: a send-index backup writes each shipped large value
+ * into its mirror as the log arrives, at the primary's offset, and its log
+ * copy keeps a pointer. An install then copies nothing of a large log the
+ * backup applied from its first record: the mirror is written once, about
+ * the primary's large-log bytes. After a close (crash-like) the log copy's
+ * pointers are read back: reopened, the region replays them. Reopened and
+ * made a backup again, its mirror is rebuilt from its catalog and installs
+ * copy into it in place; promoted, it holds every value. */
+static void test_send_index_mirror_at_apply(void **state) {
+  (void)state;
+  node p = {.gc_off = 1, .no_sorted_runs = 1}, s = {.gc_off = 1};
+  node_open(&p, "repl_ma_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_ma_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  for (int k = 0; k < 1600; k++) put_large(p.reg, &m, k, 1); /* two large-log segments */
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  uint64_t large = region_stats(p.reg).large_log_bytes_appended, mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES);
+  fprintf(stderr, "mirror_at_apply: %llu bytes written at apply for %llu in the primary's large log\n",
+          (unsigned long long)mirror, (unsigned long long)large);
+  assert_true(large > PAR_SEGMENT_SIZE);
+  assert_true(mirror >= large && mirror <= large + large / 8); /* a block written again per apply */
+  assert_ok(par_flush(p.reg));
+  uint64_t segs = stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED);
+  assert_true(ship_index(p.reg, s.reg) > 0);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES), mirror); /* no large segment copied */
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED) > segs);
+
+  for (int k = 0; k < 400; k++) put_large(p.reg, &m, k, 2);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  node_close(&s);
+  node_open(&s, "repl_ma_b", PAR_PLACEMENT_HYBRID);
+  verify(s.reg, &m); /* its log copy's pointers, replayed into L0 at the open */
+
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES);
+  for (int k = 400; k < 800; k++) put_large(p.reg, &m, k, 3);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, s.reg);
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) > mirror); /* the rebuilt mirror, copied in place */
+  par_repl_cursor_close(c);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  for (int k = 2000; k < 3000; k++) put_large(s.reg, &m, k, 4); /* its own heads, new incarnations */
+  assert_ok(par_flush(s.reg));
   verify(s.reg, &m);
   tu_map_free(&m);
   node_free(&p);
@@ -1679,6 +1768,7 @@ int main(void) {
       cmocka_unit_test(test_send_index_gc_drop),
       cmocka_unit_test(test_promotion_takes_no_lsn),
       cmocka_unit_test(test_cursor_holds_gc),
+      cmocka_unit_test(test_send_index_mirror_at_apply),
       cmocka_unit_test(test_send_index_mirror_bytes),
       cmocka_unit_test(test_send_index_shares_medium),
       cmocka_unit_test(test_install_writes_used_blocks),

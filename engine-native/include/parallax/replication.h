@@ -22,9 +22,11 @@
  *
  * Shipped records ("log stream") are a sequence of
  *   lsn u64 | count u32 | len u32 | count x op
- * (little-endian), an op being type u8 (1 put, 2 delete) | key length varint
- * | value length varint | key | value: the WAL's records, with every value
- * the primary keeps in its large log read back in place of its pointer.
+ * (little-endian), an op being type u8 (1 put, 2 delete, 3 large put, 6
+ * range delete) | key length varint | value length varint | key | value:
+ * the WAL's records. A large put's value is the value's place in the
+ * primary's large log (segment u32 | offset u32 | incarnation u32 | record
+ * size u32) followed by the value, read back from there.
  *
  * A replicated region takes ordinary logged writes only: the cursor refuses
  * (PAR_EINVAL) a log holding writes made without it (PAR_NO_WAL) or a
@@ -35,10 +37,15 @@
  * levels point into it, however many installed trees do), and a backup's
  * large log mirrors the
  * primary's (Talos's log map), each leaf's pointer rewritten to the
- * backup's copy. Values larger than a segment (a run of large-log
- * segments) are not mirrored: export refuses a region holding one
- * (PAR_EINVAL); shipped records hold each value whole, so a send-index
- * backup's log copy takes values up to PAR_MAX_INLINE_VALUE.
+ * backup's copy. A send-index backup writes a shipped large value into its
+ * mirror at its place as the record is applied, and its log copy keeps a
+ * pointer to it (Talos's value log: an install then copies none of a
+ * segment apply wrote from its first record); a value that does not extend
+ * its mirror's records (the backup started after the segment's first one)
+ * goes into the log copy whole. Values larger than a segment (a run of
+ * large-log segments) are not mirrored: export refuses a region holding one
+ * (PAR_EINVAL), and a send-index backup's log copy takes values up to
+ * PAR_MAX_INLINE_VALUE.
  */
 #ifndef PARALLAX_REPLICATION_H
 #define PARALLAX_REPLICATION_H
@@ -129,8 +136,10 @@ PAR_API void par_repl_cursor_close(par_repl_cursor *c);
  * A record the region already holds (LSNs up to its newest) is skipped, so
  * re-delivery is harmless. PAR_EINVAL for a gap (a record that does not
  * start at the next LSN), a region that is not a backup, or another flag;
- * PAR_ECORRUPT for malformed bytes. Records before the bad one stay
- * applied. */
+ * PAR_ECORRUPT for malformed bytes (a large value's place included). Records
+ * before the bad one stay applied. On a send-index backup every large value
+ * of the call is written to the mirror before any record is logged; calls
+ * on one region run one at a time. */
 PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint32_t flags,
                            uint64_t *applied_lsn);
 

@@ -162,25 +162,36 @@ struct par_region {
    * compacts; its levels are installed from the primary, and repl_tree_id
    * names the primary's tree each of them copies (0: none). */
   int repl_role;
+  /* par_repl_apply runs one call at a time: its mirror writes and the
+   * records it logs follow the log copy's end in order (repl/mirror.c). */
+  pthread_mutex_t repl_apply_mu;
   /* Replication exported the region's levels: its merges write their trees
    * through the page cache, where the next export reads them back. */
   atomic_int repl_exported;
   uint32_t repl_tree_id[PAR_MAX_LEVELS + 1][LEVEL_TREES];
-  /* A send-index backup's large log mirrors the primary's (src/repl/index.c):
-   * each primary segment (pseg, inc) copied into bseg, which keeps the
-   * primary's incarnation; used: where the copy's records end; open: the
-   * primary's head when copied (the next install copies it again, in place:
-   * installed leaves point into it); garbage: the primary's count; dropped:
-   * the primary dropped it, kept while the log copy lacks relocations out of
-   * it. Under view_mu, in memory only (after a reopen every segment is
-   * copied again). needs_lsn: a leaf of
+  /* A send-index backup's large log mirrors the primary's (src/repl/mirror.c,
+   * src/repl/index.c): each primary segment (pseg, inc) kept in bseg, which
+   * keeps the primary's incarnation (incarnations are unique in a region's
+   * history, so inc alone names the segment; pseg is 0 after a reopen until
+   * an install names it). [0, used) holds the primary's records at their
+   * offsets, every one (a record the apply could not place there went to
+   * the log copy whole). whole: apply wrote every record of the segment
+   * since its first (so the mirror holds every record up to the log copy's
+   * end, and an install copies nothing); tail: the block holding used, as
+   * the mirror has it (NULL: read it when needed). open: the primary's head
+   * when last installed (or made by apply); garbage: the primary's count;
+   * dropped: the primary dropped it, kept while the log copy lacks
+   * relocations out of it. Under view_mu, in memory (rebuilt from the
+   * catalog's large log, each to be copied again, when a reopened region
+   * becomes a send-index backup). needs_lsn: a leaf of
    * the installed levels points into a primary segment the backup never
    * had, whose value a relocation up to this LSN moved: the copy is
    * promoted only once its log holds that LSN. */
   struct repl_mirror {
     uint32_t pseg, inc, bseg, used;
     uint64_t garbage;
-    uint8_t open, dropped;
+    uint8_t open, dropped, whole;
+    uint8_t *tail;
   } *repl_mirror;
   uint32_t nrepl_mirror;
   /* The primary's medium-log segments a send-index backup's levels hold a
@@ -195,6 +206,14 @@ struct par_region {
   } *repl_medium;
   uint32_t nrepl_medium;
   uint64_t repl_needs_lsn;
+  /* The primary's large-log segments (by incarnation) installs in progress
+   * are copying into new mirror segments, a multiset under view_mu: apply
+   * starts no mirror of its own for them. */
+  uint32_t *repl_copying, nrepl_copying;
+  /* Bytes apply wrote into the mirror: the WAL writer syncs them before it
+   * writes the pointers to them (flush_large_logs), as for the large logs. */
+  atomic_uint_fast64_t repl_mirror_written;
+  uint8_t *repl_apply_buf; /* a segment's worth, for apply's mirror writes (view_mu) */
   struct {
     atomic_uint_fast64_t applied, skipped, trees, segments, mirror_bytes, medium_segments, segment_bytes;
   } repl_stats;
@@ -317,6 +336,9 @@ uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t cove
  * the large-log values they point at, so GC frees no segment holding such a
  * value (gc_reclaim). */
 uint64_t region_cursors_pin(par_region *r);
+/* Frees a send-index backup's large-log mirror state (src/repl/mirror.c), at
+ * the region's close. */
+void repl_mirror_free(par_region *r);
 
 /* txn.c: whether replay applies the cross-region part [first, last]. */
 int txn_part_committed(const region_desc *d, uint64_t first, uint64_t last);

@@ -230,8 +230,10 @@ static void give_back_vlog(void *ctx, uint32_t seg, uint32_t n) {
  * cut keep the WAL block and lose the value (the key would then fail its
  * reads; for a GC relocation, the index would point at the torn copy while
  * the next GC pass frees the good one). The segments the large logs took
- * since are listed first (log/vlog.h). Called by the WAL writer thread only,
- * which alone touches large_synced. */
+ * since are listed first (log/vlog.h). A send-index backup's large-log
+ * mirror, written by apply before its pointers are logged, counts as a large
+ * log here (repl/mirror.c). Called by the WAL writer thread only, which
+ * alone touches large_synced. */
 static uint64_t covered_lsn(par_region *r) {
   pthread_mutex_lock(&r->vol->meta_mu);
   uint64_t covered = catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
@@ -246,7 +248,7 @@ static int flush_large_logs(void *ctx) {
   if (!rc) rc = vlog_list_pending(&r->cold, durable, covered);
   if (!rc) rc = vlog_flush(&r->hot);
   if (!rc) rc = vlog_flush(&r->cold);
-  uint64_t written = vlog_written(&r->hot) + vlog_written(&r->cold);
+  uint64_t written = vlog_written(&r->hot) + vlog_written(&r->cold) + atomic_load(&r->repl_mirror_written);
   if (!rc && written != r->large_synced) {
     rc = file_sync(&r->vol->file);
     if (!rc) r->large_synced = written;
@@ -263,12 +265,13 @@ int region_logs_listed(par_region *r) {
 static void region_free(par_region *r) {
   view_unref(r->view);
   free(r->pending);
-  free(r->repl_mirror);
+  repl_mirror_free(r);
   free(r->repl_medium);
   free(r->settled);
   free(r->settled_tail);
   pthread_mutex_destroy(&r->settled_mu);
   pthread_mutex_destroy(&r->write_mu);
+  pthread_mutex_destroy(&r->repl_apply_mu);
   pthread_mutex_destroy(&r->commit_mu);
   pthread_mutex_destroy(&r->view_mu);
   pthread_mutex_destroy(&r->cur_mu);
@@ -325,6 +328,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   if (!r) return par_error(PAR_ENOMEM, "region");
   r->vol = v;
   pthread_mutex_init(&r->write_mu, NULL);
+  pthread_mutex_init(&r->repl_apply_mu, NULL);
   pthread_mutex_init(&r->commit_mu, NULL);
   pthread_mutex_init(&r->view_mu, NULL);
   pthread_mutex_init(&r->cur_mu, NULL);

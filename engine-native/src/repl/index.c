@@ -8,7 +8,8 @@
  * Values outside the leaves (hybrid placement) follow through a log map,
  * Talos's: a tree's transient medium-log segments are copied with it, and
  * the backup's large log mirrors the primary's, segment for segment at the
- * same offsets and incarnations. Copied log records get their checksums
+ * same offsets and incarnations. Apply writes most of the mirror as the log
+ * arrives (repl/mirror.c); an install copies what apply did not. Copied log records get their checksums
  * seeded again with the backup's region id, and each leaf pointer into a
  * log is rewritten to the backup's segment. A mirrored segment is copied
  * once, except the primary's heads, which grow: the next install copies
@@ -333,6 +334,7 @@ typedef struct seg_map {
   uint8_t in_place;
   uint8_t open;    /* large: the primary's head at the export */
   uint8_t dropped; /* large: kept, though the primary dropped it */
+  uint8_t copying; /* large: a new copy, in r->repl_copying until the close */
   int written;
   uint32_t used;    /* large: where its last record ends */
   uint64_t garbage; /* large: the primary's count */
@@ -361,6 +363,7 @@ struct par_repl_install {
   uint8_t *buf;
   uint8_t *padded; /* a segment sent shorter than SEG, with its zeros */
   int stale; /* a leaf points into a large-log segment the backup never had */
+  uint64_t next_lsn; /* the backup's log copy at the begin: LSNs below it are there */
   int committed;
   /* The layout covers fewer LSNs than the backup's levels: installing it
    * would lose those between (the log copy no longer holds them). A new
@@ -448,18 +451,19 @@ static int map_add(par_repl_install *in, seg_map e) {
   return PAR_OK;
 }
 
-/* The backup's copy of the primary's large-log segment (pseg, inc), or
- * NULL (view_mu held). */
-static struct repl_mirror *mirror_find(par_region *r, uint32_t pseg, uint32_t inc) {
-  for (uint32_t k = 0; k < r->nrepl_mirror; k++)
-    if (r->repl_mirror[k].pseg == pseg && r->repl_mirror[k].inc == inc) return &r->repl_mirror[k];
-  return NULL;
+/* The backup's mirror of the primary's large-log segment of incarnation
+ * inc, or NULL (view_mu held). */
+static struct repl_mirror *mirror_find(par_region *r, uint32_t inc) {
+  int k = repl_mirror_find(r, inc);
+  return k < 0 ? NULL : &r->repl_mirror[k];
 }
 
 /* The large-log entries (view_mu held): the layout's list, each in the
- * backup's mirror segment when it has one (copied again, in place, when
- * either copy is of a head), and the mirror's segments the primary dropped
- * since. */
+ * backup's mirror segment when it has one, and the mirror's segments the
+ * primary dropped since. A mirrored segment is copied again, in place, when
+ * either copy is of a head, unless apply wrote every record of it up to a
+ * log copy that holds the levels' LSNs (repl/mirror.c). A mirror newer than
+ * the layout (apply started it after the export) is not the layout's. */
 static int map_large(par_repl_install *in) {
   par_region *r = in->r;
   int rc = PAR_OK;
@@ -467,17 +471,21 @@ static int map_large(par_repl_install *in) {
     const uint8_t *v = in->vlog + VLOG_ENTRY * i;
     seg_map e = {.pseg = dec32(v), .tree = NO_TREE, .inc = dec32(v + 4), .kind = SEG_LARGE,
                  .garbage = dec64(v + 8), .open = dec32(v + 16) != 0};
-    const struct repl_mirror *mm = mirror_find(r, e.pseg, e.inc);
+    const struct repl_mirror *mm = mirror_find(r, e.inc);
     if (mm) {
       e.bseg = mm->bseg;
       e.kept = 1;
-      e.in_place = mm->open || e.open;
+      e.in_place = (mm->open || e.open) && !(mm->whole && in->next_lsn > in->covered);
       e.written = !e.in_place;
+    } else {
+      e.copying = 1;
     }
     rc = map_add(in, e);
+    if (!rc && e.copying && (rc = repl_copying_add(r, e.inc))) in->map[in->nmap - 1].copying = 0;
   }
   for (uint32_t k = 0; k < r->nrepl_mirror && !rc; k++) {
     const struct repl_mirror *mm = &r->repl_mirror[k];
+    if (mm->inc >= in->next_inc) continue;
     int listed = 0;
     for (uint32_t i = 0; i < in->nvlog && !listed; i++)
       listed = dec32(in->vlog + VLOG_ENTRY * i) == mm->pseg && dec32(in->vlog + VLOG_ENTRY * i + 4) == mm->inc;
@@ -576,6 +584,9 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
   if (!rc) {
     uint64_t total = in->nvlog;
     for (uint32_t i = 0; i < in->ntrees; i++) total += (uint64_t)in->t[i].nsegs + in->t[i].nmsegs;
+    pthread_mutex_lock(&r->write_mu);
+    in->next_lsn = r->next_lsn;
+    pthread_mutex_unlock(&r->write_mu);
     pthread_mutex_lock(&r->view_mu);
     total += r->nrepl_mirror;
     in->map = calloc(total ? total : 1, sizeof *in->map);
@@ -712,12 +723,16 @@ static int write_mirror(par_repl_install *in, uint32_t bseg, uint32_t from, uint
 static int write_in_place(par_repl_install *in, const seg_map *m) {
   par_region *r = in->r;
   pthread_mutex_lock(&r->view_mu);
-  struct repl_mirror *mm = mirror_find(r, m->pseg, m->inc);
+  struct repl_mirror *mm = mirror_find(r, m->inc);
   int rc = PAR_OK;
   if (!mm || mm->bseg != m->bseg)
     rc = par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
-  else if (m->used > mm->used && !(rc = write_mirror(in, m->bseg, mm->used, m->used)))
+  else if (m->used > mm->used && !(rc = write_mirror(in, m->bseg, mm->used, m->used))) {
     mm->used = m->used;
+    free(mm->tail); /* apply reads the new one when it needs it */
+    mm->tail = NULL;
+    mm->whole = 0; /* records apply never saw */
+  }
   pthread_mutex_unlock(&r->view_mu);
   return rc;
 }
@@ -931,22 +946,39 @@ static view *install_view(par_repl_install *in, int *rc) {
   return n;
 }
 
-/* The mirror after the install (view_mu held): the layout's large log and
- * the dropped segments still kept — while the log copy, which goes up to
- * next_lsn - 1, lacks a relocation out of them. Fills both the region's
- * in-memory mirror and the description's list; a kept segment still has to
- * be the backup's (an install committed meanwhile may have let it go). */
+/* The large-log entry of the map for incarnation inc, or NULL. */
+static const seg_map *map_large_entry(const par_repl_install *in, uint32_t inc) {
+  for (uint32_t i = 0; i < in->nmap; i++)
+    if (in->map[i].kind == SEG_LARGE && in->map[i].inc == inc) return &in->map[i];
+  return NULL;
+}
+
+/* The mirror after the install (view_mu held): the layout's large log, the
+ * dropped segments still kept — while the log copy, which goes up to
+ * next_lsn - 1, lacks a relocation out of them — and the mirrors apply
+ * started since the begin. Fills both the region's in-memory mirror (the
+ * tails still the current entries') and the description's list; a kept
+ * segment still has to be the backup's (an install committed meanwhile may
+ * have let it go). */
 static int mirror_after(par_repl_install *in, uint64_t next_lsn, struct repl_mirror **mirror, vlog_seg **list,
                         uint32_t *n) {
   par_region *r = in->r;
-  *mirror = calloc(in->nmap ? in->nmap : 1, sizeof **mirror);
-  *list = calloc(in->nmap ? in->nmap : 1, sizeof **list);
+  size_t cap = (size_t)in->nmap + r->nrepl_mirror + 1;
+  *mirror = calloc(cap, sizeof **mirror);
+  *list = calloc(cap, sizeof **list);
   *n = 0;
   if (!*mirror || !*list) return par_error(PAR_ENOMEM, "large-log mirror");
+  for (uint32_t k = 0; k < r->nrepl_mirror; k++) {
+    const struct repl_mirror *mm = &r->repl_mirror[k];
+    if (map_large_entry(in, mm->inc)) continue;
+    (*mirror)[*n] = *mm;
+    (*list)[(*n)++] = (vlog_seg){.seg = mm->bseg, .inc = mm->inc, .garbage = mm->garbage, .nsegs = 1};
+  }
   for (uint32_t i = 0; i < in->nmap; i++) {
     const seg_map *m = &in->map[i];
     if (m->kind != SEG_LARGE || (m->dropped && next_lsn > in->dropped_lsn)) continue;
-    const struct repl_mirror *mm = m->kept ? mirror_find(r, m->pseg, m->inc) : NULL;
+    const struct repl_mirror *mm = m->kept ? mirror_find(r, m->inc) : NULL;
+    assert(m->kept || !mirror_find(r, m->inc)); /* apply starts none while the install copies it */
     if (m->kept && (!mm || mm->bseg != m->bseg))
       return par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
     uint32_t used = mm && mm->used > m->used ? mm->used : m->used;
@@ -954,7 +986,8 @@ static int mirror_after(par_repl_install *in, uint64_t next_lsn, struct repl_mir
      * head, this copy never will. */
     uint64_t garbage = m->garbage + (m->open ? SEG - used : 0);
     if (garbage > SEG) garbage = SEG;
-    (*mirror)[*n] = (struct repl_mirror){m->pseg, m->inc, m->bseg, used, m->garbage, m->open, m->dropped};
+    (*mirror)[*n] = (struct repl_mirror){m->pseg, m->inc, m->bseg, used, m->garbage, m->open, m->dropped,
+                                         mm ? mm->whole : 0, mm ? mm->tail : NULL};
     (*list)[(*n)++] = (vlog_seg){.seg = m->bseg, .inc = m->inc, .garbage = garbage, .nsegs = 1};
   }
   return PAR_OK;
@@ -1054,6 +1087,11 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
     uint32_t ids[PAR_MAX_LEVELS + 1][LEVEL_TREES] = {{0}};
     for (uint32_t i = 0; i < in->ntrees; i++) ids[in->t[i].level][in->t[i].slot] = in->t[i].id;
     memcpy(r->repl_tree_id, ids, sizeof ids);
+    for (uint32_t k = 0; k < r->nrepl_mirror; k++) { /* the tails of the entries gone */
+      int kept = 0;
+      for (uint32_t i = 0; i < nvlog && !kept; i++) kept = mirror[i].tail == r->repl_mirror[k].tail;
+      if (!kept) free(r->repl_mirror[k].tail);
+    }
     free(r->repl_mirror);
     r->repl_mirror = mirror;
     r->nrepl_mirror = nvlog;
@@ -1086,6 +1124,10 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
 
 PAR_API void par_repl_install_close(par_repl_install *in) {
   if (!in) return;
+  pthread_mutex_lock(&in->r->view_mu);
+  for (uint32_t i = 0; i < in->nmap; i++)
+    if (in->map[i].copying) repl_copying_remove(in->r, in->map[i].inc);
+  pthread_mutex_unlock(&in->r->view_mu);
   if (!in->committed)
     for (uint32_t i = 0; i < in->nmap; i++)
       if (!in->map[i].kept) segalloc_free(&in->r->vol->alloc, in->map[i].bseg);

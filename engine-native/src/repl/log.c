@@ -159,11 +159,17 @@ static int locate(par_repl_cursor *c, const wal_list *l) {
   return PAR_OK;
 }
 
-/* The ops of a WAL record, each large value read back (*owned[i] to free). */
+/* The ops of a record. Read from the WAL, each large value is read back
+ * (*owned[i] to free) and from[i] is its place in the large log; decoded
+ * from shipped bytes, a large value is a WAL_PUT whose from[i] is its place
+ * in the primary's large log (from[i].size 0: not a large value), and
+ * ptrs holds the pointers of those the mirror took. */
 typedef struct rec_ops {
   uint32_t n;
   wal_op *ops;
   uint8_t **owned;
+  vptr *from;
+  uint8_t *ptrs;
   size_t size; /* shipped size */
 } rec_ops;
 
@@ -171,18 +177,21 @@ static void rec_ops_free(rec_ops *o) {
   for (uint32_t i = 0; o->owned && i < o->n; i++) free(o->owned[i]);
   free(o->owned);
   free(o->ops);
+  free(o->from);
+  free(o->ptrs);
   memset(o, 0, sizeof *o);
 }
 
-/* Decodes count ops from [p, end) into o; ship: large-log pointers are not
- * allowed (a shipped record carries values); wal: they are read back. */
+/* Decodes count ops from [p, end) into o; ship: shipped bytes (large values
+ * come whole after their place), else the WAL's (large values read back). */
 static int decode_ops(par_region *r, const uint8_t *p, const uint8_t *end, uint32_t count, int ship,
                       rec_ops *o) {
   memset(o, 0, sizeof *o);
   if (count == 0 || count > (size_t)(end - p) / 3) return par_error(PAR_ECORRUPT, "record of %u ops in %zu bytes", count, (size_t)(end - p));
   o->ops = calloc(count, sizeof *o->ops);
   o->owned = calloc(count, sizeof *o->owned);
-  if (!o->ops || !o->owned) {
+  o->from = calloc(count, sizeof *o->from);
+  if (!o->ops || !o->owned || !o->from) {
     rec_ops_free(o);
     return par_error(PAR_ENOMEM, "record ops");
   }
@@ -199,17 +208,21 @@ static int decode_ops(par_region *r, const uint8_t *p, const uint8_t *end, uint3
       return par_error(PAR_EINVAL, "the log of region '%s' holds %s: replication does not ship those", r->name,
                        type == WAL_GAP ? "writes made without it (PAR_NO_WAL)" : "a cross-region batch");
     }
-    int ok = q && kl >= 1 && kl <= PAR_MAX_KEY_SIZE && vl <= PAR_MAX_VALUE_SIZE &&
+    int large = type == WAL_PUT_LARGE && (ship ? vl > VPTR_SIZE && vl - VPTR_SIZE <= PAR_MAX_VALUE_SIZE : vl == VPTR_SIZE);
+    int ok = q && kl >= 1 && kl <= PAR_MAX_KEY_SIZE && (vl <= PAR_MAX_VALUE_SIZE || large) &&
              (size_t)(end - q) >= (size_t)kl + vl &&
              (type == WAL_PUT || (type == WAL_DELETE && vl == 0) ||
-              (type == WAL_DELETE_RANGE && vl >= 1 && vl <= PAR_MAX_KEY_SIZE) || (!ship && type == WAL_PUT_LARGE && vl == VPTR_SIZE));
+              (type == WAL_DELETE_RANGE && vl >= 1 && vl <= PAR_MAX_KEY_SIZE) || large);
     if (!ok) {
       rec_ops_free(o);
       return par_error(PAR_ECORRUPT, "op %u of a log record is malformed", k);
     }
     wal_op *op = &o->ops[k];
     *op = (wal_op){(uint8_t)type, (uint16_t)kl, vl, q, q + kl};
-    if (type == WAL_PUT_LARGE) {
+    if (large && ship) {
+      o->from[k] = vptr_decode(q + kl);
+      *op = (wal_op){WAL_PUT, (uint16_t)kl, vl - VPTR_SIZE, q, q + kl + VPTR_SIZE};
+    } else if (large) {
       tree_entry e = {.cat = CAT_LARGE, .key = q, .key_len = (uint16_t)kl, .value = q + kl,
                       .value_len = VPTR_SIZE, .ks = &r->keys};
       const uint8_t *val;
@@ -219,9 +232,10 @@ static int decode_ops(par_region *r, const uint8_t *p, const uint8_t *end, uint3
         rec_ops_free(o);
         return rc;
       }
-      *op = (wal_op){WAL_PUT, (uint16_t)kl, len, q, val};
+      o->from[k] = vptr_decode(q + kl);
+      *op = (wal_op){WAL_PUT_LARGE, (uint16_t)kl, len, q, val};
     }
-    o->size += wal_op_size(op->key_len, op->value_len);
+    o->size += wal_op_size(op->key_len, op->value_len + (large && !ship ? VPTR_SIZE : 0));
     p = q + kl + vl;
   }
   if (p != end) {
@@ -231,6 +245,7 @@ static int decode_ops(par_region *r, const uint8_t *p, const uint8_t *end, uint3
   return PAR_OK;
 }
 
+/* A record read from the WAL, shipped: a large value goes after its place. */
 static void encode_record(uint8_t *out, uint64_t lsn, const rec_ops *o) {
   enc64(out, lsn);
   enc32(out + 8, o->n);
@@ -238,11 +253,16 @@ static void encode_record(uint8_t *out, uint64_t lsn, const rec_ops *o) {
   uint8_t *p = out + SHIP_HDR;
   for (uint32_t i = 0; i < o->n; i++) {
     const wal_op *op = &o->ops[i];
+    int large = op->type == WAL_PUT_LARGE;
     *p++ = op->type;
     p = put_varint(p, op->key_len);
-    p = put_varint(p, op->value_len);
+    p = put_varint(p, op->value_len + (large ? VPTR_SIZE : 0));
     memcpy(p, op->key, op->key_len);
     p += op->key_len;
+    if (large) {
+      vptr_encode(p, o->from[i]);
+      p += VPTR_SIZE;
+    }
     if (op->value_len) memcpy(p, op->value, op->value_len);
     p += op->value_len;
   }
@@ -359,29 +379,91 @@ static int apply_record(par_region *r, uint64_t lsn, const wal_op *ops, uint32_t
   return rc;
 }
 
+/* A send-index backup's log copy keeps a pointer for each large value the
+ * mirror took (repl/mirror.c), written there before any record is logged;
+ * next: the log copy's next LSN. */
+static int place_large(par_region *r, rec_ops *recs, const uint64_t *lsns, uint32_t nrecs, uint64_t next) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < nrecs; i++)
+    for (uint32_t k = 0; k < recs[i].n; k++) n += recs[i].from[k].size != 0;
+  if (!n) return PAR_OK;
+  shipped_large *v = malloc(n * sizeof *v);
+  if (!v) return par_error(PAR_ENOMEM, "shipped large values");
+  n = 0;
+  for (uint32_t i = 0; i < nrecs; i++)
+    for (uint32_t k = 0; k < recs[i].n; k++) {
+      const wal_op *op = &recs[i].ops[k];
+      if (recs[i].from[k].size)
+        v[n++] = (shipped_large){.from = recs[i].from[k], .lsn = lsns[i] + k, .key = op->key, .value = op->value,
+                                 .key_len = op->key_len, .value_len = op->value_len};
+    }
+  int rc = repl_mirror_place(r, v, n, next);
+  n = 0;
+  for (uint32_t i = 0; i < nrecs && !rc; i++)
+    for (uint32_t k = 0; k < recs[i].n && !rc; k++) {
+      if (!recs[i].from[k].size || !v[n++].to.seg) continue;
+      if (!recs[i].ptrs && !(recs[i].ptrs = malloc((size_t)recs[i].n * VPTR_SIZE))) {
+        rc = par_error(PAR_ENOMEM, "shipped large values");
+        break;
+      }
+      uint8_t *ptr = recs[i].ptrs + (size_t)k * VPTR_SIZE;
+      vptr_encode(ptr, v[n - 1].to);
+      recs[i].ops[k] = (wal_op){WAL_PUT_LARGE, recs[i].ops[k].key_len, VPTR_SIZE, recs[i].ops[k].key, ptr};
+    }
+  free(v);
+  return rc;
+}
+
 PAR_API int par_repl_apply(par_region *r, const void *records, size_t len, uint32_t flags,
                            uint64_t *applied_lsn) {
   if (!r || (!records && len) || !applied_lsn) return par_error(PAR_EINVAL, "par_repl_apply: NULL argument");
   if (flags & ~PAR_SYNC) return par_error(PAR_EINVAL, "par_repl_apply takes PAR_SYNC only, not flags %#x", flags);
+  /* Decoded whole first: the mirror takes the large values of every record
+   * before any is logged. A malformed record ends the decoding; the ones
+   * before it are applied, and its error returned. */
   const uint8_t *p = records, *end = p + len;
-  int rc = PAR_OK;
-  while (!rc && p < end) {
+  uint32_t nrecs = 0, cap = 0;
+  rec_ops *recs = NULL;
+  uint64_t *lsns = NULL;
+  int bad = PAR_OK, rc = PAR_OK;
+  while (!bad && p < end) {
     if ((size_t)(end - p) < SHIP_HDR) {
-      rc = par_error(PAR_ECORRUPT, "shipped records end inside a record header");
+      bad = par_error(PAR_ECORRUPT, "shipped records end inside a record header");
       break;
     }
     uint64_t lsn = dec64(p);
     uint32_t count = dec32(p + 8), plen = dec32(p + 12);
     if (plen > (size_t)(end - p) - SHIP_HDR || lsn == 0 || lsn > UINT64_MAX - count) {
-      rc = par_error(PAR_ECORRUPT, "shipped record %llu is malformed", (unsigned long long)lsn);
+      bad = par_error(PAR_ECORRUPT, "shipped record %llu is malformed", (unsigned long long)lsn);
       break;
     }
-    rec_ops o;
-    rc = decode_ops(r, p + SHIP_HDR, p + SHIP_HDR + plen, count, 1, &o);
-    if (!rc) rc = apply_record(r, lsn, o.ops, o.n);
-    rec_ops_free(&o);
+    if (nrecs == cap) {
+      cap = cap ? 2 * cap : 64;
+      rec_ops *nr = realloc(recs, cap * sizeof *nr);
+      uint64_t *nl = nr ? realloc(lsns, cap * sizeof *nl) : NULL;
+      if (nr) recs = nr;
+      if (nl) lsns = nl;
+      if (!nr || !nl) {
+        rc = par_error(PAR_ENOMEM, "shipped records");
+        break;
+      }
+    }
+    bad = decode_ops(r, p + SHIP_HDR, p + SHIP_HDR + plen, count, 1, &recs[nrecs]);
+    if (!bad) lsns[nrecs++] = lsn;
     p += SHIP_HDR + plen;
   }
+  pthread_mutex_lock(&r->repl_apply_mu);
+  pthread_mutex_lock(&r->write_mu);
+  int role = r->repl_role;
+  uint64_t next = r->next_lsn;
+  pthread_mutex_unlock(&r->write_mu);
+  if (!rc && role == PAR_REPL_BACKUP_SEND_INDEX) rc = place_large(r, recs, lsns, nrecs, next);
+  for (uint32_t i = 0; i < nrecs && !rc; i++) rc = apply_record(r, lsns[i], recs[i].ops, recs[i].n);
+  pthread_mutex_unlock(&r->repl_apply_mu);
+  for (uint32_t i = 0; i < nrecs; i++) rec_ops_free(&recs[i]);
+  free(recs);
+  free(lsns);
+  if (!rc) rc = bad;
   pthread_mutex_lock(&r->write_mu);
   uint64_t last = r->next_lsn - 1;
   pthread_mutex_unlock(&r->write_mu);

@@ -24,4 +24,36 @@ void repl_wal_list_free(wal_list *l);
  * gives back to the allocator once the edit is durable. */
 int repl_trim_wal(par_region *r, region_desc *d, int drop_all, seg_list *freed, seg_list *wal_freed);
 
+/* The large-log mirror (repl/mirror.c), under view_mu unless said. */
+
+/* The index of the mirror of the primary's segment of incarnation inc, or -1. */
+int repl_mirror_find(const par_region *r, uint32_t inc);
+
+/* A large value a primary shipped with its place in its large log (from);
+ * to: where repl_mirror_place put it in the mirror (to.seg 0: nowhere, the
+ * log copy takes it whole). */
+typedef struct shipped_large {
+  vptr from, to;
+  uint64_t lsn;
+  const uint8_t *key, *value;
+  uint16_t key_len;
+  uint32_t value_len;
+} shipped_large;
+
+/* Writes the values, in LSN order, into the mirror where they extend it
+ * (see mirror.c); next: the log copy's next LSN (a value below it was
+ * delivered before). Takes view_mu; the caller holds repl_apply_mu.
+ * PAR_ECORRUPT for a malformed place; on an error no value is placed. */
+int repl_mirror_place(par_region *r, shipped_large *v, uint32_t n, uint64_t next);
+
+/* An install copies the segment of incarnation inc into a new mirror
+ * segment: apply starts none for it until the install closes. */
+int repl_copying_add(par_region *r, uint32_t inc);
+void repl_copying_remove(par_region *r, uint32_t inc);
+
+/* A reopened region becoming a send-index backup: its large log, which its
+ * log copy may point into, becomes the mirror, each segment to be copied
+ * again in place (takes view_mu). */
+int repl_mirror_rebuild(par_region *r);
+
 #endif

@@ -94,7 +94,7 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
   if (rc || old == role) return rc;
   if (role == PAR_REPL_BACKUP_SEND_INDEX) {
     compaction_drain(r); /* a compaction already running finishes; no other starts */
-    return PAR_OK;
+    return repl_mirror_rebuild(r);
   }
   /* To PRIMARY or BUILD_INDEX: L0 takes the log copy; compactions resume. */
   if (old == PAR_REPL_BACKUP_SEND_INDEX) rc = promote_replay(r);
