@@ -210,10 +210,19 @@ struct par_region {
    * are copying into new mirror segments, a multiset under view_mu: apply
    * starts no mirror of its own for them. */
   uint32_t *repl_copying, nrepl_copying;
-  /* Bytes apply wrote into the mirror: the WAL writer syncs them before it
-   * writes the pointers to them (flush_large_logs), as for the large logs. */
+  /* The records apply put in one mirror segment, the run (repl/mirror.c):
+   * entry k of repl_mirror (-1: none) and its segment bseg; repl_run_buf
+   * holds [base, end) of it and the file [base, written). Under
+   * repl_run_mu, which comes after view_mu; k and end change under both.
+   * mirror_written counts the bytes written to the file: the WAL writer
+   * syncs them before it writes the pointers to them (flush_large_logs). */
+  pthread_mutex_t repl_run_mu;
+  struct {
+    int k;
+    uint32_t bseg, base, end, written;
+  } repl_run;
+  uint8_t *repl_run_buf;
   atomic_uint_fast64_t repl_mirror_written;
-  uint8_t *repl_apply_buf; /* a segment's worth, for apply's mirror writes (view_mu) */
   struct {
     atomic_uint_fast64_t applied, skipped, trees, segments, mirror_bytes, medium_segments, segment_bytes;
   } repl_stats;
@@ -336,8 +345,10 @@ uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t cove
  * the large-log values they point at, so GC frees no segment holding such a
  * value (gc_reclaim). */
 uint64_t region_cursors_pin(par_region *r);
-/* Frees a send-index backup's large-log mirror state (src/repl/mirror.c), at
- * the region's close. */
+/* A send-index backup's large-log mirror (src/repl/mirror.c): writes what
+ * apply put in it and did not write yet (the WAL writer, before it writes
+ * the pointers to it); frees its state at the region's close. */
+int repl_mirror_write_pending(par_region *r);
 void repl_mirror_free(par_region *r);
 
 /* txn.c: whether replay applies the cross-region part [first, last]. */

@@ -231,8 +231,8 @@ static void give_back_vlog(void *ctx, uint32_t seg, uint32_t n) {
  * reads; for a GC relocation, the index would point at the torn copy while
  * the next GC pass frees the good one). The segments the large logs took
  * since are listed first (log/vlog.h). A send-index backup's large-log
- * mirror, written by apply before its pointers are logged, counts as a large
- * log here (repl/mirror.c). Called by the WAL writer thread only, which
+ * mirror, where apply puts the values its log copy points to, is written and
+ * synced here too (repl/mirror.c). Called by the WAL writer thread only, which
  * alone touches large_synced. */
 static uint64_t covered_lsn(par_region *r) {
   pthread_mutex_lock(&r->vol->meta_mu);
@@ -244,7 +244,8 @@ static uint64_t covered_lsn(par_region *r) {
 static int flush_large_logs(void *ctx) {
   par_region *r = ctx;
   uint64_t durable = wal_durable_lsn(&r->wal), covered = covered_lsn(r);
-  int rc = vlog_list_pending(&r->hot, durable, covered);
+  int rc = repl_mirror_write_pending(r);
+  if (!rc) rc = vlog_list_pending(&r->hot, durable, covered);
   if (!rc) rc = vlog_list_pending(&r->cold, durable, covered);
   if (!rc) rc = vlog_flush(&r->hot);
   if (!rc) rc = vlog_flush(&r->cold);
@@ -272,6 +273,7 @@ static void region_free(par_region *r) {
   pthread_mutex_destroy(&r->settled_mu);
   pthread_mutex_destroy(&r->write_mu);
   pthread_mutex_destroy(&r->repl_apply_mu);
+  pthread_mutex_destroy(&r->repl_run_mu);
   pthread_mutex_destroy(&r->commit_mu);
   pthread_mutex_destroy(&r->view_mu);
   pthread_mutex_destroy(&r->cur_mu);
@@ -329,6 +331,8 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   r->vol = v;
   pthread_mutex_init(&r->write_mu, NULL);
   pthread_mutex_init(&r->repl_apply_mu, NULL);
+  pthread_mutex_init(&r->repl_run_mu, NULL);
+  r->repl_run.k = -1;
   pthread_mutex_init(&r->commit_mu, NULL);
   pthread_mutex_init(&r->view_mu, NULL);
   pthread_mutex_init(&r->cur_mu, NULL);

@@ -723,11 +723,11 @@ static int write_mirror(par_repl_install *in, uint32_t bseg, uint32_t from, uint
 static int write_in_place(par_repl_install *in, const seg_map *m) {
   par_region *r = in->r;
   pthread_mutex_lock(&r->view_mu);
+  int rc = repl_mirror_settle(r, 0); /* the file holds what apply put in the mirror */
   struct repl_mirror *mm = mirror_find(r, m->inc);
-  int rc = PAR_OK;
-  if (!mm || mm->bseg != m->bseg)
+  if (!rc && (!mm || mm->bseg != m->bseg))
     rc = par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
-  else if (m->used > mm->used && !(rc = write_mirror(in, m->bseg, mm->used, m->used))) {
+  else if (!rc && m->used > mm->used && !(rc = write_mirror(in, m->bseg, mm->used, m->used))) {
     mm->used = m->used;
     free(mm->tail); /* apply reads the new one when it needs it */
     mm->tail = NULL;
@@ -1039,6 +1039,10 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
   pthread_mutex_lock(&r->view_mu);
   if (r->repl_role != PAR_REPL_BACKUP_SEND_INDEX)
     rc = par_error(PAR_EINVAL, "region '%s' is not a send-index backup", r->name);
+  /* The installed leaves may point at records apply put in the mirror: on
+   * the disk before the catalog record, and the run's index goes with the
+   * mirror's list. */
+  if (!rc) rc = repl_mirror_settle(r, 1);
   for (uint32_t i = 0; !rc && i < in->ntrees; i++) {
     int at = in->t[i].held_at;
     if (at >= 0 && (!r->view->tree[at / LEVEL_TREES][at % LEVEL_TREES] ||

@@ -17,13 +17,19 @@
  * it whole, as before, and the mirror is no longer whole (an install copies
  * it again, in place).
  *
- * Durability follows the primary's large log: a new mirror segment is listed
- * in the catalog (one synced redo record) before anything points into it,
- * and the WAL writer syncs the mirror's bytes before it writes the pointers
- * to them (repl_mirror_written, as flush_large_logs does for the large
- * logs). Writes go through one segment-sized buffer, block-aligned (direct
- * I/O): the block holding the end of the prefix is written again with the
- * next records, from the tail kept in memory. */
+ * Writes follow the primary's large log. A new mirror segment is listed in
+ * the catalog (one synced redo record) before anything points into it.
+ * Records go to a buffer, the run, which holds the end of one mirror
+ * segment (a head takes records until it fills, so there is rarely more
+ * than one) and is written block-aligned (direct I/O): its full blocks once
+ * 256 KiB of them are new, the rest when the WAL writer is about to write
+ * the pointers to them, and then synced (repl_mirror_write_pending and
+ * repl_mirror_written, from flush_large_logs) — a backup applies without
+ * PAR_SYNC, and a write per apply would cost a block per few records. An
+ * install that writes into the mirror or replaces its list, and a
+ * promotion, first write and end the run (repl_mirror_settle); a run
+ * started again reads the block holding its mirror's end from the tail kept
+ * in memory. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,46 +94,87 @@ static int mirror_create(par_region *r, uint32_t pseg, uint32_t inc) {
   return PAR_OK;
 }
 
-/* Records being added to mirror k: r->repl_apply_buf holds [base, end) of
- * its segment. */
-typedef struct run {
-  int k; /* -1: none */
-  uint32_t base, end;
-} run;
-
-static int run_start(par_region *r, run *w, int k) {
-  struct repl_mirror *m = &r->repl_mirror[k];
-  w->k = k;
-  w->base = m->used - m->used % PAR_BLOCK;
-  w->end = m->used;
-  if (w->end == w->base) return PAR_OK;
-  if (m->tail) {
-    memcpy(r->repl_apply_buf, m->tail, PAR_BLOCK);
-    return PAR_OK;
-  }
-  return file_read_cached(&r->vol->file, r->repl_apply_buf, PAR_BLOCK, seg_offset(m->bseg) + w->base);
+/* Writes the run's buffer up to upto (its end, or a block boundary before
+ * it) where the file lacks it (repl_run_mu held). */
+static int run_write(par_region *r, uint32_t upto) {
+  typeof(r->repl_run) *w = &r->repl_run;
+  assert(w->k >= 0 && upto <= w->end);
+  if (upto <= w->written) return PAR_OK;
+  uint32_t from = w->written - w->written % PAR_BLOCK, to = ALIGN_UP(upto, PAR_BLOCK);
+  uint8_t *buf = r->repl_run_buf; /* [base, base + SEG) of the segment */
+  if (upto == w->end) memset(buf + (w->end - w->base), 0, to - w->end); /* the last block's rest */
+  int rc = file_write(&r->vol->file, buf + (from - w->base), to - from, seg_offset(w->bseg) + from);
+  if (rc) return rc;
+  w->written = upto;
+  atomic_fetch_add(&r->repl_stats.mirror_bytes, to - from);
+  atomic_fetch_add(&r->repl_mirror_written, to - from);
+  return PAR_OK;
 }
 
-/* Writes the run's blocks; the mirror's prefix then ends at w->end. */
-static int run_write(par_region *r, run *w) {
+int repl_mirror_write_pending(par_region *r) {
+  pthread_mutex_lock(&r->repl_run_mu);
+  int rc = r->repl_run.k >= 0 ? run_write(r, r->repl_run.end) : PAR_OK;
+  pthread_mutex_unlock(&r->repl_run_mu);
+  return rc;
+}
+
+/* Writes the run and ends it, its last block kept as its mirror's tail
+ * (view_mu and repl_run_mu held). */
+static int run_close(par_region *r) {
+  typeof(r->repl_run) *w = &r->repl_run;
   if (w->k < 0) return PAR_OK;
+  int rc = run_write(r, w->end);
+  if (rc) return rc;
   struct repl_mirror *m = &r->repl_mirror[w->k];
-  uint32_t len = ALIGN_UP(w->end, PAR_BLOCK) - w->base;
-  uint8_t *buf = r->repl_apply_buf;
-  memset(buf + (w->end - w->base), 0, len - (w->end - w->base));
-  int rc = file_write(&r->vol->file, buf, len, seg_offset(m->bseg) + w->base);
-  if (!rc && w->end % PAR_BLOCK) {
-    if (!m->tail && !(m->tail = file_buf_alloc(PAR_BLOCK))) rc = par_error(PAR_ENOMEM, "large-log mirror");
-    if (!rc) memcpy(m->tail, buf + len - PAR_BLOCK, PAR_BLOCK);
-  }
-  if (!rc) {
-    assert(w->end > m->used);
-    m->used = w->end;
-    atomic_fetch_add(&r->repl_stats.mirror_bytes, len);
-    atomic_fetch_add(&r->repl_mirror_written, len);
+  assert(m->bseg == w->bseg && m->used == w->end);
+  if (w->end % PAR_BLOCK) {
+    if (!m->tail && !(m->tail = file_buf_alloc(PAR_BLOCK))) return par_error(PAR_ENOMEM, "large-log mirror");
+    memcpy(m->tail, r->repl_run_buf + (w->end - w->end % PAR_BLOCK - w->base), PAR_BLOCK);
   }
   w->k = -1;
+  return PAR_OK;
+}
+
+int repl_mirror_settle(par_region *r, int sync) {
+  pthread_mutex_lock(&r->repl_run_mu);
+  uint64_t before = atomic_load(&r->repl_mirror_written);
+  int rc = run_close(r);
+  pthread_mutex_unlock(&r->repl_run_mu);
+  if (!rc && sync && atomic_load(&r->repl_mirror_written) != before) rc = file_sync(&r->vol->file);
   return rc;
+}
+
+/* Makes mirror k the run's (view_mu and repl_run_mu held): its buffer
+ * starts with the block holding the mirror's end, as the file has it. */
+static int run_start(par_region *r, int k) {
+  int rc = run_close(r);
+  if (rc) return rc;
+  const struct repl_mirror *m = &r->repl_mirror[k];
+  typeof(r->repl_run) *w = &r->repl_run;
+  uint32_t base = m->used - m->used % PAR_BLOCK;
+  if (base != m->used)
+    rc = m->tail ? (memcpy(r->repl_run_buf, m->tail, PAR_BLOCK), PAR_OK)
+                 : file_read_cached(&r->vol->file, r->repl_run_buf, PAR_BLOCK, seg_offset(m->bseg) + base);
+  if (!rc) *w = (typeof(*w)){.k = k, .bseg = m->bseg, .base = base, .end = m->used, .written = m->used};
+  return rc;
+}
+
+/* Adds the record of v at its place to mirror k, the run's (view_mu and
+ * repl_run_mu held). Full blocks are written once the run holds
+ * MIRROR_WRITE_AHEAD bytes the file lacks: the rest waits for the WAL
+ * writer (repl_mirror_write_pending), which writes the pointers to them. */
+#define MIRROR_WRITE_AHEAD (256u << 10)
+static int run_add(par_region *r, const shipped_large *v) {
+  typeof(r->repl_run) *w = &r->repl_run;
+  const vptr p = v->from;
+  uint8_t *buf = r->repl_run_buf; /* [base, base + SEG) of the segment */
+  memset(buf + (w->end - w->base), 0, p.off - w->end); /* a flush's padding */
+  size_t size = vlog_encode(buf + (p.off - w->base), vlog_seed(r->id, p.inc), v->lsn, v->key, v->key_len, v->value, v->value_len);
+  assert(size == p.size);
+  w->end = p.off + (uint32_t)size;
+  r->repl_mirror[w->k].used = w->end;
+  uint32_t full = w->end - w->end % PAR_BLOCK;
+  return full > w->written && full - w->written >= MIRROR_WRITE_AHEAD ? run_write(r, full) : PAR_OK;
 }
 
 static int check(const shipped_large *v) {
@@ -147,9 +194,7 @@ int repl_mirror_place(par_region *r, shipped_large *v, uint32_t n, uint64_t next
   }
   if (rc || !n) return rc;
   pthread_mutex_lock(&r->view_mu);
-  if (!r->repl_apply_buf && !(r->repl_apply_buf = file_buf_alloc(SEG)))
-    rc = par_error(PAR_ENOMEM, "large-log mirror");
-  run w = {.k = -1};
+  if (!r->repl_run_buf && !(r->repl_run_buf = file_buf_alloc(SEG))) rc = par_error(PAR_ENOMEM, "large-log mirror");
   for (uint32_t i = 0; i < n && !rc; i++) {
     const vptr p = v[i].from;
     int k = repl_mirror_find(r, p.inc);
@@ -158,26 +203,23 @@ int repl_mirror_place(par_region *r, shipped_large *v, uint32_t n, uint64_t next
        * the records after one delivered again may be in the log copy
        * whole, and not in the mirror. */
       if (p.off != 0 || v[i].lsn < next || copying(r, p.inc)) continue;
-      if ((rc = run_write(r, &w)) || (rc = mirror_create(r, p.seg, p.inc))) break;
+      if ((rc = mirror_create(r, p.seg, p.inc))) break;
       k = (int)r->nrepl_mirror - 1;
     }
     struct repl_mirror *m = &r->repl_mirror[k];
-    uint32_t used = w.k == k ? w.end : m->used;
-    if (p.off + p.size > used) {
-      if (p.off != used && p.off != ALIGN_UP(used, PAR_BLOCK)) {
+    if (p.off + p.size > m->used) {
+      if (p.off != m->used && p.off != ALIGN_UP(m->used, PAR_BLOCK)) {
         m->whole = 0; /* a record is missing before it */
         continue;
       }
-      if (w.k != k && ((rc = run_write(r, &w)) || (rc = run_start(r, &w, k)))) break;
-      uint8_t *at = r->repl_apply_buf + (p.off - w.base);
-      memset(r->repl_apply_buf + (w.end - w.base), 0, p.off - w.end); /* a flush's padding */
-      size_t size = vlog_encode(at, vlog_seed(r->id, p.inc), v[i].lsn, v[i].key, v[i].key_len, v[i].value, v[i].value_len);
-      assert(size == p.size);
-      w.end = p.off + (uint32_t)size;
+      pthread_mutex_lock(&r->repl_run_mu);
+      if (r->repl_run.k != k) rc = run_start(r, k);
+      if (!rc) rc = run_add(r, &v[i]);
+      pthread_mutex_unlock(&r->repl_run_mu);
+      if (rc) break;
     }
     v[i].to = (vptr){m->bseg, p.off, p.inc, p.size};
   }
-  if (!rc) rc = run_write(r, &w);
   pthread_mutex_unlock(&r->view_mu);
   if (rc)
     for (uint32_t i = 0; i < n; i++) v[i].to = (vptr){0};
@@ -210,9 +252,9 @@ void repl_mirror_free(par_region *r) {
   for (uint32_t k = 0; k < r->nrepl_mirror; k++) free(r->repl_mirror[k].tail);
   free(r->repl_mirror);
   free(r->repl_copying);
-  free(r->repl_apply_buf);
+  free(r->repl_run_buf);
   r->repl_mirror = NULL;
   r->repl_copying = NULL;
-  r->repl_apply_buf = NULL;
+  r->repl_run_buf = NULL;
   r->nrepl_mirror = r->nrepl_copying = 0;
 }

@@ -46,6 +46,11 @@ typedef struct shipped_large {
  * PAR_ECORRUPT for a malformed place; on an error no value is placed. */
 int repl_mirror_place(par_region *r, shipped_large *v, uint32_t n, uint64_t next);
 
+/* Writes and ends apply's run of records (view_mu held): before an install
+ * writes into the mirror or replaces it, and before a promotion reads it;
+ * sync: and syncs them when it wrote any. */
+int repl_mirror_settle(par_region *r, int sync);
+
 /* An install copies the segment of incarnation inc into a new mirror
  * segment: apply starts none for it until the install closes. */
 int repl_copying_add(par_region *r, uint32_t inc);

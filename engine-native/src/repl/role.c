@@ -80,13 +80,16 @@ PAR_API int par_repl_set_role(par_region *r, int role) {
                    "region '%s' cannot be promoted before its log copy reaches LSN %llu (it holds %llu): its levels "
                    "point into a large-log segment it never had, whose values relocations up to there moved",
                    r->name, (unsigned long long)r->repl_needs_lsn, (unsigned long long)r->next_lsn - 1);
-  else if (old == PAR_REPL_BACKUP_SEND_INDEX && role != old)
-    /* The replay below runs as a build-index backup does: it flushes and
-     * merges what it puts in L0, but takes no LSN of its own. A GC
-     * relocation during it would give a value the levels hold an LSN past
-     * the whole log copy, shadowing the newer writes still to replay (and
-     * a flush covering that LSN would free the log segments not read yet). */
-    r->repl_role = PAR_REPL_BACKUP_BUILD_INDEX;
+  else if (old == PAR_REPL_BACKUP_SEND_INDEX && role != old) {
+    /* The replay below reads the values apply put in the mirror, and runs
+     * as a build-index backup does: it flushes and merges what it puts in
+     * L0, but takes no LSN of its own. A GC relocation during it would give
+     * a value the levels hold an LSN past the whole log copy, shadowing the
+     * newer writes still to replay (and a flush covering that LSN would
+     * free the log segments not read yet). */
+    rc = repl_mirror_settle(r, 0);
+    if (!rc) r->repl_role = PAR_REPL_BACKUP_BUILD_INDEX;
+  }
   else
     r->repl_role = role;
   pthread_mutex_unlock(&r->view_mu);
