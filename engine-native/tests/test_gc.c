@@ -29,6 +29,9 @@
  *              they can, while checkpoints pin segments, do not grow the
  *              volume file past a fixed bound of the live data (a byte
  *              count): they wait for merges and GC (back-pressure).
+ *  sync_writes_pack
+ *              values written with PAR_SYNC each follow each other in the
+ *              large log without a block of padding each.
  *  gc_huge     values larger than a segment live in runs of segments of
  *              their own; overwriting them frees the runs, and 64 MiB
  *              values read back across a reopen.
@@ -1006,6 +1009,51 @@ static void test_gc_bounded(void **state) {
  * takes a segment of its own again), so GC must not collect a segment of
  * GC's own output for its tail alone: it once moved live values from
  * segment to segment for ever, a segment and a WAL record per move. */
+/* Large values written with PAR_SYNC each take their records' bytes in the
+ * large log, not a block each: the head's partial last block is written
+ * again with the next records instead of padded (it once took 4 KiB per
+ * 1.5 KB value). 1000 such values fill less than one segment; every value
+ * reads back after a reopen. */
+static void test_sync_writes_pack(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_pack");
+  char *path = tu_path(dir, "gc.px");
+  par_options o = gc_options();
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  tu_map m;
+  tu_map_init(&m);
+  uint8_t val[1500];
+  for (int i = 0; i < 1000; i++) {
+    char key[16];
+    int kl = snprintf(key, sizeof key, "p%05d", i);
+    tu_fill_pattern(val, sizeof val, (uint64_t)i);
+    assert_ok(par_put(r, key, (size_t)kl, val, sizeof val, PAR_SYNC));
+    tu_map_put(&m, key, (size_t)kl, val, sizeof val);
+  }
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  pthread_mutex_lock(&r->hot.mu);
+  uint64_t end = r->hot.base + r->hot.fill;
+  pthread_mutex_unlock(&r->hot.mu);
+  assert_int_equal(st.large_log_segments, 1);
+  assert_int_equal(end, st.large_log_bytes_appended); /* no padding between them */
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  char err[512];
+  if (tu_verify_region(r, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  tu_map_free(&m);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
 static void test_gc_settles(void **state) {
   (void)state;
   char *dir = tu_make_dir("gc_settles");
@@ -1611,6 +1659,7 @@ int main(void) {
       cmocka_unit_test(test_gc_races),
       cmocka_unit_test(test_gc_bounded),
       cmocka_unit_test(test_gc_settles),
+      cmocka_unit_test(test_sync_writes_pack),
       cmocka_unit_test(test_flushed_large_survives_kill),
       cmocka_unit_test(test_lost_writes_are_garbage),
       cmocka_unit_test(test_left_head_open_until_logged),

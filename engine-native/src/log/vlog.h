@@ -11,10 +11,10 @@
  * never validate.
  *
  * Appends go to a 256 KiB tail buffer written with direct I/O when it fills
- * or when the WAL is about to write (vlog_flush): the WAL only holds a
- * pointer record, and one fdatasync after both writes makes the value
- * durable no later than its pointer. Flushed bytes are never rewritten: a
- * partial flush pads to the next block and appending resumes after it. */
+ * or when the WAL is about to write (vlog_flush), which syncs it before it
+ * writes the pointer records. A partial last block stays in the buffer and
+ * is written again, as it was, with the records after it: records follow
+ * each other without padding. */
 #ifndef PAR_LOG_VLOG_H
 #define PAR_LOG_VLOG_H
 
@@ -69,6 +69,7 @@ typedef struct vlog {
   uint64_t head_lsn;   /* the newest LSN appended to it */
   uint64_t head_unlogged; /* ... by a write without the log (0: none) */
   uint32_t base, fill; /* buf holds [base, base + fill) of seg */
+  uint32_t flushed;    /* ... the file [base, base + flushed) (a partial block) */
   /* Heads taken since the last vlog_list_pending, and heads left and not
    * closed yet, in order, with the newest LSN each left head holds and the
    * newest of a write without the log; listing is under way while
