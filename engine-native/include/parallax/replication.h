@@ -237,15 +237,16 @@ enum {
   PAR_REPL_STAT_TREES_INSTALLED,
   PAR_REPL_STAT_SEGMENTS_INSTALLED,
   PAR_REPL_STAT_COMPACTIONS,     /* compactions completed since the open      */
-  PAR_REPL_STAT_MIRROR_BYTES,    /* bytes installs wrote to the large-log
-                                    mirror since the open                     */
+  PAR_REPL_STAT_MIRROR_BYTES,    /* bytes written to the large-log mirror
+                                    since the open: by apply (shipped large
+                                    values) and by installs                   */
   PAR_REPL_STAT_MEDIUM_SEGMENTS, /* medium-log segments installs copied since
                                     the open (a copy the backup holds already
                                     is shared, not copied again)              */
   PAR_REPL_STAT_SEGMENT_BYTES,   /* bytes installs wrote for the segments they
                                     copied since the open: the blocks their
-                                    nodes and records reach (mirror bytes
-                                    included)                                 */
+                                    nodes and records reach (the mirror bytes
+                                    installs wrote included)                  */
   PAR_REPL_STAT_COUNT
 };
 /* Writes min(cap, PAR_REPL_STAT_COUNT) counters to out; returns the count. */

@@ -50,11 +50,13 @@ public final class Replication {
   }
 
   /**
-   * A region's replication counters ({@code par_repl_stats}); {@code mirrorBytes}: what installs
-   * wrote to a send-index backup's copy of the primary's large log since the open;
+   * A region's replication counters ({@code par_repl_stats}); {@code mirrorBytes}: what a
+   * send-index backup wrote to its copy of the primary's large log since the open (apply, as
+   * shipped large values arrive, and installs);
    * {@code mediumSegments}: the primary's medium-log segments they copied (each once while the
    * backup's levels point into it); {@code segmentBytes}: what installs wrote for the segments
-   * they copied (the blocks their nodes and records reach, mirror bytes included).
+   * they copied (the blocks their nodes and records reach, the mirror bytes installs wrote
+   * included).
    */
   public record Stats(Role role, long logLsn, long l0Lsn, long coveredLsn, long recordsApplied,
       long recordsSkipped, long treesInstalled, long segmentsInstalled, long compactions,

@@ -157,7 +157,7 @@ class ReplicationBench {
             long medium = stats.getLong(10 * 8); // Replication.Stats#mediumSegments
             long copied = stats.getLong(11 * 8); // Replication.Stats#segmentBytes
             long logTaken = stats.getLong(12 * 8), levelsTaken = stats.getLong(13 * 8); // payload received
-            System.out.printf("           of which segments installed: %.1f B/write (the large-log mirror: %.1f); "
+            System.out.printf("           segments installed: %.1f B/write, the large-log mirror (apply and installs): %.1f; "
                 + "medium-log segments copied: %d%n", (double) copied / n, (double) mirror / n, medium);
             System.out.printf("           received from the primary: log %.1f B/write, levels %.1f B/write%n",
                 (double) logTaken / n, (double) levelsTaken / n);
