@@ -1071,13 +1071,6 @@ static void test_send_index_refusals(void **state) {
   assert_par(par_repl_install_begin(s.reg, layout, len, &in), PAR_ECORRUPT);
   par_repl_export_close(x);
   assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_SEGMENTS_INSTALLED), 1); /* the abandoned install's */
-  /* A value larger than a segment is a run of the large log: not shipped. */
-  size_t huge = 3u << 20;
-  uint8_t *h = calloc(1, huge);
-  assert_ok(par_put(p.reg, "huge", 4, h, huge, 0));
-  assert_ok(par_flush(p.reg));
-  assert_par(par_repl_export_open(p.reg, &x), PAR_EINVAL);
-  free(h);
   free(layout);
   free(data);
   node_free(&p);
@@ -1283,6 +1276,178 @@ static void test_send_index_mirror_at_apply(void **state) {
   tu_map_free(&m);
   node_free(&p);
   node_free(&s);
+}
+
+/* Values too large for a segment, up to the largest, in send index. The
+ * primary writes each alone into a run of segments of its large log; apply
+ * writes it whole into a run of the backup's mirror as it arrives, and an
+ * install does not copy it again, after a reopen too. A backup that joins
+ * later gets the runs through an install, each checked whole and reseeded;
+ * a run damaged on the way fails the commit. An install copying a run
+ * whose record apply writes meanwhile (the export listed it before the
+ * backup's log reached it), committed or abandoned, leaves it whole.
+ * Promoted, every backup holds every value. */
+static void put_huge(par_region *r, tu_map *m, int k, size_t len, int version) {
+  char key[16];
+  int kl = snprintf(key, sizeof key, "h%03d", k);
+  uint8_t *v = malloc(len);
+  assert_non_null(v);
+  tu_fill_pattern(v, len, (uint64_t)version * 1000u + (uint64_t)k);
+  assert_ok(par_put(r, key, (size_t)kl, v, len, 0));
+  tu_map_put(m, key, (size_t)kl, v, len);
+  free(v);
+}
+
+/* Begins an install of p's levels on b: *x and *in, the segments needed. */
+static size_t begin_install(par_region *p, par_region *b, par_repl_export **x, par_repl_install **in,
+                            uint32_t **segs) {
+  assert_ok(par_repl_export_open(p, x));
+  size_t len;
+  assert_par(par_repl_export_layout(*x, NULL, 0, &len), PAR_ETOOBIG);
+  uint8_t *layout = malloc(len);
+  assert_ok(par_repl_export_layout(*x, layout, len, &len));
+  assert_ok(par_repl_install_begin(b, layout, len, in));
+  free(layout);
+  size_t n = par_repl_install_needed(*in, NULL, 0);
+  *segs = calloc(n + 1, sizeof **segs);
+  assert_int_equal(par_repl_install_needed(*in, *segs, n), n);
+  return n;
+}
+
+/* The first segment and length of the run of the primary's large log that
+ * holds the newest huge value. */
+static void newest_run(par_region *p, uint32_t *seg, uint32_t *nsegs) {
+  pthread_mutex_lock(&p->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&p->vol->cat, p->id);
+  uint32_t inc = 0;
+  for (uint32_t i = 0; i < d->nvlog; i++)
+    if (d->vlog[i].nsegs > 1 && d->vlog[i].inc > inc) {
+      inc = d->vlog[i].inc;
+      *seg = d->vlog[i].seg;
+      *nsegs = d->vlog[i].nsegs;
+    }
+  pthread_mutex_unlock(&p->vol->meta_mu);
+  assert_true(inc > 0);
+}
+
+static void test_send_index_huge_values(void **state) {
+  (void)state;
+  node p = {.gc_off = 1}, s = {.gc_off = 1}, late = {.gc_off = 1};
+  node_open(&p, "repl_hv_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_hv_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  for (int k = 0; k < 300; k++) put_large(p.reg, &m, k, 1);
+  const size_t sizes[] = {PAR_SEGMENT_SIZE, (5u << 20) + 123, PAR_MAX_VALUE_SIZE};
+  uint64_t huge = 0;
+  for (int k = 0; k < 3; k++) {
+    put_huge(p.reg, &m, k, sizes[k], 1);
+    huge += sizes[k];
+  }
+  for (int k = 300; k < 400; k++) put_large(p.reg, &m, k, 1);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  uint64_t applied, mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES);
+  assert_true(mirror >= huge); /* written as they arrived */
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, s.reg);
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) - mirror < PAR_SEGMENT_SIZE); /* no run again */
+
+  /* A backup that joins now gets the runs through the install. */
+  node_open(&late, "repl_hv_l", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(late.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  uint64_t sent0 = sent_bytes;
+  ship_index(p.reg, late.reg);
+  assert_true(sent_bytes - sent0 >= huge);
+  assert_true(stat_of(late.reg, PAR_REPL_STAT_MIRROR_BYTES) >= huge);
+  par_repl_cursor *lc;
+  assert_ok(par_repl_cursor_open(p.reg, stat_of(late.reg, PAR_REPL_STAT_LOG_LSN) + 1, &lc));
+
+  /* A run the export lists before the backup's log reaches its record. */
+  put_huge(p.reg, &m, 3, 3u << 20, 2);
+  assert_ok(par_sync(p.reg));
+  par_repl_export *x;
+  par_repl_install *in;
+  uint32_t *segs;
+  uint8_t *data = malloc(PAR_SEGMENT_SIZE);
+  uint32_t run = 0, run_segs = 0;
+  newest_run(p.reg, &run, &run_segs);
+  assert_int_equal(run_segs, 2);
+  size_t n = begin_install(p.reg, s.reg, &x, &in, &segs);
+  int parts = 0;
+  for (size_t i = 0; i < n; i++) parts += segs[i] - run < run_segs;
+  assert_int_equal(parts, 2); /* the install copies the run */
+  mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES);
+  ship_log(p.reg, &c, s.reg); /* apply writes it into the install's run */
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) - mirror >= (3u << 20));
+  mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES);
+  for (size_t i = 0; i < n; i++) copy_segment(x, in, segs[i], data);
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) - mirror < PAR_SEGMENT_SIZE); /* the head only */
+  assert_ok(par_repl_install_commit(in));
+  par_repl_install_close(in);
+  par_repl_export_close(x);
+  free(segs);
+  /* ... and one whose install is abandoned. */
+  put_huge(p.reg, &m, 4, 3u << 20, 2);
+  assert_ok(par_sync(p.reg));
+  n = begin_install(p.reg, s.reg, &x, &in, &segs);
+  ship_log(p.reg, &c, s.reg);
+  for (size_t i = 0; i + 1 < n; i++) copy_segment(x, in, segs[i], data);
+  par_repl_install_close(in);
+  par_repl_export_close(x);
+  free(segs);
+
+  /* A run damaged on the way: the commit fails, nothing installed. */
+  put_huge(p.reg, &m, 5, 4u << 20, 2);
+  assert_ok(par_flush(p.reg));
+  newest_run(p.reg, &run, &run_segs);
+  assert_int_equal(run_segs, 3);
+  uint64_t covered = stat_of(late.reg, PAR_REPL_STAT_COVERED_LSN);
+  n = begin_install(p.reg, late.reg, &x, &in, &segs);
+  for (size_t i = 0; i < n; i++) {
+    size_t len;
+    assert_ok(par_repl_export_segment(x, segs[i], data, &len));
+    if (segs[i] == run + 1) data[len / 2] ^= 1;
+    assert_ok(par_repl_install_segment(in, segs[i], data, len));
+  }
+  assert_par(par_repl_install_commit(in), PAR_ECORRUPT);
+  par_repl_install_close(in);
+  par_repl_export_close(x);
+  free(segs);
+  assert_int_equal(stat_of(late.reg, PAR_REPL_STAT_COVERED_LSN), covered);
+  free(data);
+
+  /* Reopened, the backup finds its runs in its mirror again. */
+  ship_log(p.reg, &c, s.reg);
+  node_close(&s);
+  node_open(&s, "repl_hv_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES);
+  ship_index(p.reg, s.reg);
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) - mirror < 4 * PAR_SEGMENT_SIZE); /* the heads again */
+  put_huge(p.reg, &m, 0, 7u << 20, 3); /* an overwrite: the first run is garbage */
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  ship_log(p.reg, &lc, late.reg);
+  assert_ok(par_repl_apply(late.reg, NULL, 0, PAR_SYNC, &applied));
+  par_repl_cursor_close(c);
+  par_repl_cursor_close(lc);
+  assert_int_equal(stat_of(s.reg, PAR_REPL_STAT_COMPACTIONS), 0);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  assert_ok(par_repl_set_role(late.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  verify(late.reg, &m);
+  /* Promoted, it compacts and collects its runs as a primary does. */
+  put_huge(s.reg, &m, 1, 3u << 20, 4);
+  assert_ok(par_compact(s.reg));
+  verify(s.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+  node_free(&late);
 }
 
 /* A power cut on a send-index backup whose mirror apply writes: the log
@@ -1896,6 +2061,7 @@ int main(void) {
       cmocka_unit_test(test_send_index_mirror_at_apply),
       cmocka_unit_test(test_send_index_mirror_power_cut),
       cmocka_unit_test(test_send_index_mirror_bytes),
+      cmocka_unit_test(test_send_index_huge_values),
       cmocka_unit_test(test_send_index_shares_medium),
       cmocka_unit_test(test_install_writes_used_blocks),
       cmocka_unit_test(test_export_reads_from_memory),

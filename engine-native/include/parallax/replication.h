@@ -42,10 +42,12 @@
  * pointer to it (Talos's value log: an install then copies none of a
  * segment apply wrote from its first record); a value that does not extend
  * its mirror's records (the backup started after the segment's first one)
- * goes into the log copy whole. Values larger than a segment (a run of
- * large-log segments) are not mirrored: export refuses a region holding one
- * (PAR_EINVAL), and a send-index backup's log copy takes values up to
- * PAR_MAX_INLINE_VALUE.
+ * goes into the log copy whole. A value larger than a segment, which the
+ * primary writes alone into a run of segments, is written whole into a run
+ * of the mirror as it arrives; an install copies a run the backup lacks
+ * part by part (par_repl_export_segment on each of its segments) and checks
+ * the record whole at the commit. Send index takes values up to
+ * PAR_MAX_VALUE_SIZE.
  */
 #ifndef PARALLAX_REPLICATION_H
 #define PARALLAX_REPLICATION_H

@@ -186,9 +186,11 @@ struct par_region {
    * becomes a send-index backup). needs_lsn: a leaf of
    * the installed levels points into a primary segment the backup never
    * had, whose value a relocation up to this LSN moved: the copy is
-   * promoted only once its log holds that LSN. */
+   * promoted only once its log holds that LSN. nsegs: 1, or the length of
+   * the run a value too large for a segment takes (bseg its first segment;
+   * it holds that one record, whole, and never grows). */
   struct repl_mirror {
-    uint32_t pseg, inc, bseg, used;
+    uint32_t pseg, inc, bseg, used, nsegs;
     uint64_t garbage;
     uint8_t open, dropped, whole;
     uint8_t *tail;
@@ -208,8 +210,13 @@ struct par_region {
   uint64_t repl_needs_lsn;
   /* The primary's large-log segments (by incarnation) installs in progress
    * are copying into new mirror segments, a multiset under view_mu: apply
-   * starts no mirror of its own for them. */
-  uint32_t *repl_copying, nrepl_copying;
+   * starts no mirror of its own for them. A run (nsegs > 1) is the
+   * exception: its record arrives whole, so apply writes it into the run
+   * the install reserved (from bseg) and makes that the mirror's. */
+  struct repl_copying {
+    uint32_t inc, bseg, nsegs;
+  } *repl_copying;
+  uint32_t nrepl_copying;
   /* The records apply put in one mirror segment, the run (repl/mirror.c):
    * entry k of repl_mirror (-1: none) and its segment bseg; repl_run_buf
    * holds [base, end) of it and the file [base, written). Under

@@ -241,18 +241,12 @@ size_t vlog_encode(uint8_t *r, uint32_t seed, uint64_t lsn, const void *key, uin
   return size;
 }
 
-int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
-                     uint32_t value_len, vptr *out) {
+int vlog_write_huge(par_file *f, uint32_t seed, uint32_t seg, uint64_t lsn, const void *key, uint16_t key_len,
+                    const void *value, uint32_t value_len) {
   size_t size = vlog_record_size(key_len, value_len);
-  uint32_t n = (uint32_t)((size + SEG - 1) / SEG), seg, inc;
-  *out = (vptr){0};
-  int rc = l->take(l->ctx, n, &seg, &inc);
-  if (rc) return rc;
+  assert(size > SEG);
   uint8_t *buf = file_buf_alloc(SEG);
-  if (!buf) {
-    l->give_back(l->ctx, seg, n);
-    return par_error(PAR_ENOMEM, "large-value buffer");
-  }
+  if (!buf) return par_error(PAR_ENOMEM, "large-value buffer");
   /* The header and key, then the value streamed through the buffer; the
    * checksum covers all of it, so it is computed first. */
   uint8_t *p = buf + VLOG_HDR;
@@ -262,7 +256,7 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
   p = put_varint(p, value_len);
   memcpy(p, key, key_len);
   p += key_len;
-  uint32_t crc = crc32c(vlog_seed(l->region_id, inc), buf + 4, (size_t)(p - buf) - 4);
+  uint32_t crc = crc32c(seed, buf + 4, (size_t)(p - buf) - 4);
   crc = crc32c(crc, value, value_len);
   enc32(buf, crc);
   const uint8_t *v = value;
@@ -271,10 +265,11 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
   size_t fill = (size_t)(p - buf) + first;
   v += first;
   left -= first;
+  int rc;
   for (uint64_t off = seg_offset(seg);;) {
     size_t len = ALIGN_UP(fill, PAR_BLOCK);
     memset(buf + fill, 0, len - fill);
-    rc = file_write(l->file, buf, len, off);
+    rc = file_write(f, buf, len, off);
     if (rc || !left) break;
     off += len;
     fill = left < SEG ? left : SEG;
@@ -283,7 +278,17 @@ int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, c
     left -= fill;
   }
   free(buf);
-  if (rc) {
+  return rc;
+}
+
+int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
+                     uint32_t value_len, vptr *out) {
+  size_t size = vlog_record_size(key_len, value_len);
+  uint32_t n = (uint32_t)((size + SEG - 1) / SEG), seg, inc;
+  *out = (vptr){0};
+  int rc = l->take(l->ctx, n, &seg, &inc);
+  if (rc) return rc;
+  if ((rc = vlog_write_huge(l->file, vlog_seed(l->region_id, inc), seg, lsn, key, key_len, value, value_len))) {
     l->give_back(l->ctx, seg, n);
     return rc;
   }

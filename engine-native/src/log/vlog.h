@@ -135,6 +135,11 @@ uint64_t vlog_written(vlog *l);
  * listed. */
 int vlog_append_huge(vlog *l, uint64_t lsn, const void *key, uint16_t key_len, const void *value,
                      uint32_t value_len, vptr *out);
+/* Writes a record too large for a segment, checksum seeded with seed, into
+ * the run of segments from seg (vlog_append_huge's write, and a send-index
+ * backup's copy of a primary's run). No sync. */
+int vlog_write_huge(par_file *f, uint32_t seed, uint32_t seg, uint64_t lsn, const void *key, uint16_t key_len,
+                    const void *value, uint32_t value_len);
 /* Copies the value at p out of the tail buffer into a malloc'd *copy when
  * it is still there; returns 1 if it was, 0 if it is on disk. */
 int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len);

@@ -9,9 +9,13 @@
  * Talos's: a tree's transient medium-log segments are copied with it, and
  * the backup's large log mirrors the primary's, segment for segment at the
  * same offsets and incarnations. Apply writes most of the mirror as the log
- * arrives (repl/mirror.c); an install copies what apply did not. Copied log records get their checksums
- * seeded again with the backup's region id, and each leaf pointer into a
- * log is rewritten to the backup's segment. A mirrored segment is copied
+ * arrives (repl/mirror.c); an install copies what apply did not. Copied log
+ * records get their checksums seeded again with the backup's region id, and
+ * each leaf pointer into a log is rewritten to the backup's segment. A run
+ * (the segments holding one value too large for a segment) is listed in
+ * the layout with its length and copied as it is, segment by segment, into
+ * a run the install allocates; the commit reads it back whole, checks the
+ * record and seeds its checksum again (reseed_run). A mirrored segment is copied
  * once, except the primary's heads, which grow: the next install copies
  * them again, in place (leaves installed before point into the copy). A
  * later copy of a head holds every record of an earlier one at the same
@@ -62,7 +66,7 @@
 #include "util/status.h"
 
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
-#define LAYOUT_MAGIC 0x334c5850u /* "PXL3" */
+#define LAYOUT_MAGIC 0x344c5850u /* "PXL4" */
 /* magic u32 | covered u64 | ntrees u32 | region id u32 | next_inc u32 | nvlog u32 |
  * dropped_lsn u64 (gc_dropped_lsn), then the trees, then nvlog large-log segments. */
 #define LAYOUT_HDR 36u
@@ -72,8 +76,10 @@
  * its range tombstones (range_set_encode; 0 bytes: none). */
 #define TREE_HDR 56u
 #define MSEG_ENTRY 12u
-/* segment u32 | incarnation u32 | garbage u64 | open u32 */
-#define VLOG_ENTRY 20u
+/* segment u32 | incarnation u32 | garbage u64 | open u32 | nsegs u32 (1, or a run's) */
+#define VLOG_ENTRY 24u
+/* The longest run: a record of the largest key and value. */
+#define MAX_RUN ((uint32_t)((VLOG_HDR + 10 + PAR_MAX_KEY_SIZE + (uint64_t)PAR_MAX_VALUE_SIZE + SEG - 1) / SEG))
 #define MAX_TREES (PAR_MAX_LEVELS * LEVEL_TREES)
 
 /* ---- export (primary) ---- */
@@ -148,11 +154,7 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   for (uint32_t i = 0; x->vlog && i < d->nvlog && !rc; i++) {
     int dropping = 0;
     for (uint32_t k = 0; k < r->npending; k++) dropping |= r->pending[k].dropping && r->pending[k].inc == d->vlog[i].inc;
-    if (dropping) continue;
-    if (d->vlog[i].nsegs > 1)
-      rc = par_error(PAR_EINVAL, "region '%s' holds a value larger than a segment: send-index ships values up "
-                     "to %u bytes (build-index takes any)", r->name, (unsigned)PAR_MAX_INLINE_VALUE);
-    x->vlog[x->nvlog++] = d->vlog[i];
+    if (!dropping) x->vlog[x->nvlog++] = d->vlog[i];
   }
   pthread_mutex_unlock(&r->vol->meta_mu);
   pthread_mutex_unlock(&r->view_mu);
@@ -211,6 +213,7 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
     enc32(p + 4, x->vlog[i].inc);
     enc64(p + 8, x->vlog[i].garbage);
     enc32(p + 16, x->vlog[i].open);
+    enc32(p + 20, x->vlog[i].nsegs);
   }
   x->len = len;
   *out = x;
@@ -251,8 +254,8 @@ static uint32_t records_end(const uint8_t *buf, uint32_t seed) {
 
 PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf, size_t *len) {
   if (!x || !buf) return par_error(PAR_EINVAL, "par_repl_export_segment: NULL argument");
-  enum { NOT_FOUND, NODES, LOG } kind = NOT_FOUND;
-  uint32_t inc = MEDIUM_INC;
+  enum { NOT_FOUND, NODES, LOG, RUN } kind = NOT_FOUND;
+  uint32_t inc = MEDIUM_INC, run = 0;
   for (int i = 1; i <= PAR_MAX_LEVELS && !kind; i++)
     for (int j = 0; j < LEVEL_TREES && !kind; j++) {
       const dtree *t = x->v->tree[i][j];
@@ -262,7 +265,10 @@ PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf,
         if (t->d.msegs.v[k] == seg) kind = LOG;
     }
   for (uint32_t i = 0; i < x->nvlog && !kind; i++)
-    if (x->vlog[i].seg == seg) {
+    if (x->vlog[i].nsegs > 1 && seg - x->vlog[i].seg < x->vlog[i].nsegs) {
+      kind = RUN;
+      run = x->vlog[i].seg;
+    } else if (x->vlog[i].seg == seg) {
       kind = LOG;
       inc = x->vlog[i].inc;
     }
@@ -278,6 +284,14 @@ PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf,
    * levels were, so they are in what this reads. */
   int rc = file_read_cached(&x->r->vol->file, buf, SEG, seg_offset(seg));
   if (rc || !len) return rc;
+  if (kind == RUN) { /* a part of the one record a run holds, as it is: the install checks it whole */
+    uint8_t rlen[4]; /* the record's length, in its header */
+    if (seg == run) memcpy(rlen, (const uint8_t *)buf + 4, 4);
+    else if ((rc = file_read_cached(&x->r->vol->file, rlen, 4, seg_offset(run) + 4))) return rc;
+    uint64_t end = (uint64_t)dec32(rlen) + VLOG_HDR, from = (uint64_t)(seg - run) * SEG;
+    *len = end <= from ? PAR_BLOCK : end - from < SEG ? ALIGN_UP((uint32_t)(end - from), PAR_BLOCK) : SEG;
+    return PAR_OK;
+  }
   /* What an install needs of it: a tree's last segment, a medium set's and
    * a head are mostly unused. Its walk stops at the header after the last
    * node or record; past these bytes it reads zeros, where the walk here
@@ -337,6 +351,10 @@ typedef struct seg_map {
   uint8_t copying; /* large: a new copy, in r->repl_copying until the close */
   int written;
   uint32_t used;    /* large: where its last record ends */
+  /* Large: 1, or the length of the run holding one value too large for a
+   * segment, which has an entry per segment (part: its place in the run;
+   * bseg - part is the run's first). */
+  uint32_t nsegs, part;
   uint64_t garbage; /* large: the primary's count */
   /* Medium: the uid of the primary's set holding pseg (0: not shared), and
    * the backup's set holding bseg: one its levels hold, referenced from
@@ -435,15 +453,19 @@ static int parse_layout(par_repl_install *in, size_t len) {
   if (in->nvlog > (size_t)(end - p) / VLOG_ENTRY) return bad_layout("truncated large-log list");
   in->vlog = p;
   p += (size_t)VLOG_ENTRY * in->nvlog;
-  for (uint32_t i = 0; i < in->nvlog; i++)
-    if (!dec32(in->vlog + VLOG_ENTRY * i) || dec32(in->vlog + VLOG_ENTRY * i + 4) == MEDIUM_INC)
+  for (uint32_t i = 0; i < in->nvlog; i++) {
+    const uint8_t *v = in->vlog + VLOG_ENTRY * i;
+    if (!dec32(v) || dec32(v + 4) == MEDIUM_INC || !dec32(v + 20) || dec32(v + 20) > MAX_RUN ||
+        dec32(v) > UINT32_MAX - dec32(v + 20))
       return bad_layout("a large-log segment out of range");
+  }
   return p == end ? PAR_OK : bad_layout("bytes after the large-log list");
 }
 
-/* Adds a map entry; a new one (not kept) gets a backup segment. */
+/* Adds a map entry; a new one (not kept) gets a backup segment, unless it
+ * is part of a run allocated already. */
 static int map_add(par_repl_install *in, seg_map e) {
-  if (!e.kept) {
+  if (!e.kept && !e.bseg) {
     int rc = segalloc_alloc(&in->r->vol->alloc, &e.bseg);
     if (rc) return rc;
   }
@@ -470,18 +492,24 @@ static int map_large(par_repl_install *in) {
   for (uint32_t i = 0; i < in->nvlog && !rc; i++) {
     const uint8_t *v = in->vlog + VLOG_ENTRY * i;
     seg_map e = {.pseg = dec32(v), .tree = NO_TREE, .inc = dec32(v + 4), .kind = SEG_LARGE,
-                 .garbage = dec64(v + 8), .open = dec32(v + 16) != 0};
+                 .garbage = dec64(v + 8), .open = dec32(v + 16) != 0, .nsegs = dec32(v + 20)};
     const struct repl_mirror *mm = mirror_find(r, e.inc);
-    if (mm) {
+    if (mm && mm->nsegs != e.nsegs) {
+      rc = bad_layout("a run of another length than the mirror's");
+    } else if (mm) {
       e.bseg = mm->bseg;
       e.kept = 1;
-      e.in_place = (mm->open || e.open) && !(mm->whole && in->next_lsn > in->covered);
+      e.in_place = e.nsegs == 1 && (mm->open || e.open) && !(mm->whole && in->next_lsn > in->covered);
       e.written = !e.in_place;
     } else {
       e.copying = 1;
+      if (e.nsegs > 1) rc = segalloc_alloc_run(&r->vol->alloc, e.nsegs, &e.bseg);
     }
-    rc = map_add(in, e);
-    if (!rc && e.copying && (rc = repl_copying_add(r, e.inc))) in->map[in->nmap - 1].copying = 0;
+    if (!rc) rc = map_add(in, e);
+    for (uint32_t k = 1; !rc && e.copying && k < e.nsegs; k++)
+      rc = map_add(in, (seg_map){.pseg = e.pseg + k, .tree = NO_TREE, .inc = e.inc, .bseg = e.bseg + k,
+                                 .kind = SEG_LARGE, .nsegs = e.nsegs, .part = k});
+    if (!rc && e.copying && (rc = repl_copying_add(r, e.inc, e.bseg, e.nsegs))) in->map[in->nmap - e.nsegs].copying = 0;
   }
   for (uint32_t k = 0; k < r->nrepl_mirror && !rc; k++) {
     const struct repl_mirror *mm = &r->repl_mirror[k];
@@ -491,7 +519,8 @@ static int map_large(par_repl_install *in) {
       listed = dec32(in->vlog + VLOG_ENTRY * i) == mm->pseg && dec32(in->vlog + VLOG_ENTRY * i + 4) == mm->inc;
     if (!listed)
       rc = map_add(in, (seg_map){.pseg = mm->pseg, .tree = NO_TREE, .inc = mm->inc, .bseg = mm->bseg,
-                                 .kind = SEG_LARGE, .kept = 1, .dropped = 1, .written = 1, .garbage = mm->garbage});
+                                 .kind = SEG_LARGE, .kept = 1, .dropped = 1, .written = 1, .garbage = mm->garbage,
+                                 .nsegs = mm->nsegs});
   }
   return rc;
 }
@@ -582,7 +611,8 @@ PAR_API int par_repl_install_begin(par_region *r, const void *layout, size_t len
     rc = parse_layout(in, len);
   }
   if (!rc) {
-    uint64_t total = in->nvlog;
+    uint64_t total = 0;
+    for (uint32_t i = 0; i < in->nvlog; i++) total += dec32(in->vlog + VLOG_ENTRY * i + 20);
     for (uint32_t i = 0; i < in->ntrees; i++) total += (uint64_t)in->t[i].nsegs + in->t[i].nmsegs;
     pthread_mutex_lock(&r->write_mu);
     in->next_lsn = r->next_lsn;
@@ -719,6 +749,77 @@ static int write_mirror(par_repl_install *in, uint32_t bseg, uint32_t from, uint
   return rc;
 }
 
+/* Whether apply wrote the record of the run m is part of into the run this
+ * install reserved, which the mirror then took (view_mu held). */
+static int run_taken(const par_repl_install *in, const seg_map *m) {
+  const struct repl_mirror *mm = mirror_find(in->r, m->inc);
+  return m->nsegs > 1 && mm && mm->bseg == m->bseg - m->part;
+}
+
+/* A part of a run, as the primary's file holds it (finish_runs checks and
+ * reseeds the record once every part is in), unless the mirror took the
+ * run: view_mu, under which apply writes a reserved run. */
+static int write_run_part(par_repl_install *in, const seg_map *m, const uint8_t *data, size_t len) {
+  par_region *r = in->r;
+  uint32_t n = ALIGN_UP((uint32_t)len, PAR_BLOCK);
+  memcpy(in->buf, data, n); /* data holds zeros from len to SEG */
+  pthread_mutex_lock(&r->view_mu);
+  int rc = PAR_OK;
+  if (!run_taken(in, m) && !(rc = file_write(&r->vol->file, in->buf, n, seg_offset(m->bseg)))) {
+    atomic_fetch_add(&r->repl_stats.mirror_bytes, n);
+    atomic_fetch_add(&r->repl_stats.segment_bytes, n);
+  }
+  pthread_mutex_unlock(&r->view_mu);
+  return rc;
+}
+
+/* The record of a run the install copied, checked whole and its checksum
+ * seeded again with the backup's region id: one read of the run (view_mu
+ * held, so that apply does not write it meanwhile). */
+static int reseed_run(par_repl_install *in, seg_map *m) {
+  const par_file *f = &in->r->vol->file;
+  uint8_t *b = in->buf;
+  int rc = file_read_cached(f, b, SEG, seg_offset(m->bseg));
+  if (rc) return rc;
+  uint64_t size = (uint64_t)dec32(b + 4) + VLOG_HDR;
+  uint32_t kl = 0, vl = 0;
+  const uint8_t *q = get_varint32(b + VLOG_HDR, b + SEG, &kl);
+  if (q) q = get_varint32(q, b + SEG, &vl);
+  if (!q || size <= SEG || (size + SEG - 1) / SEG != m->nsegs || vlog_record_size(kl, vl) != size)
+    return par_error(PAR_ECORRUPT, "shipped run at %u does not hold one record of %u segments", m->pseg, m->nsegs);
+  uint32_t stored = dec32(b);
+  uint32_t from = crc32c(vlog_seed(in->src_region, m->inc), b + 4, SEG - 4);
+  uint32_t to = crc32c(vlog_seed(in->r->id, m->inc), b + 4, SEG - 4);
+  for (uint32_t k = 1; k < m->nsegs && !rc; k++) {
+    uint32_t n = size - (uint64_t)k * SEG < SEG ? (uint32_t)(size - (uint64_t)k * SEG) : SEG;
+    if (!(rc = file_read_cached(f, b, n, seg_offset(m->bseg + k)))) {
+      from = crc32c(from, b, n);
+      to = crc32c(to, b, n);
+    }
+  }
+  if (!rc && from != stored) rc = par_error(PAR_ECORRUPT, "shipped run at %u fails its checksum", m->pseg);
+  if (!rc) rc = file_read_cached(f, b, PAR_BLOCK, seg_offset(m->bseg));
+  if (!rc) {
+    enc32(b, to);
+    rc = file_write(&in->r->vol->file, b, PAR_BLOCK, seg_offset(m->bseg));
+  }
+  if (!rc) m->used = (uint32_t)size;
+  return rc;
+}
+
+/* Every run the install copied, once all its parts are in. */
+static int finish_runs(par_repl_install *in) {
+  int rc = PAR_OK;
+  for (uint32_t i = 0; i < in->nmap && !rc; i++) {
+    seg_map *m = &in->map[i];
+    if (m->kind != SEG_LARGE || m->nsegs == 1 || m->part || m->kept) continue;
+    pthread_mutex_lock(&in->r->view_mu);
+    if (!run_taken(in, m)) rc = reseed_run(in, m);
+    pthread_mutex_unlock(&in->r->view_mu);
+  }
+  return rc;
+}
+
 /* A head's copy over the mirror's (see the top of the file). */
 static int write_in_place(par_repl_install *in, const seg_map *m) {
   par_region *r = in->r;
@@ -749,10 +850,37 @@ static uint32_t copy_len(uint32_t end) {
   return len < SEG ? len : SEG;
 }
 
+/* Copies segment m (its data from the primary, SEG bytes): nodes
+ * rewritten, records reseeded. */
+static int copy_segment(par_repl_install *in, seg_map *m, const uint8_t *data) {
+  int rc = PAR_OK;
+  uint32_t end; /* see copy_len */
+  if (m->kind == SEG_NODES) {
+    memcpy(in->buf, data, SEG);
+    uint32_t off = 0, size = 0;
+    /* Nodes are packed from the start; a zero header marks the unused tail. */
+    while (!rc && off + NODE_HDR <= SEG && dec16(in->buf + off + 4) != 0) {
+      rc = rewrite_node(in, m, in->buf, off, &size);
+      off += size;
+    }
+    end = off + NODE_HDR;
+  } else {
+    reseed_records(in, m, data);
+    end = ALIGN_UP(m->used, PAR_BLOCK) + VLOG_HDR; /* a walk tries the next block too (vlog_next) */
+  }
+  if (rc) return rc;
+  if (m->in_place) return write_in_place(in, m);
+  if (m->kind == SEG_LARGE) return write_mirror(in, m->bseg, 0, m->used);
+  if (!(rc = file_write(&in->r->vol->file, in->buf, copy_len(end), seg_offset(m->bseg))))
+    atomic_fetch_add(&in->r->repl_stats.segment_bytes, copy_len(end));
+  return rc;
+}
+
 PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const void *data, size_t len) {
   if (!in || !data) return par_error(PAR_EINVAL, "par_repl_install_segment: NULL argument");
   if (in->committed) return par_error(PAR_EINVAL, "the install is committed");
   if (len > SEG) return par_error(PAR_EINVAL, "%zu bytes for a segment of %u", len, SEG);
+  const size_t sent = len;
   if (len < SEG) { /* the rest reads as zeros */
     if (!in->padded && !(in->padded = malloc(SEG))) return par_error(PAR_ENOMEM, "install buffer");
     memcpy(in->padded, data, len);
@@ -768,24 +896,7 @@ PAR_API int par_repl_install_segment(par_repl_install *in, uint32_t seg, const v
   int rc = PAR_OK, copied = 0;
   for (seg_map *m = in->map + lo; !rc && m < in->map + in->nmap && m->pseg == seg; m++) {
     if (m->written) continue;
-    uint32_t end; /* see copy_len */
-    if (m->kind == SEG_NODES) {
-      memcpy(in->buf, data, SEG);
-      uint32_t off = 0, size = 0;
-      /* Nodes are packed from the start; a zero header marks the unused tail. */
-      while (!rc && off + NODE_HDR <= SEG && dec16(in->buf + off + 4) != 0) {
-        rc = rewrite_node(in, m, in->buf, off, &size);
-        off += size;
-      }
-      end = off + NODE_HDR;
-    } else {
-      reseed_records(in, m, data);
-      end = ALIGN_UP(m->used, PAR_BLOCK) + VLOG_HDR; /* a walk tries the next block too (vlog_next) */
-    }
-    if (!rc && m->in_place) rc = write_in_place(in, m);
-    else if (!rc && m->kind == SEG_LARGE) rc = write_mirror(in, m->bseg, 0, m->used);
-    else if (!rc && !(rc = file_write(&in->r->vol->file, in->buf, copy_len(end), seg_offset(m->bseg))))
-      atomic_fetch_add(&in->r->repl_stats.segment_bytes, copy_len(end));
+    rc = m->kind == SEG_LARGE && m->nsegs > 1 ? write_run_part(in, m, data, sent) : copy_segment(in, m, data);
     if (!rc) {
       m->written = 1;
       copied = 1;
@@ -838,8 +949,9 @@ static int edit_install(region_desc *d, void *arg, seg_list *freed) {
   for (uint32_t i = 0; i < d->nvlog; i++) {
     int stays = 0;
     for (uint32_t k = 0; k < e->nvlog && !stays; k++) stays = e->vlog[k].seg == d->vlog[i].seg;
-    if (!stays && (seg_list_push(freed, d->vlog[i].seg) || seg_list_push(&e->vlog_freed, d->vlog[i].seg)))
-      return PAR_ENOMEM;
+    for (uint32_t k = 0; !stays && k < d->vlog[i].nsegs; k++)
+      if (seg_list_push(freed, d->vlog[i].seg + k) || seg_list_push(&e->vlog_freed, d->vlog[i].seg + k))
+        return PAR_ENOMEM;
   }
   d->nvlog = 0;
   for (uint32_t k = 0; k < e->nvlog; k++)
@@ -946,10 +1058,11 @@ static view *install_view(par_repl_install *in, int *rc) {
   return n;
 }
 
-/* The large-log entry of the map for incarnation inc, or NULL. */
+/* The large-log entry of the map for incarnation inc (a run's first), or
+ * NULL. */
 static const seg_map *map_large_entry(const par_repl_install *in, uint32_t inc) {
   for (uint32_t i = 0; i < in->nmap; i++)
-    if (in->map[i].kind == SEG_LARGE && in->map[i].inc == inc) return &in->map[i];
+    if (in->map[i].kind == SEG_LARGE && in->map[i].inc == inc && !in->map[i].part) return &in->map[i];
   return NULL;
 }
 
@@ -972,23 +1085,27 @@ static int mirror_after(par_repl_install *in, uint64_t next_lsn, struct repl_mir
     const struct repl_mirror *mm = &r->repl_mirror[k];
     if (map_large_entry(in, mm->inc)) continue;
     (*mirror)[*n] = *mm;
-    (*list)[(*n)++] = (vlog_seg){.seg = mm->bseg, .inc = mm->inc, .garbage = mm->garbage, .nsegs = 1};
+    (*list)[(*n)++] = (vlog_seg){.seg = mm->bseg, .inc = mm->inc, .garbage = mm->garbage, .nsegs = mm->nsegs};
   }
   for (uint32_t i = 0; i < in->nmap; i++) {
     const seg_map *m = &in->map[i];
-    if (m->kind != SEG_LARGE || (m->dropped && next_lsn > in->dropped_lsn)) continue;
-    const struct repl_mirror *mm = m->kept ? mirror_find(r, m->inc) : NULL;
-    assert(m->kept || !mirror_find(r, m->inc)); /* apply starts none while the install copies it */
-    if (m->kept && (!mm || mm->bseg != m->bseg))
+    if (m->kind != SEG_LARGE || m->part || (m->dropped && next_lsn > in->dropped_lsn)) continue;
+    const struct repl_mirror *mm = mirror_find(r, m->inc);
+    /* Apply starts no mirror while the install copies it, but for a run,
+     * which it writes into the install's (run_taken). */
+    assert(m->kept || !mm || mm->bseg == m->bseg);
+    if ((m->kept || mm) && (!mm || mm->bseg != m->bseg))
       return par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
     uint32_t used = mm && mm->used > m->used ? mm->used : m->used;
     /* A head's unwritten tail: the primary counts it when it leaves the
      * head, this copy never will. */
-    uint64_t garbage = m->garbage + (m->open ? SEG - used : 0);
-    if (garbage > SEG) garbage = SEG;
-    (*mirror)[*n] = (struct repl_mirror){m->pseg, m->inc, m->bseg, used, m->garbage, m->open, m->dropped,
-                                         mm ? mm->whole : 0, mm ? mm->tail : NULL};
-    (*list)[(*n)++] = (vlog_seg){.seg = m->bseg, .inc = m->inc, .garbage = garbage, .nsegs = 1};
+    uint64_t garbage = m->garbage + (m->open ? SEG - used : 0), most = (uint64_t)SEG * m->nsegs;
+    if (garbage > most) garbage = most;
+    (*mirror)[*n] = (struct repl_mirror){.pseg = m->pseg, .inc = m->inc, .bseg = m->bseg, .used = used,
+                                         .nsegs = m->nsegs, .garbage = m->garbage, .open = m->open,
+                                         .dropped = m->dropped, .whole = mm ? mm->whole : 0,
+                                         .tail = mm ? mm->tail : NULL};
+    (*list)[(*n)++] = (vlog_seg){.seg = m->bseg, .inc = m->inc, .garbage = garbage, .nsegs = m->nsegs};
   }
   return PAR_OK;
 }
@@ -1027,7 +1144,8 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
     in->committed = 1;
     return PAR_OK;
   }
-  int rc = in->nneeded ? file_sync(&r->vol->file) : PAR_OK;
+  int rc = finish_runs(in);
+  if (!rc && in->nneeded) rc = file_sync(&r->vol->file);
   if (rc) return rc;
   /* write_mu: no shipped record is applied while the log may restart. The
    * commit frees the WAL segments the levels cover: the records applied
@@ -1129,8 +1247,10 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
 PAR_API void par_repl_install_close(par_repl_install *in) {
   if (!in) return;
   pthread_mutex_lock(&in->r->view_mu);
-  for (uint32_t i = 0; i < in->nmap; i++)
+  for (uint32_t i = 0; i < in->nmap; i++) {
     if (in->map[i].copying) repl_copying_remove(in->r, in->map[i].inc);
+    if (run_taken(in, &in->map[i])) in->map[i].kept = 1; /* the mirror's now */
+  }
   pthread_mutex_unlock(&in->r->view_mu);
   if (!in->committed)
     for (uint32_t i = 0; i < in->nmap; i++)

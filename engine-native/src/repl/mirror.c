@@ -17,6 +17,14 @@
  * it whole, as before, and the mirror is no longer whole (an install copies
  * it again, in place).
  *
+ * A value too large for a segment is the one record of a run of segments
+ * on the primary (vlog_append_huge). Its record arrives whole, so apply
+ * writes it at once into a run of the backup's, listed after the write as
+ * the primary's is (place_huge). An install that lacks the run reserves
+ * one and copies it part by part; apply, if the record arrives meanwhile,
+ * writes it into that run and makes it the mirror's, and the install then
+ * writes none of it (repl/index.c, run_taken).
+ *
  * Writes follow the primary's large log. A new mirror segment is listed in
  * the catalog (one synced redo record) before anything points into it.
  * Records go to a buffer, the run, which holds the end of one mirror
@@ -45,23 +53,23 @@ int repl_mirror_find(const par_region *r, uint32_t inc) {
   return -1;
 }
 
-static int copying(const par_region *r, uint32_t inc) {
+static const struct repl_copying *copying(const par_region *r, uint32_t inc) {
   for (uint32_t k = 0; k < r->nrepl_copying; k++)
-    if (r->repl_copying[k] == inc) return 1;
-  return 0;
+    if (r->repl_copying[k].inc == inc) return &r->repl_copying[k];
+  return NULL;
 }
 
-int repl_copying_add(par_region *r, uint32_t inc) {
-  uint32_t *c = realloc(r->repl_copying, (r->nrepl_copying + 1) * sizeof *c);
+int repl_copying_add(par_region *r, uint32_t inc, uint32_t bseg, uint32_t nsegs) {
+  struct repl_copying *c = realloc(r->repl_copying, (r->nrepl_copying + 1) * sizeof *c);
   if (!c) return par_error(PAR_ENOMEM, "install");
   r->repl_copying = c;
-  c[r->nrepl_copying++] = inc;
+  c[r->nrepl_copying++] = (struct repl_copying){inc, bseg, nsegs};
   return PAR_OK;
 }
 
 void repl_copying_remove(par_region *r, uint32_t inc) {
   for (uint32_t k = 0; k < r->nrepl_copying; k++)
-    if (r->repl_copying[k] == inc) {
+    if (r->repl_copying[k].inc == inc) {
       r->repl_copying[k] = r->repl_copying[--r->nrepl_copying];
       return;
     }
@@ -75,22 +83,61 @@ static int edit_list_mirror(region_desc *d, void *arg, seg_list *freed) {
   return region_desc_add_vlog(d, *s);
 }
 
-/* A new mirror of the primary's segment (pseg, inc), listed before anything
- * points into it; its incarnation is the region's from now on, so that a
- * promoted backup's own heads take later ones. */
-static int mirror_create(par_region *r, uint32_t pseg, uint32_t inc) {
+/* A new mirror of the primary's segment (pseg, inc) in bseg (nsegs of them
+ * from it for a run), listed before anything points into it; its
+ * incarnation is the region's from now on, so that a promoted backup's own
+ * heads take later ones. */
+static int mirror_add(par_region *r, uint32_t pseg, uint32_t inc, uint32_t bseg, uint32_t nsegs, uint32_t used) {
   struct repl_mirror *m = realloc(r->repl_mirror, (r->nrepl_mirror + 1) * sizeof *m);
   if (!m) return par_error(PAR_ENOMEM, "large-log mirror");
   r->repl_mirror = m;
-  uint32_t bseg;
-  int rc = segalloc_alloc(&r->vol->alloc, &bseg);
-  vlog_seg listed = {.seg = bseg, .inc = inc, .nsegs = 1};
-  if (!rc && (rc = region_persist(r, edit_list_mirror, &listed))) segalloc_free(&r->vol->alloc, bseg);
+  vlog_seg listed = {.seg = bseg, .inc = inc, .nsegs = nsegs};
+  int rc = region_persist(r, edit_list_mirror, &listed);
   if (rc) return rc;
   uint32_t next = atomic_load(&r->next_inc);
   while (next < inc && !atomic_compare_exchange_weak(&r->next_inc, &next, inc)) {
   }
-  m[r->nrepl_mirror++] = (struct repl_mirror){.pseg = pseg, .inc = inc, .bseg = bseg, .open = 1, .whole = 1};
+  m[r->nrepl_mirror++] = (struct repl_mirror){.pseg = pseg, .inc = inc, .bseg = bseg, .used = used, .nsegs = nsegs,
+                                              .open = nsegs == 1, .whole = 1};
+  return PAR_OK;
+}
+
+static int mirror_create(par_region *r, uint32_t pseg, uint32_t inc) {
+  uint32_t bseg;
+  int rc = segalloc_alloc(&r->vol->alloc, &bseg);
+  if (!rc && (rc = mirror_add(r, pseg, inc, bseg, 1, 0))) segalloc_free(&r->vol->alloc, bseg);
+  return rc;
+}
+
+/* A value too large for a segment, which the primary wrote alone into a
+ * run of segments: the backup writes it whole into a run of its own, the
+ * one an install copying it reserved or a new one, and lists the run only
+ * then, as vlog_append_huge does (a listed run always holds its record).
+ * view_mu held: an install writes the parts of a reserved run under it,
+ * and leaves one the mirror took. */
+static int place_huge(par_region *r, shipped_large *v, uint64_t next) {
+  const vptr p = v->from;
+  int k = repl_mirror_find(r, p.inc);
+  if (k >= 0) {
+    v->to = (vptr){r->repl_mirror[k].bseg, 0, p.inc, p.size};
+    return PAR_OK;
+  }
+  if (v->lsn < next) return PAR_OK; /* the log copy holds it: apply skips it */
+  uint32_t n = (p.size + SEG - 1) / SEG, bseg;
+  const struct repl_copying *c = copying(r, p.inc);
+  if (c && c->nsegs != n)
+    return par_error(PAR_ECORRUPT, "a shipped value of %u bytes in a run the layout gave %u segments", p.size,
+                     c->nsegs);
+  int rc = c ? (bseg = c->bseg, PAR_OK) : segalloc_alloc_run(&r->vol->alloc, n, &bseg);
+  if (!rc)
+    rc = vlog_write_huge(&r->vol->file, vlog_seed(r->id, p.inc), bseg, v->lsn, v->key, v->key_len, v->value,
+                         v->value_len);
+  if (!rc) rc = mirror_add(r, p.seg, p.inc, bseg, n, p.size);
+  if (rc && !c)
+    for (uint32_t i = 0; i < n; i++) segalloc_free(&r->vol->alloc, bseg + i);
+  if (rc) return rc;
+  atomic_fetch_add(&r->repl_stats.mirror_bytes, ALIGN_UP(p.size, PAR_BLOCK));
+  v->to = (vptr){bseg, 0, p.inc, p.size};
   return PAR_OK;
 }
 
@@ -179,8 +226,9 @@ static int run_add(par_region *r, const shipped_large *v) {
 
 static int check(const shipped_large *v) {
   const vptr *p = &v->from;
+  int run = p->off == 0 && p->size > SEG; /* vlog_append_huge's */
   if (!p->seg || p->inc == MEDIUM_INC || p->size != vlog_record_size(v->key_len, v->value_len) || p->off > SEG ||
-      p->size > SEG - p->off)
+      (p->size > SEG - p->off && !run))
     return par_error(PAR_ECORRUPT, "a shipped large value's place (%u:%u, %u bytes, incarnation %u) is malformed",
                      p->seg, p->off, p->size, p->inc);
   return PAR_OK;
@@ -197,6 +245,10 @@ int repl_mirror_place(par_region *r, shipped_large *v, uint32_t n, uint64_t next
   if (!r->repl_run_buf && !(r->repl_run_buf = file_buf_alloc(SEG))) rc = par_error(PAR_ENOMEM, "large-log mirror");
   for (uint32_t i = 0; i < n && !rc; i++) {
     const vptr p = v[i].from;
+    if (p.size > SEG) {
+      if ((rc = place_huge(r, &v[i], next))) break;
+      continue;
+    }
     int k = repl_mirror_find(r, p.inc);
     if (k < 0) {
       /* Only from the segment's first record, delivered the first time:
@@ -234,10 +286,11 @@ int repl_mirror_rebuild(par_region *r) {
     const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
     struct repl_mirror *m = calloc(d->nvlog ? d->nvlog : 1, sizeof *m);
     uint32_t n = 0;
-    for (uint32_t i = 0; m && i < d->nvlog; i++)
-      if (d->vlog[i].nsegs == 1)
-        m[n++] = (struct repl_mirror){.inc = d->vlog[i].inc, .bseg = d->vlog[i].seg, .garbage = d->vlog[i].garbage,
-                                      .open = 1};
+    for (uint32_t i = 0; m && i < d->nvlog; i++) {
+      uint32_t k = d->vlog[i].nsegs;
+      m[n++] = (struct repl_mirror){.inc = d->vlog[i].inc, .bseg = d->vlog[i].seg, .garbage = d->vlog[i].garbage,
+                                    .nsegs = k, .used = k > 1 ? k * SEG : 0, .open = k == 1};
+    }
     pthread_mutex_unlock(&r->vol->meta_mu);
     if (!m) rc = par_error(PAR_ENOMEM, "large-log mirror");
     free(r->repl_mirror);

@@ -52,8 +52,10 @@ int repl_mirror_place(par_region *r, shipped_large *v, uint32_t n, uint64_t next
 int repl_mirror_settle(par_region *r, int sync);
 
 /* An install copies the segment of incarnation inc into a new mirror
- * segment: apply starts none for it until the install closes. */
-int repl_copying_add(par_region *r, uint32_t inc);
+ * segment: apply starts none for it until the install closes; a run of
+ * nsegs > 1 it copies into the run from bseg, where apply may write the
+ * run's record first (repl/mirror.c). */
+int repl_copying_add(par_region *r, uint32_t inc, uint32_t bseg, uint32_t nsegs);
 void repl_copying_remove(par_region *r, uint32_t inc);
 
 /* A reopened region becoming a send-index backup: its large log, which its

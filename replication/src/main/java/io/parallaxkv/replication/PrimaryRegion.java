@@ -37,15 +37,6 @@ final class PrimaryRegion implements AutoCloseable {
     void unreachable(String region, long epoch, String backup) throws Exception;
   }
 
-  /**
-   * The largest value a send-index region takes (the engine's {@code PAR_MAX_INLINE_VALUE}): a
-   * backup's log copy holds each shipped value whole in a WAL segment, and a backup mirrors the
-   * primary's large log segment by segment, not the runs of segments a value larger than one
-   * takes. Refused before it is written, with a clear error. Build-index regions transfer state
-   * by snapshot and take values up to {@link Frame#MAX_VALUE}.
-   */
-  static final int MAX_SEND_INDEX_VALUE = 1 << 20;
-
   final LocalCopy copy;
   final boolean sendIndex;
   final Reporter reporter;
@@ -110,10 +101,8 @@ final class PrimaryRegion implements AutoCloseable {
    * (docs/replication.md, Benchmarks).
    */
   CompletableFuture<Void> write(byte[] key, byte[] value, boolean delete, long timeoutMs) throws DeposedException {
-    int max = sendIndex ? MAX_SEND_INDEX_VALUE : Frame.MAX_VALUE;
-    if (!delete && value.length > max) {
-      throw new IllegalArgumentException("a value of " + value.length + " bytes: a " + (sendIndex ? "send" : "build")
-          + "-index region takes up to " + max + (sendIndex ? " (shipped levels hold values in their leaves)" : ""));
+    if (!delete && value.length > Frame.MAX_VALUE) {
+      throw new IllegalArgumentException("a value of " + value.length + " bytes: a region takes up to " + Frame.MAX_VALUE);
     }
     synchronized (this) {
       if (deposed != null) throw new DeposedException(deposed);

@@ -129,17 +129,19 @@ class FailoverTest {
         RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
         waitFor(c, "r1", 30000, r -> true);
         Writers w = new Writers(c, 3, 1000);
-        // Values of the largest size a send-index region takes, in both regions' levels and
-        // logs before the kill; a larger one is refused and not written.
-        for (String k : List.of("A-big-0", "A-big-1", "\u0081-big-0")) {
-          w.attempted.put(k, 1L);
-          c.put(k.getBytes(StandardCharsets.UTF_8), Writers.value(1, PrimaryRegion.MAX_SEND_INDEX_VALUE));
-          w.acked.put(k, 1L);
+        // Values larger than a segment (each in a run of the large log, mirrored whole by the
+        // backups as it arrives) and one of 1 MiB, in both regions' levels and logs before the
+        // kill; one over the largest is refused and not written.
+        Map<String, Integer> big = Map.of("A-big-0", 5 << 20, "A-big-1", 1 << 20, "\u0081-big-0", 3 << 20);
+        for (Map.Entry<String, Integer> e : big.entrySet()) {
+          w.attempted.put(e.getKey(), 1L);
+          c.put(e.getKey().getBytes(StandardCharsets.UTF_8), Writers.value(1, e.getValue()));
+          w.acked.put(e.getKey(), 1L);
         }
-        byte[] tooBig = Writers.value(1, PrimaryRegion.MAX_SEND_INDEX_VALUE + 1);
+        byte[] tooBig = new byte[Frame.MAX_VALUE + 1];
         IllegalArgumentException refused = org.junit.jupiter.api.Assertions.assertThrows(
             IllegalArgumentException.class, () -> c.put("A-too-big".getBytes(StandardCharsets.UTF_8), tooBig));
-        assertTrue(refused.getMessage().contains("up to"), refused.getMessage());
+        assertTrue(refused.getMessage().contains("largest"), refused.getMessage());
         NullPointerException noValue = org.junit.jupiter.api.Assertions.assertThrows(
             NullPointerException.class, () -> c.put("A-null".getBytes(StandardCharsets.UTF_8), null));
         assertEquals("value", noValue.getMessage());
@@ -149,9 +151,9 @@ class FailoverTest {
         for (RegionInfo.Member m : r0.backups()) {
           long[] s = stats(c, m.server(), "r0");
           trees += s[6];
-          // What the backup took: the shipped log (two of the values alone are 2 MiB), and levels
+          // What the backup took: the shipped log (two of the values alone are 6 MiB), and levels
           // if it installed any (they are counted as they arrive, before the install commits).
-          assertTrue(s[12] > 2L * PrimaryRegion.MAX_SEND_INDEX_VALUE, m.server() + " took " + s[12] + " B of log");
+          assertTrue(s[12] > 6L << 20, m.server() + " took " + s[12] + " B of log");
           assertTrue(s[6] == 0 || s[13] > 0, m.server() + " installed " + s[6] + " trees, took " + s[13] + " B of levels");
         }
         assertTrue(trees > 0, "levels were shipped to r0's backups (" + w.acks.get() + " acks)" + cl.logs());
@@ -508,7 +510,7 @@ class FailoverTest {
 
   /**
    * Build index: backups compact their own copies, and values are placed by the engine (hybrid),
-   * up to 64 MiB: 5 MiB values, past a send-index region's 1 MiB and past a segment, survive every
+   * up to 64 MiB: 5 MiB values, each past a segment (a run of the large log), survive every
    * failover. A server that joins after the primaries' logs were trimmed gets its copies by a
    * snapshot transfer; once the other two servers are killed, one after the other, those copies
    * are the only ones left, and they serve every acknowledged write.
