@@ -34,7 +34,11 @@ public record Frame(Type type, long id, Status status, String region, long epoch
     WRITE,
     /** Client read: a = key. Response: OK with b = value, or NOT_FOUND. */
     GET,
-    /** The primary's whole region, for tests: response a = encoded pairs ({@link Pairs}). */
+    /**
+     * A page of the primary's region in key order: a = the key after which it starts (empty: the
+     * region's first), num = the most bytes of pairs it holds (it always holds one pair, if any
+     * follows). Response a = encoded pairs ({@link Pairs}), num = 1 when more follow them.
+     */
     SCAN,
     /** Primary to backup: a = shipped log records. Response num = the backup's newest LSN. */
     APPLY,

@@ -35,6 +35,8 @@ import org.slf4j.LoggerFactory;
 public final class RegionServer implements Closeable {
   private static final Logger LOG = LoggerFactory.getLogger(RegionServer.class);
   private static final long WRITE_TIMEOUT_MS = 5000;
+  /** The most bytes of pairs a scan's page holds (one pair larger than this goes alone). */
+  static final long SCAN_PAGE_MAX = 16 << 20;
 
   /** Server settings. */
   public record Config(String zk, Path dir, String host, int port, int rf, int regions,
@@ -244,12 +246,20 @@ public final class RegionServer implements Closeable {
         PrimaryRegion p = primaries.get(req.region());
         if (p == null) return req.fail(Frame.Status.NOT_PRIMARY, self + " is not the primary of " + req.region());
         List<byte[][]> pairs = new ArrayList<>();
+        long limit = Math.max(0, Math.min(req.num(), SCAN_PAGE_MAX)), bytes = 0;
+        boolean more;
         try (Scanner s = p.region().scanner()) {
           // The scanner reads one snapshot, taken when it opened: the lease is checked after that.
           if (!lease.valid()) return req.fail(Frame.Status.NOT_PRIMARY, self + " has no read lease");
-          for (boolean ok = s.seekToFirst(); ok; ok = s.next()) pairs.add(new byte[][] {s.key(), s.value()});
+          more = req.a().length == 0 ? s.seekToFirst() : s.seekAfter(req.a());
+          for (; more; more = s.next()) {
+            long size = 8L + s.keyLength() + s.valueLength();
+            if (!pairs.isEmpty() && bytes + size > limit) break;
+            pairs.add(new byte[][] {s.key(), s.value()});
+            bytes += size;
+          }
         }
-        return req.reply(Frame.Status.OK, pairs.size(), Pairs.encode(pairs), null);
+        return req.reply(Frame.Status.OK, more ? 1 : 0, Pairs.encode(pairs), null);
       }
       case APPLY: {
         LocalCopy c = backupCopy(req);

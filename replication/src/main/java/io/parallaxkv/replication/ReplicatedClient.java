@@ -2,6 +2,7 @@ package io.parallaxkv.replication;
 
 import java.io.Closeable;
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -90,9 +91,26 @@ public final class ReplicatedClient implements Closeable {
     return r.status() == Frame.Status.NOT_FOUND ? null : r.b();
   }
 
-  /** Every pair of a region, read from its primary. */
+  /**
+   * Every pair of a region in key order, read from its primary a page (about 4 MiB) at a time.
+   * Each page is read from one snapshot of the region, the scan as a whole is not: a write made
+   * while it runs may or may not be in it.
+   */
   public List<byte[][]> scan(String region) throws IOException {
-    return Pairs.decode(call(null, Frame.request(Frame.Type.SCAN, region, 0, 0, null, null)).a());
+    return scan(region, 4 << 20);
+  }
+
+  /** {@link #scan(String)} in pages of about pageBytes (at least one pair each). */
+  List<byte[][]> scan(String region, int pageBytes) throws IOException {
+    List<byte[][]> all = new ArrayList<>();
+    byte[] after = new byte[0];
+    for (;;) {
+      Frame r = call(null, Frame.request(Frame.Type.SCAN, region, 0, pageBytes, after, null));
+      List<byte[][]> page = Pairs.decode(r.a());
+      all.addAll(page);
+      if (r.num() == 0 || page.isEmpty()) return all;
+      after = page.get(page.size() - 1)[0];
+    }
   }
 
   /** Any message to one server (tests and tools); req's arrays as {@link Transport.Connection#call} says. */

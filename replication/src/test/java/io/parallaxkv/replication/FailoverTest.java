@@ -175,6 +175,15 @@ class FailoverTest {
         verify(c, w);
         assertBackupsNeverCompacted(c);
         for (var v : c.regions().values()) assertTrue(!v.info().servers().contains(victim));
+        // Scans come in pages: in pages of 64 KiB (the large values alone in theirs) the same
+        // pairs, in key order.
+        List<byte[][]> whole = c.scan("r0"), paged = c.scan("r0", 64 << 10);
+        assertEquals(whole.size(), paged.size());
+        for (int i = 0; i < whole.size(); i++) {
+          assertTrue(java.util.Arrays.equals(whole.get(i)[0], paged.get(i)[0]), "key " + i);
+          assertTrue(java.util.Arrays.equals(whole.get(i)[1], paged.get(i)[1]), "value " + i);
+          if (i > 0) assertTrue(java.util.Arrays.compareUnsigned(whole.get(i - 1)[0], whole.get(i)[0]) < 0);
+        }
       }
     }
   }
