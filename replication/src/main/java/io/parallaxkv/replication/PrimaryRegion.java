@@ -39,6 +39,8 @@ final class PrimaryRegion implements AutoCloseable {
 
   final LocalCopy copy;
   final boolean sendIndex;
+  /** Send index: the levels go to a backup at most this often (Shipper's index loop). */
+  final long indexIntervalMs;
   final Reporter reporter;
   private final Peers peers;
   private final Map<String, Shipper> shippers = new HashMap<>();
@@ -48,11 +50,12 @@ final class PrimaryRegion implements AutoCloseable {
   private final TreeMap<Long, List<CompletableFuture<Void>>> waiting = new TreeMap<>();
   private String deposed;
 
-  PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex, Reporter reporter) {
+  PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex, long indexIntervalMs, Reporter reporter) {
     this.copy = copy;
     this.reporter = reporter;
     this.peers = peers;
     this.sendIndex = sendIndex;
+    this.indexIntervalMs = indexIntervalMs;
   }
 
   Region region() {

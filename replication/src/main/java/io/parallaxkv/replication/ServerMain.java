@@ -32,6 +32,9 @@ public final class ServerMain implements Callable<Integer> {
   int sessionTimeoutMs;
   @Option(names = "--l0-size", defaultValue = "4194304", description = "bytes of a region's in-memory L0")
   long l0Size;
+  @Option(names = "--index-interval-ms", defaultValue = "2000",
+      description = "send-index: ship a primary's levels at most this often (a promotion replays up to this much log)")
+  long indexIntervalMs;
   @Option(names = "--placement", defaultValue = "hybrid",
       description = "hybrid (small values in the leaves, medium and large ones in logs) or in-place")
   String placement;
@@ -46,7 +49,7 @@ public final class ServerMain implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(), "--placement: in-place or hybrid");
     }
     RegionServer s = new RegionServer(new RegionServer.Config(zk, dir, host, port, rf, regions, sendIndex,
-        placement.equals("hybrid"), sessionTimeoutMs, l0Size));
+        placement.equals("hybrid"), sessionTimeoutMs, l0Size, indexIntervalMs));
     System.out.println("READY " + s.id());
     System.out.flush();
     Runtime.getRuntime().addShutdownHook(new Thread(s::close));

@@ -33,7 +33,6 @@ final class Shipper implements AutoCloseable {
   /** A backup failing this long is reported to the master, which drops it from the map. */
   private static final long SUSPECT_MS = 3000;
   /** Send-index mode: the shortest time between two shipments of the levels (see indexLoop). */
-  private static final long INDEX_INTERVAL_MS = 2000;
   /**
    * Ids of this process's installs and loads, unique among the shippers of a primary (its epoch
    * tells the primaries apart): the backup takes the segments or pairs, and the commit, of the
@@ -209,7 +208,7 @@ final class Shipper implements AutoCloseable {
 
   /**
    * Send-index mode: the levels, when the primary compacted since they were last shipped, at most
-   * once per {@link #INDEX_INTERVAL_MS}. Each shipment copies every tree the backup lacks whole,
+   * once per {@link PrimaryRegion#indexIntervalMs} (2 s by default). Each shipment copies every tree the backup lacks whole,
    * so shipping after every compaction copies each short-lived L1 tree too; spacing them out
    * skips those, and the backup's log copy covers the writes in between (a promotion replays a
    * few seconds of log at most).
@@ -218,7 +217,7 @@ final class Shipper implements AutoCloseable {
     while (running && !primary.isDeposed()) {
       try {
         maybeShipIndex(false, false);
-        Thread.sleep(INDEX_INTERVAL_MS);
+        Thread.sleep(primary.indexIntervalMs);
       } catch (InterruptedException e) {
         return;
       } catch (Exception e) {
