@@ -1285,8 +1285,9 @@ static void test_send_index_mirror_at_apply(void **state) {
  * later gets the runs through an install, each checked whole and reseeded;
  * a run damaged on the way fails the commit. An install copying a run
  * whose record apply writes meanwhile (the export listed it before the
- * backup's log reached it), committed or abandoned, leaves it whole.
- * Promoted, every backup holds every value. */
+ * backup's log reached it), committed or abandoned, leaves it whole. A run
+ * the primary's GC dropped leaves the mirror. Promoted, every backup holds
+ * every value. */
 static void put_huge(par_region *r, tu_map *m, int k, size_t len, int version) {
   char key[16];
   int kl = snprintf(key, sizeof key, "h%03d", k);
@@ -1328,6 +1329,16 @@ static void newest_run(par_region *p, uint32_t *seg, uint32_t *nsegs) {
     }
   pthread_mutex_unlock(&p->vol->meta_mu);
   assert_true(inc > 0);
+}
+
+/* The runs in r's large log, as its catalog lists them. */
+static uint32_t runs_listed(par_region *r) {
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < d->nvlog; i++) n += d->vlog[i].nsegs > 1;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  return n;
 }
 
 static void test_send_index_huge_values(void **state) {
@@ -1419,6 +1430,20 @@ static void test_send_index_huge_values(void **state) {
   free(segs);
   assert_int_equal(stat_of(late.reg, PAR_REPL_STAT_COVERED_LSN), covered);
   free(data);
+
+  /* A run the primary's GC dropped (its value overwritten) leaves the
+   * mirror at the next install, the backup's log holding the overwrite. */
+  ship_log(p.reg, &c, s.reg);
+  uint64_t freed = gc_freed(p.reg);
+  uint32_t runs = runs_listed(s.reg);
+  put_huge(p.reg, &m, 1, 1u << 20, 3); /* the 5 MiB one's key, now in a segment */
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  assert_ok(par_flush(p.reg));
+  for (int i = 0; i < 2000 && gc_freed(p.reg) < freed + 3; i++) tu_sleep_ms(10);
+  assert_true(gc_freed(p.reg) >= freed + 3);
+  ship_index(p.reg, s.reg);
+  assert_int_equal(runs_listed(s.reg), runs - 1);
 
   /* Reopened, the backup finds its runs in its mirror again. */
   ship_log(p.reg, &c, s.reg);
@@ -1684,6 +1709,43 @@ static void test_export_reads_from_memory(void **state) {
     skip();
   }
   assert_true(read[1] < copied[1] * (uint64_t)PAR_SEGMENT_SIZE / 8);
+}
+
+/* A primary's log cursor reads what the WAL and the large log just wrote:
+ * from the page cache, once a cursor is open (the logs then write through
+ * it), not from the device (with direct writes, each record and each large
+ * value's page was a device read: about 1.1 KB per SD write). */
+static void test_cursor_reads_from_memory(void **state) {
+  (void)state;
+  node p = {.gc_off = 1};
+  node_open(&p, "repl_cm_p", PAR_PLACEMENT_HYBRID);
+  if (tu_device_read_bytes() == UINT64_MAX) skip(); /* no I/O accounting */
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  uint64_t rng = tu_seed("repl_cm");
+  for (int i = 0; i < 6000; i++) {
+    put_model(p.reg, &m, &rng, i, 3000); /* small, medium and large pairs */
+    if (i % 8 == 0) assert_ok(par_sync(p.reg)); /* small flushes, as a replicated primary makes */
+  }
+  assert_ok(par_sync(p.reg));
+  size_t cap = 1 << 20, len, shipped = 0;
+  uint8_t *buf = malloc(cap);
+  uint64_t last, before = tu_device_read_bytes();
+  do {
+    assert_ok(par_repl_cursor_read(c, buf, cap, &len, &last));
+    shipped += len;
+  } while (len);
+  uint64_t read = tu_device_read_bytes() - before;
+  fprintf(stderr, "cursor_reads: %zu bytes shipped, %llu read from the device\n", shipped,
+          (unsigned long long)read);
+  assert_true(shipped > (4u << 20));
+  assert_true(read < shipped / 16);
+  free(buf);
+  par_repl_cursor_close(c);
+  tu_map_free(&m);
+  node_free(&p);
 }
 
 /* A log cursor that has not shipped the records of a large-log segment's
@@ -2065,6 +2127,7 @@ int main(void) {
       cmocka_unit_test(test_send_index_shares_medium),
       cmocka_unit_test(test_install_writes_used_blocks),
       cmocka_unit_test(test_export_reads_from_memory),
+      cmocka_unit_test(test_cursor_reads_from_memory),
       cmocka_unit_test(test_snapshot_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -93,7 +93,9 @@ static int write_buffer(vlog *l) {
   if (l->fill == l->flushed) return PAR_OK;
   uint32_t len = ALIGN_UP(l->fill, PAR_BLOCK);
   memset(l->buf + l->fill, 0, len - l->fill);
-  int rc = file_write(l->file, l->buf, len, seg_offset(l->seg) + l->base);
+  uint64_t at = seg_offset(l->seg) + l->base;
+  int rc = __atomic_load_n(&l->cached, __ATOMIC_RELAXED) ? file_write_cached(l->file, l->buf, len, at)
+                                                         : file_write(l->file, l->buf, len, at);
   if (rc) {
     l->failed = rc;
     return rc;

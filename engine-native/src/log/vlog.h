@@ -84,6 +84,9 @@ typedef struct vlog {
   uint32_t cap;
   int failed;
   uint64_t bytes;      /* record bytes appended */
+  /* Write through the page cache, not with direct I/O: a log cursor reads
+   * the values back soon after (repl/log.c sets it, atomically; it stays). */
+  int cached;
   uint64_t written;    /* buffer bytes written to the file, not synced yet by a listing */
 } vlog;
 

@@ -83,7 +83,10 @@ static void *writer_main(void *arg) {
         pthread_mutex_unlock(&w->mu);
       }
       if (!rc && w->before_write) rc = w->before_write(w->ctx);
-      if (!rc) rc = file_write(w->file, w->buf[b], len, seg_offset(seg) + off);
+      if (!rc)
+        rc = __atomic_load_n(&w->cached, __ATOMIC_RELAXED)
+                 ? file_write_cached(w->file, w->buf[b], len, seg_offset(seg) + off)
+                 : file_write(w->file, w->buf[b], len, seg_offset(seg) + off);
       if (!rc) rc = file_sync(w->file);
       pthread_mutex_lock(&w->mu);
       w->pending = 0;

@@ -107,6 +107,9 @@ typedef struct wal {
   uint64_t appended_lsn, durable_lsn, record_next;
   int failed; /* the first write error; the log accepts nothing after it */
   uint64_t bytes, syncs;
+  /* Write through the page cache, not with direct I/O: a log cursor reads
+   * the records back soon after (repl/log.c sets it, atomically; it stays). */
+  int cached;
 } wal;
 
 int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
