@@ -208,7 +208,7 @@ final class Shipper implements AutoCloseable {
 
   /**
    * Send-index mode: the levels, when the primary compacted since they were last shipped, at most
-   * once per {@link PrimaryRegion#indexIntervalMs} (2 s by default). Each shipment copies every tree the backup lacks whole,
+   * once per {@link PrimaryRegion#indexIntervalMs} (5 s by default). Each shipment copies every tree the backup lacks whole,
    * so shipping after every compaction copies each short-lived L1 tree too; spacing them out
    * skips those, and the backup's log copy covers the writes in between (a promotion replays a
    * few seconds of log at most).

@@ -97,8 +97,9 @@ final class Cluster implements Closeable {
         "--rf", String.valueOf(rf), "--regions", String.valueOf(regions), "--mode", mode,
         "--session-timeout-ms", String.valueOf(sessionMs), "--l0-size", String.valueOf(l0Size)));
     if (placement != null) cmd.addAll(List.of("--placement", placement));
-    String interval = System.getProperty("repl.index.interval"); // ms; benchmarks of the trade-off
-    if (interval != null) cmd.addAll(List.of("--index-interval-ms", interval));
+    // Levels shipped every 2 s (the servers' default is 5 s), so that short tests install often;
+    // benchmarks set -Drepl.index.interval.
+    cmd.addAll(List.of("--index-interval-ms", System.getProperty("repl.index.interval", "2000")));
     Process p = new ProcessBuilder(cmd).redirectError(sdir.resolve("server.log").toFile()).start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
     String line = out.readLine();

@@ -41,6 +41,24 @@ class ReplicationBench {
     return new long[] {cpuTicks * 10, read, written}; // ms (100 Hz ticks), bytes, bytes
   }
 
+  /**
+   * Bytes read and written by the device that holds dir, by every process (/sys/dev/block's
+   * counters of its sectors), or null where they cannot be read. A cross-check of the servers'
+   * own counts: a process's write_bytes counts pages it dirties through the page cache, and for
+   * a log written that way and synced at every group commit it counted up to 500 KB per write
+   * here, while the device wrote 5.7 KB (measured on 2026-11-29, docs/replication.md).
+   */
+  private static long[] deviceBytes(Path dir) {
+    try {
+      long dev = ((Number) Files.getAttribute(dir, "unix:dev")).longValue();
+      long major = (dev >>> 8) & 0xfff, minor = (dev & 0xff) | ((dev >>> 12) & 0xfff00);
+      String[] f = Files.readString(Path.of("/sys/dev/block/" + major + ":" + minor + "/stat")).trim().split("\\s+");
+      return new long[] {Long.parseLong(f[2]) * 512, Long.parseLong(f[6]) * 512};
+    } catch (Exception e) {
+      return null;
+    }
+  }
+
   /** What a thread does, from its name (the JVM's, Netty's, this module's and the engine's). */
   private static String job(String name) {
     if (name.equals("par-compaction")) return "engine compaction+GC";
@@ -138,10 +156,16 @@ class ReplicationBench {
           before.add(usage(cl.pid(id)));
           threadsBefore.add(threads(cl.pid(id)));
         }
+        long[] device0 = deviceBytes(dir);
         long t0 = System.nanoTime();
         load(c, n, sd);
         double secs = (System.nanoTime() - t0) / 1e9;
+        long[] device1 = deviceBytes(dir);
         System.out.printf("%-22s %8.0f writes/s%n", label, n / secs);
+        if (device0 != null && device1 != null) {
+          System.out.printf("  device   (every process)          read %7.1f B/write  written %7.1f B/write%n",
+              (double) (device1[0] - device0[0]) / n, (double) (device1[1] - device0[1]) / n);
+        }
         for (int i = 0; i < ids.size(); i++) {
           var threadsAfter = threads(cl.pid(ids.get(i)));
           long[] u = usage(cl.pid(ids.get(i)));
