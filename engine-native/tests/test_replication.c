@@ -1367,11 +1367,43 @@ static void test_send_index_huge_values(void **state) {
   ship_index(p.reg, s.reg);
   assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) - mirror < PAR_SEGMENT_SIZE); /* no run again */
 
-  /* A backup that joins now gets the runs through the install. */
+  /* A backup that joins now gets the runs through the install; a layout
+   * calling them heads (open) does not make them garbage there. */
   node_open(&late, "repl_hv_l", PAR_PLACEMENT_HYBRID);
   assert_ok(par_repl_set_role(late.reg, PAR_REPL_BACKUP_SEND_INDEX));
   uint64_t sent0 = sent_bytes;
-  ship_index(p.reg, late.reg);
+  par_repl_export *x;
+  assert_ok(par_repl_export_open(p.reg, &x));
+  size_t llen;
+  assert_par(par_repl_export_layout(x, NULL, 0, &llen), PAR_ETOOBIG);
+  uint8_t *layout = malloc(llen);
+  assert_ok(par_repl_export_layout(x, layout, llen, &llen));
+  uint32_t nvlog = layout[24] | layout[25] << 8 | layout[26] << 16 | (uint32_t)layout[27] << 24;
+  for (uint32_t i = 0; i < nvlog; i++) {
+    uint8_t *e = layout + llen - 24 * (nvlog - i); /* segment | inc | garbage | open | nsegs */
+    if (e[20] > 1) e[16] = 1;
+  }
+  par_repl_install *in;
+  assert_ok(par_repl_install_begin(late.reg, layout, llen, &in));
+  uint32_t *segs = calloc(par_repl_install_needed(in, NULL, 0) + 1, sizeof *segs);
+  size_t n = par_repl_install_needed(in, segs, par_repl_install_needed(in, NULL, 0));
+  uint8_t *data = malloc(PAR_SEGMENT_SIZE);
+  for (size_t i = 0; i < n; i++) copy_segment(x, in, segs[i], data);
+  assert_ok(par_repl_install_commit(in));
+  par_repl_install_close(in);
+  par_repl_export_close(x);
+  free(segs);
+  free(layout);
+  pthread_mutex_lock(&late.vol->meta_mu);
+  const region_desc *ld = catalog_find_id(&late.vol->cat, late.reg->id);
+  uint32_t late_runs = 0;
+  for (uint32_t i = 0; i < ld->nvlog; i++)
+    if (ld->vlog[i].nsegs > 1) {
+      late_runs++;
+      assert_int_equal(ld->vlog[i].garbage, 0);
+    }
+  pthread_mutex_unlock(&late.vol->meta_mu);
+  assert_int_equal(late_runs, 3);
   assert_true(sent_bytes - sent0 >= huge);
   assert_true(stat_of(late.reg, PAR_REPL_STAT_MIRROR_BYTES) >= huge);
   par_repl_cursor *lc;
@@ -1380,14 +1412,10 @@ static void test_send_index_huge_values(void **state) {
   /* A run the export lists before the backup's log reaches its record. */
   put_huge(p.reg, &m, 3, 3u << 20, 2);
   assert_ok(par_sync(p.reg));
-  par_repl_export *x;
-  par_repl_install *in;
-  uint32_t *segs;
-  uint8_t *data = malloc(PAR_SEGMENT_SIZE);
   uint32_t run = 0, run_segs = 0;
   newest_run(p.reg, &run, &run_segs);
   assert_int_equal(run_segs, 2);
-  size_t n = begin_install(p.reg, s.reg, &x, &in, &segs);
+  n = begin_install(p.reg, s.reg, &x, &in, &segs);
   int parts = 0;
   for (size_t i = 0; i < n; i++) parts += segs[i] - run < run_segs;
   assert_int_equal(parts, 2); /* the install copies the run */

@@ -1098,8 +1098,10 @@ static int mirror_after(par_repl_install *in, uint64_t next_lsn, struct repl_mir
       return par_error(PAR_EBUSY, "the large log of region '%s' changed during the install", r->name);
     uint32_t used = mm && mm->used > m->used ? mm->used : m->used;
     /* A head's unwritten tail: the primary counts it when it leaves the
-     * head, this copy never will. */
-    uint64_t garbage = m->garbage + (m->open ? SEG - used : 0), most = (uint64_t)SEG * m->nsegs;
+     * head, this copy never will. A run is never a head (whatever a layout
+     * says: its record is longer than a segment). */
+    uint64_t garbage = m->garbage + (m->open && m->nsegs == 1 && used < SEG ? SEG - used : 0);
+    uint64_t most = (uint64_t)SEG * m->nsegs;
     if (garbage > most) garbage = most;
     (*mirror)[*n] = (struct repl_mirror){.pseg = m->pseg, .inc = m->inc, .bseg = m->bseg, .used = used,
                                          .nsegs = m->nsegs, .garbage = m->garbage, .open = m->open,
