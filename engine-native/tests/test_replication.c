@@ -146,19 +146,35 @@ static void copy_segment(par_repl_export *x, par_repl_install *in, uint32_t seg,
   sent_bytes += len;
 }
 
-/* Ships the primary's current levels to backup b; returns the segments copied. */
-static size_t ship_index(par_region *p, par_region *b) {
-  par_repl_export *x;
-  assert_ok(par_repl_export_open(p, &x));
-  size_t len;
-  assert_par(par_repl_export_layout(x, NULL, 0, &len), PAR_ETOOBIG);
-  uint8_t *layout = malloc(len);
-  assert_ok(par_repl_export_layout(x, layout, len, &len));
-  par_repl_install *in;
-  assert_ok(par_repl_install_begin(b, layout, len, &in));
+/* Opens an export of p's levels (*x); returns its layout (malloc'd, *len bytes). */
+static uint8_t *export_layout(par_region *p, par_repl_export **x, size_t *len) {
+  assert_ok(par_repl_export_open(p, x));
+  assert_par(par_repl_export_layout(*x, NULL, 0, len), PAR_ETOOBIG);
+  uint8_t *layout = malloc(*len);
+  assert_ok(par_repl_export_layout(*x, layout, *len, len));
+  return layout;
+}
+
+/* The segments install in needs (*segs, malloc'd), and their count. */
+static size_t needed_segments(par_repl_install *in, uint32_t **segs) {
   size_t n = par_repl_install_needed(in, NULL, 0);
-  uint32_t *segs = calloc(n + 1, sizeof *segs);
-  assert_int_equal(par_repl_install_needed(in, segs, n), n);
+  *segs = calloc(n + 1, sizeof **segs);
+  assert_int_equal(par_repl_install_needed(in, *segs, n), n);
+  return n;
+}
+
+/* Begins an install of p's levels on b: *x and *in, the segments needed. */
+static size_t begin_install(par_region *p, par_region *b, par_repl_export **x, par_repl_install **in,
+                            uint32_t **segs) {
+  size_t len;
+  uint8_t *layout = export_layout(p, x, &len);
+  assert_ok(par_repl_install_begin(b, layout, len, in));
+  free(layout);
+  return needed_segments(*in, segs);
+}
+
+/* Copies the n segments in needs from x, commits, closes both, frees segs. */
+static void finish_install(par_repl_export *x, par_repl_install *in, uint32_t *segs, size_t n) {
   uint8_t *data = malloc(PAR_SEGMENT_SIZE);
   for (size_t i = 0; i < n; i++) copy_segment(x, in, segs[i], data);
   assert_ok(par_repl_install_commit(in));
@@ -166,7 +182,15 @@ static size_t ship_index(par_region *p, par_region *b) {
   par_repl_export_close(x);
   free(data);
   free(segs);
-  free(layout);
+}
+
+/* Ships the primary's current levels to backup b; returns the segments copied. */
+static size_t ship_index(par_region *p, par_region *b) {
+  par_repl_export *x;
+  par_repl_install *in;
+  uint32_t *segs;
+  size_t n = begin_install(p, b, &x, &in, &segs);
+  finish_install(x, in, segs, n);
   return n;
 }
 
@@ -1299,22 +1323,6 @@ static void put_huge(par_region *r, tu_map *m, int k, size_t len, int version) {
   free(v);
 }
 
-/* Begins an install of p's levels on b: *x and *in, the segments needed. */
-static size_t begin_install(par_region *p, par_region *b, par_repl_export **x, par_repl_install **in,
-                            uint32_t **segs) {
-  assert_ok(par_repl_export_open(p, x));
-  size_t len;
-  assert_par(par_repl_export_layout(*x, NULL, 0, &len), PAR_ETOOBIG);
-  uint8_t *layout = malloc(len);
-  assert_ok(par_repl_export_layout(*x, layout, len, &len));
-  assert_ok(par_repl_install_begin(b, layout, len, in));
-  free(layout);
-  size_t n = par_repl_install_needed(*in, NULL, 0);
-  *segs = calloc(n + 1, sizeof **segs);
-  assert_int_equal(par_repl_install_needed(*in, *segs, n), n);
-  return n;
-}
-
 /* The first segment and length of the run of the primary's large log that
  * holds the newest huge value. */
 static void newest_run(par_region *p, uint32_t *seg, uint32_t *nsegs) {
@@ -1373,11 +1381,8 @@ static void test_send_index_huge_values(void **state) {
   assert_ok(par_repl_set_role(late.reg, PAR_REPL_BACKUP_SEND_INDEX));
   uint64_t sent0 = sent_bytes;
   par_repl_export *x;
-  assert_ok(par_repl_export_open(p.reg, &x));
   size_t llen;
-  assert_par(par_repl_export_layout(x, NULL, 0, &llen), PAR_ETOOBIG);
-  uint8_t *layout = malloc(llen);
-  assert_ok(par_repl_export_layout(x, layout, llen, &llen));
+  uint8_t *layout = export_layout(p.reg, &x, &llen);
   uint32_t nvlog = layout[24] | layout[25] << 8 | layout[26] << 16 | (uint32_t)layout[27] << 24;
   for (uint32_t i = 0; i < nvlog; i++) {
     uint8_t *e = layout + llen - 24 * (nvlog - i); /* segment | inc | garbage | open | nsegs */
@@ -1385,15 +1390,10 @@ static void test_send_index_huge_values(void **state) {
   }
   par_repl_install *in;
   assert_ok(par_repl_install_begin(late.reg, layout, llen, &in));
-  uint32_t *segs = calloc(par_repl_install_needed(in, NULL, 0) + 1, sizeof *segs);
-  size_t n = par_repl_install_needed(in, segs, par_repl_install_needed(in, NULL, 0));
-  uint8_t *data = malloc(PAR_SEGMENT_SIZE);
-  for (size_t i = 0; i < n; i++) copy_segment(x, in, segs[i], data);
-  assert_ok(par_repl_install_commit(in));
-  par_repl_install_close(in);
-  par_repl_export_close(x);
-  free(segs);
   free(layout);
+  uint32_t *segs;
+  size_t n = needed_segments(in, &segs);
+  finish_install(x, in, segs, n);
   pthread_mutex_lock(&late.vol->meta_mu);
   const region_desc *ld = catalog_find_id(&late.vol->cat, late.reg->id);
   uint32_t late_runs = 0;
@@ -1423,13 +1423,10 @@ static void test_send_index_huge_values(void **state) {
   ship_log(p.reg, &c, s.reg); /* apply writes it into the install's run */
   assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) - mirror >= (3u << 20));
   mirror = stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES);
-  for (size_t i = 0; i < n; i++) copy_segment(x, in, segs[i], data);
+  finish_install(x, in, segs, n);
   assert_true(stat_of(s.reg, PAR_REPL_STAT_MIRROR_BYTES) - mirror < PAR_SEGMENT_SIZE); /* the head only */
-  assert_ok(par_repl_install_commit(in));
-  par_repl_install_close(in);
-  par_repl_export_close(x);
-  free(segs);
   /* ... and one whose install is abandoned. */
+  uint8_t *data = malloc(PAR_SEGMENT_SIZE);
   put_huge(p.reg, &m, 4, 3u << 20, 2);
   assert_ok(par_sync(p.reg));
   n = begin_install(p.reg, s.reg, &x, &in, &segs);
