@@ -68,10 +68,10 @@ public record Frame(Type type, long id, Status status, String region, long epoch
     /** Master to backup: reject epochs below this one. Response num = newest LSN, b[0] = complete. */
     FENCE,
     /**
-     * Replication counters of the local copy, for tests and benchmarks: response a = 14 x u64, the
+     * Replication counters of the local copy, for tests and benchmarks: response a = 15 x u64, the
      * fields of {@code Replication.Stats} in order (role .. segment bytes), then the payload bytes
-     * the copy took from its primaries: shipped log records, and levels (or loaded pairs); num = 1
-     * for a complete copy.
+     * the copy took from its primaries: shipped log records, and levels (or loaded pairs), then
+     * the number of log messages it took; num = 1 for a complete copy.
      */
     STATS
   }

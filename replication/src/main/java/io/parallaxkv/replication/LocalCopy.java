@@ -51,9 +51,11 @@ final class LocalCopy implements AutoCloseable {
   /**
    * What this copy's primaries sent it, in payload bytes of the messages it took: shipped log
    * records, and levels (layouts and segments; the whole region, for a load). Send index trades
-   * the second for a backup's compactions; {@code STATS} reports both.
+   * the second for a backup's compactions; {@code STATS} reports both, and how many messages
+   * brought the log (a backup's per-message cost is most of its CPU over TCP).
    */
   private final LongAdder logBytes = new LongAdder();
+  private final LongAdder logMessages = new LongAdder();
   private final LongAdder indexBytes = new LongAdder();
 
   LocalCopy(Parallax volume, String name, long joinEpoch, boolean primary, boolean sendIndex, boolean complete,
@@ -117,6 +119,7 @@ final class LocalCopy implements AutoCloseable {
       loadId = 0;
     }
     logBytes.add(records.length);
+    logMessages.increment();
     if (records.length == 0) return Replication.stats(region).logLsn();
     // Held, not synced (Talos: a backup holds the log in memory): a copy is never reopened (a
     // restarted server discards its volume), so a sync here would protect nothing, and a
@@ -174,9 +177,12 @@ final class LocalCopy implements AutoCloseable {
     return Replication.stats(region).logLsn();
   }
 
-  /** Payload bytes taken from primaries: shipped log records, and levels or loaded pairs. */
-  long[] bytesReceived() {
-    return new long[] {logBytes.sum(), indexBytes.sum()};
+  /**
+   * Taken from primaries: payload bytes of shipped log records, of levels or loaded pairs, and
+   * the number of log messages.
+   */
+  long[] received() {
+    return new long[] {logBytes.sum(), indexBytes.sum(), logMessages.sum()};
   }
 
   synchronized void markComplete(long reqEpoch) throws StaleEpochException {

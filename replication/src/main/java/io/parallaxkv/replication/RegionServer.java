@@ -296,12 +296,13 @@ public final class RegionServer implements Closeable {
       case STATS: {
         LocalCopy c = backupCopy(req);
         Replication.Stats s = Replication.stats(c.region());
-        long[] received = c.bytesReceived();
-        ByteBuffer b = ByteBuffer.allocate(14 * 8);
+        long[] received = c.received();
+        ByteBuffer b = ByteBuffer.allocate(15 * 8);
         b.putLong(s.role().ordinal()).putLong(s.logLsn()).putLong(s.l0Lsn()).putLong(s.coveredLsn())
             .putLong(s.recordsApplied()).putLong(s.recordsSkipped()).putLong(s.treesInstalled())
             .putLong(s.segmentsInstalled()).putLong(s.compactions()).putLong(s.mirrorBytes())
-            .putLong(s.mediumSegments()).putLong(s.segmentBytes()).putLong(received[0]).putLong(received[1]);
+            .putLong(s.mediumSegments()).putLong(s.segmentBytes()).putLong(received[0]).putLong(received[1])
+            .putLong(received[2]);
         return req.reply(Frame.Status.OK, c.complete() ? 1 : 0, b.array(), null);
       }
       default:

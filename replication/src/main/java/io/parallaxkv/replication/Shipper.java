@@ -32,7 +32,6 @@ final class Shipper implements AutoCloseable {
   private static final long CALL_MS = 5000;
   /** A backup failing this long is reported to the master, which drops it from the map. */
   private static final long SUSPECT_MS = 3000;
-  /** Send-index mode: the shortest time between two shipments of the levels (see indexLoop). */
   /**
    * Ids of this process's installs and loads, unique among the shippers of a primary (its epoch
    * tells the primaries apart): the backup takes the segments or pairs, and the commit, of the

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A benchmark, not a test (skipped unless {@code -Drepl.bench=N} gives the writes to make): one
- * region, 16 client threads writing N pairs, in three set-ups: one unreplicated server, RF 3
+ * region, 16 client threads ({@code -Drepl.bench.clients}) writing N pairs, in three set-ups: one unreplicated server, RF 3
  * send-index, RF 3 build-index (the last two alternating {@code -Drepl.bench.rounds} times).
  * Values are 1000 bytes, or with {@code -Drepl.bench.mix=sd} the SD mix of the papers (60% 9,
  * 20% 104 and 20% 1004 bytes, chosen by key); {@code -Drepl.bench.l0=BYTES} sets the servers' L0
@@ -114,7 +114,7 @@ class ReplicationBench {
   }
 
   /**
-   * n writes by 16 client threads: keys key000000000000.. with values of 1000 bytes, or the SD mix
+   * n writes by {@code repl.bench.clients} threads (16), each waiting for its write's answer: keys key000000000000.. with values of 1000 bytes, or the SD mix
    * with YCSB's 24-byte keys (user00000000000000000000..), so that its pairs fall in the papers'
    * classes: 33, 128 and 1028 bytes (small, medium, large: 1024 and up). With 15-byte keys the
    * 1004-byte values made 1019-byte pairs, medium ones (runs before 2026-11-29).
@@ -123,7 +123,7 @@ class ReplicationBench {
     String keyFormat = sd ? "user%020d" : "key%012d";
     AtomicLong next = new AtomicLong();
     List<Thread> threads = new ArrayList<>();
-    for (int t = 0; t < 16; t++) {
+    for (int t = 0, clients = Integer.getInteger("repl.bench.clients", 16); t < clients; t++) {
       Thread th = new Thread(() -> {
         byte[][] values = {new byte[9], new byte[104], new byte[1004], new byte[1000]};
         for (long i; (i = next.getAndIncrement()) < n; ) {
@@ -181,10 +181,11 @@ class ReplicationBench {
             long medium = stats.getLong(10 * 8); // Replication.Stats#mediumSegments
             long copied = stats.getLong(11 * 8); // Replication.Stats#segmentBytes
             long logTaken = stats.getLong(12 * 8), levelsTaken = stats.getLong(13 * 8); // payload received
+            long logMessages = stats.getLong(14 * 8);
             System.out.printf("           segments installed: %.1f B/write, the large-log mirror (apply and installs): %.1f; "
                 + "medium-log segments copied: %d%n", (double) copied / n, (double) mirror / n, medium);
-            System.out.printf("           received from the primary: log %.1f B/write, levels %.1f B/write%n",
-                (double) logTaken / n, (double) levelsTaken / n);
+            System.out.printf("           received from the primary: log %.1f B/write, levels %.1f B/write; "
+                + "%.1f writes per log message%n", (double) logTaken / n, (double) levelsTaken / n, (double) n / logMessages);
           }
         }
       }
