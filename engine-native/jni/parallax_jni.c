@@ -73,6 +73,7 @@ DECL(jint, replCursorOpen, jlong region, jlong fromLsn, jlong out)
 DECL(jint, replCursorRead, jlong cursor, jlong buf, jlong cap, jlong lenOut, jlong lastOut)
 DECL(void, replCursorClose, jlong cursor)
 DECL(jint, replCursorSetLimit, jlong cursor, jint segments)
+DECL(jint, replCursorShipWritten, jlong cursor)
 DECL(jint, replApply, jlong region, jlong records, jlong len, jint flags, jlong appliedOut)
 DECL(jint, replExportOpen, jlong region, jlong out)
 DECL(jint, replExportLayout, jlong export, jlong buf, jlong cap, jlong lenOut)
@@ -321,6 +322,9 @@ JNI_FN(jint, replCursorRead)(JNIEnv *env, jclass cls, jlong cursor, jlong buf, j
 }
 JNI_FN(jint, replCursorSetLimit)(JNIEnv *env, jclass cls, jlong cursor, jint segments) {
   return (jint)par_repl_cursor_set_limit(P(cursor), (uint32_t)segments);
+}
+JNI_FN(jint, replCursorShipWritten)(JNIEnv *env, jclass cls, jlong cursor) {
+  return (jint)par_repl_cursor_ship_written(P(cursor));
 }
 JNI_FN(void, replCursorClose)(JNIEnv *env, jclass cls, jlong cursor) {
   par_repl_cursor_close(P(cursor));

@@ -32,6 +32,9 @@
  *  - a medium-log segment is copied once while the backup's levels point
  *    into it, however many installed trees do; an installed segment is
  *    written as far as its nodes or records reach;
+ *  - a cursor set to ship written records ships writes made without
+ *    PAR_SYNC before they are durable, and a kill of the primary's process
+ *    right after loses none of them;
  *  - state transfer by snapshot: a build-index backup of a hybrid primary
  *    (large values, one larger than a segment) loaded from a snapshot,
  *    rebased to its LSN, fed the log after it, reopened and promoted.
@@ -1736,6 +1739,108 @@ static void test_export_reads_from_memory(void **state) {
   assert_true(read[1] < copied[1] * (uint64_t)PAR_SEGMENT_SIZE / 8);
 }
 
+/* A cursor set to ship written records returns a primary's writes made
+ * without PAR_SYNC before they are durable, with no fdatasync on the way
+ * (Talos: the backups' copies make them safe), and those records are in the
+ * file: a kill -9 of the primary right after the read loses none. The WAL
+ * still syncs them within its interval. A default cursor returns only
+ * durable records. */
+static void test_ship_written(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  node p = {.durability_ms = 60000}, b = {0};
+  node_open(&p, "repl_sw_p", PAR_PLACEMENT_HYBRID);
+  node_open(&b, "repl_sw_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  par_repl_cursor *written, *durable;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &written));
+  assert_ok(par_repl_cursor_open(p.reg, 1, &durable));
+  assert_ok(par_repl_cursor_ship_written(written));
+  assert_int_equal(par_repl_cursor_ship_written(NULL), PAR_EINVAL);
+  tu_map m;
+  tu_map_init(&m);
+  uint64_t rng = tu_seed("repl_sw");
+  for (int i = 0; i < N; i++) put_model(p.reg, &m, &rng, i, i % 7 == 0 ? 3000 : 200);
+  uint8_t buf[1 << 16];
+  size_t len;
+  uint64_t last;
+  ship_log(NULL, &written, b.reg);
+  assert_int_equal(stat_of(b.reg, PAR_REPL_STAT_LOG_LSN), N);
+  /* The WAL syncs a full buffer (256 KiB), but the interval is a minute:
+   * the last writes were shipped and are not durable. */
+  uint64_t durable_last = 0;
+  do {
+    assert_ok(par_repl_cursor_read(durable, buf, sizeof buf, &len, &last));
+    if (len) durable_last = last;
+  } while (len);
+  assert_true(durable_last < N);
+  assert_ok(par_repl_set_role(b.reg, PAR_REPL_PRIMARY));
+  verify(b.reg, &m);
+  /* The default cursor ships them once a sync made them durable. */
+  assert_ok(par_sync(p.reg));
+  do {
+    assert_ok(par_repl_cursor_read(durable, buf, sizeof buf, &len, &last));
+    if (len) durable_last = last;
+  } while (len);
+  assert_int_equal(durable_last, N);
+  par_repl_cursor_close(durable);
+  par_repl_cursor_close(written);
+  node_free(&b);
+
+  /* Pushed records are in the file: a child writes and ships, reporting
+   * after each read how many of its writes it shipped, and is killed; the
+   * reopened volume holds them all. */
+  node_close(&p);
+  int fds[2];
+  assert_int_equal(pipe(fds), 0);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    node_open(&p, "repl_sw_p", PAR_PLACEMENT_HYBRID);
+    par_repl_cursor *c;
+    if (par_repl_cursor_open(p.reg, stat_of(p.reg, PAR_REPL_STAT_LOG_LSN) + 1, &c) || par_repl_cursor_ship_written(c))
+      _exit(2);
+    uint8_t v[512];
+    for (uint32_t i = 0; i < N; i++) {
+      char key[32];
+      int kl = snprintf(key, sizeof key, "kill%05u", i);
+      memset(v, (int)(i & 0xff), sizeof v);
+      if (par_put(p.reg, key, (size_t)kl, v, sizeof v, 0)) _exit(3);
+      size_t n;
+      uint64_t l;
+      if (i % 100 == 99) {
+        do /* everything appended, these writes included */
+          if (par_repl_cursor_read(c, buf, sizeof buf, &n, &l)) _exit(4);
+        while (n);
+        uint32_t shipped = i + 1;
+        if (write(fds[1], &shipped, sizeof shipped) != (ssize_t)sizeof shipped) _exit(5);
+      }
+    }
+    kill(getpid(), SIGKILL);
+  }
+  close(fds[1]);
+  uint32_t shipped = 0, got;
+  while (read(fds[0], &got, sizeof got) == (ssize_t)sizeof got) shipped = got;
+  close(fds[0]);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  assert_int_equal(shipped, N);
+  node_open(&p, "repl_sw_p", PAR_PLACEMENT_HYBRID);
+  for (uint32_t i = 0; i < shipped; i++) {
+    char key[32];
+    int kl = snprintf(key, sizeof key, "kill%05u", i);
+    uint8_t v[512];
+    size_t vl;
+    assert_ok(par_get(p.reg, NULL, key, (size_t)kl, v, sizeof v, &vl));
+    assert_int_equal(vl, 512);
+    assert_int_equal(v[511], (uint8_t)(i & 0xff));
+  }
+  tu_map_free(&m);
+  node_free(&p);
+}
+
 /* A primary's log cursor reads what the WAL and the large log just wrote:
  * from the page cache, once a cursor is open (the logs then write through
  * it), not from the device (with direct writes, each record and each large
@@ -2153,6 +2258,7 @@ int main(void) {
       cmocka_unit_test(test_install_writes_used_blocks),
       cmocka_unit_test(test_export_reads_from_memory),
       cmocka_unit_test(test_cursor_reads_from_memory),
+      cmocka_unit_test(test_ship_written),
       cmocka_unit_test(test_snapshot_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

@@ -108,6 +108,16 @@ PAR_API int par_repl_cursor_open(par_region *r, uint64_t from_lsn, par_repl_curs
  * unless set (> 0) with par_repl_cursor_set_limit. */
 #define PAR_REPL_CURSOR_LIMIT 64u
 PAR_API int par_repl_cursor_set_limit(par_repl_cursor *c, uint32_t segments);
+/* From now on the cursor returns records once the WAL writer has written
+ * them to the file, before they are durable, and a read pushes what writers
+ * appended since to the file itself (one write, no fdatasync: the writer
+ * syncs within durability_interval_ms). A primary that acknowledges a write
+ * once its backups hold it (Talos: the copies in the backups' memory are
+ * what makes it safe) writes without PAR_SYNC and ships from here, so no
+ * fdatasync is on a write's path. A power cut of the primary may then lose
+ * records a backup holds: its volume must not come back as the same copy
+ * (the replication module discards a restarted server's volume). */
+PAR_API int par_repl_cursor_ship_written(par_repl_cursor *c);
 /* Copies the next whole durable records (as shipped records) into buf, at
  * most cap bytes: *len bytes, the last record ending at LSN *last_lsn
  * (*len = 0 when no durable record follows yet). PAR_ETOOBIG with *len =

@@ -38,8 +38,9 @@ static void deadline_in(struct timespec *ts, uint64_t ns) {
   ts->tv_nsec = (long)(ns % 1000000000ull);
 }
 
-/* Seals buf[cur] into the pending slot (which must be free). */
-static void seal(wal *w) {
+/* Seals buf[cur] into the pending slot (which must be free); sync: the
+ * writer syncs the file after writing it (else it is only written: a push). */
+static void seal(wal *w, int sync) {
   uint32_t len = ALIGN_UP(w->fill, PAR_BLOCK);
   memset(w->buf[w->cur] + w->fill, 0, len - w->fill);
   w->pending = 1;
@@ -50,6 +51,7 @@ static void seal(wal *w) {
   w->pending_no = w->seg_no;
   w->pending_len = len;
   w->pending_lsn = w->fill_lsn;
+  w->pending_sync = sync;
   w->cur ^= 1;
   w->base += len;
   w->fill = 0;
@@ -74,6 +76,7 @@ static void *writer_main(void *arg) {
       int b = w->pending_buf;
       uint32_t seg = w->pending_seg, off = w->pending_off, len = w->pending_len;
       uint64_t lsn = w->pending_lsn, first_lsn = w->pending_first_lsn, no = w->pending_no;
+      int sync = w->pending_sync;
       assert(off != 0 || no == w->listed_no + 1);
       pthread_mutex_unlock(&w->mu);
       int rc = off == 0 ? w->list_segment(w->ctx, seg, first_lsn) : PAR_OK;
@@ -87,13 +90,20 @@ static void *writer_main(void *arg) {
         rc = __atomic_load_n(&w->cached, __ATOMIC_RELAXED)
                  ? file_write_cached(w->file, w->buf[b], len, seg_offset(seg) + off)
                  : file_write(w->file, w->buf[b], len, seg_offset(seg) + off);
-      if (!rc) rc = file_sync(w->file);
+      if (!rc && sync) rc = file_sync(w->file);
       pthread_mutex_lock(&w->mu);
       w->pending = 0;
       if (rc && !w->failed) w->failed = rc;
       if (!rc) {
-        if (lsn > w->durable_lsn) w->durable_lsn = lsn;
-        w->syncs++;
+        /* Buffers are written in order: a sync makes every one before durable too. */
+        if (lsn > w->written_lsn) w->written_lsn = lsn;
+        if (sync) {
+          w->durable_lsn = w->written_lsn;
+          w->first_unsynced_ns = 0;
+          w->syncs++;
+        } else if (!w->first_unsynced_ns) {
+          w->first_unsynced_ns = now_ns();
+        }
       }
       /* A buffer grown for one huge record goes back to the chunk size. */
       if (w->cap[b] > WAL_CHUNK) {
@@ -104,7 +114,7 @@ static void *writer_main(void *arg) {
       pthread_cond_broadcast(&w->cv);
       continue;
     }
-    if (!w->fill && !w->failed && (w->sync_wanted || w->stop) && w->appended_lsn > w->durable_lsn) {
+    if (!w->fill && !w->failed && (w->sync_wanted || w->push_wanted || w->stop) && w->appended_lsn > w->written_lsn) {
       /* Only skipped LSNs are not durable yet: no record to write, but the
        * large-log records those writes appended must reach the disk before
        * anyone is told they are (a flush commits trees that point at them). */
@@ -113,23 +123,54 @@ static void *writer_main(void *arg) {
       int rc = w->before_write ? w->before_write(w->ctx) : PAR_OK;
       pthread_mutex_lock(&w->mu);
       if (rc && !w->failed) w->failed = rc;
-      if (!rc && upto > w->durable_lsn) w->durable_lsn = upto;
+      if (!rc) { /* no record: durable if everything before was */
+        int synced = w->durable_lsn == w->written_lsn;
+        if (upto > w->written_lsn) w->written_lsn = upto;
+        if (synced && upto > w->durable_lsn) w->durable_lsn = upto;
+      }
       pthread_cond_broadcast(&w->cv);
       continue;
     }
-    uint64_t due = w->first_unflushed_ns + (uint64_t)w->interval_ms * 1000000ull;
+    uint64_t interval = (uint64_t)w->interval_ms * 1000000ull;
+    uint64_t due = w->first_unflushed_ns + interval;
+    /* Pushed buffers are synced as async writes are: within the interval,
+     * or at once for a sync writer. */
+    uint64_t sync_due = w->first_unsynced_ns + interval;
+    int unsynced = w->written_lsn > w->durable_lsn;
     uint64_t now = now_ns();
-    if (w->fill && !w->failed && (w->sync_wanted || w->stop || now >= due)) {
-      w->sync_wanted = 0;
-      seal(w);
+    if (w->fill && !w->failed && (w->sync_wanted || w->stop || now >= due || (unsynced && now >= sync_due))) {
+      w->sync_wanted = w->push_wanted = 0;
+      seal(w, 1);
+      continue;
+    }
+    if (w->fill && !w->failed && w->push_wanted) {
+      w->push_wanted = 0;
+      seal(w, 0);
+      continue;
+    }
+    if (!w->fill && !w->failed && unsynced && (w->sync_wanted || w->stop || now >= sync_due)) {
+      uint64_t upto = w->written_lsn;
+      pthread_mutex_unlock(&w->mu);
+      int rc = file_sync(w->file);
+      pthread_mutex_lock(&w->mu);
+      if (rc && !w->failed) w->failed = rc;
+      if (!rc) {
+        if (upto > w->durable_lsn) w->durable_lsn = upto;
+        if (w->durable_lsn == w->written_lsn) w->first_unsynced_ns = 0;
+        w->syncs++;
+      }
+      pthread_cond_broadcast(&w->cv);
       continue;
     }
     if (w->stop) break;
-    w->sync_wanted = 0;
+    w->sync_wanted = w->push_wanted = 0;
     struct timespec ts;
     /* One reading of the clock: a second one could be past due, and due - now
      * would wrap to a wait of centuries, leaving async writes unsynced. */
-    deadline_in(&ts, w->fill && !w->failed ? due - now : (uint64_t)w->interval_ms * 1000000ull);
+    uint64_t wait = interval;
+    if (w->fill && !w->failed) wait = due - now;
+    if (unsynced && !w->failed && sync_due > now && sync_due - now < wait) wait = sync_due - now;
+    deadline_in(&ts, wait);
     pthread_cond_timedwait(&w->work, &w->mu, &ts);
   }
   pthread_mutex_unlock(&w->mu);
@@ -149,7 +190,7 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
   w->list_segment = list;
   w->before_write = before;
   w->ctx = ctx;
-  w->appended_lsn = w->durable_lsn = last_lsn;
+  w->appended_lsn = w->written_lsn = w->durable_lsn = last_lsn;
   w->record_next = last_lsn + 1;
   for (int i = 0; i < 2; i++) {
     w->buf[i] = file_buf_alloc(WAL_CHUNK);
@@ -234,7 +275,7 @@ static int append_record(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n, in
     } else if (w->base + w->fill + size > SEG || w->fill + size > w->cap[w->cur]) {
       if (w->fill) {
         rc = wait_pending(w);
-        if (!rc) seal(w);
+        if (!rc) seal(w, 1);
       } else if (w->base + size > SEG) {
         w->seg = 0; /* rotate: the rest of this segment stays unused */
       } else {
@@ -277,7 +318,7 @@ static int append_record(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n, in
   w->fill_lsn = lsn + n - 1;
   w->appended_lsn = w->fill_lsn;
   w->record_next = lsn + n;
-  if (w->fill == w->cap[w->cur] && !w->pending) seal(w);
+  if (w->fill == w->cap[w->cur] && !w->pending) seal(w, 1);
   pthread_mutex_unlock(&w->mu);
   return PAR_OK;
 }
@@ -451,6 +492,21 @@ uint32_t wal_unlisted(wal *w) {
   return n;
 }
 
+int wal_push(wal *w, uint64_t lsn, uint64_t *written) {
+  pthread_mutex_lock(&w->mu);
+  if (lsn > w->appended_lsn) lsn = w->appended_lsn;
+  while (w->written_lsn < lsn && !w->failed) {
+    w->push_wanted = 1;
+    pthread_cond_signal(&w->work);
+    pthread_cond_wait(&w->cv, &w->mu);
+  }
+  int rc = w->written_lsn >= lsn ? PAR_OK
+                                 : par_error(PAR_EFAILED, "write-ahead log write failed (%s)", par_strerror(w->failed));
+  *written = w->written_lsn;
+  pthread_mutex_unlock(&w->mu);
+  return rc;
+}
+
 uint64_t wal_durable_lsn(wal *w) {
   pthread_mutex_lock(&w->mu);
   uint64_t lsn = w->durable_lsn;
@@ -462,7 +518,7 @@ int wal_restart(wal *w) {
   pthread_mutex_lock(&w->mu);
   int rc = wait_pending(w);
   if (!rc && w->fill) {
-    seal(w);
+    seal(w, 1);
     rc = wait_pending(w);
   }
   if (!rc) w->seg = 0;
@@ -472,7 +528,7 @@ int wal_restart(wal *w) {
 
 void wal_skip_to(wal *w, uint64_t last_lsn) {
   pthread_mutex_lock(&w->mu);
-  if (last_lsn > w->appended_lsn) w->appended_lsn = w->durable_lsn = last_lsn;
+  if (last_lsn > w->appended_lsn) w->appended_lsn = w->written_lsn = w->durable_lsn = last_lsn;
   if (last_lsn + 1 > w->record_next) w->record_next = last_lsn + 1; /* no WAL_GAP: the new segment starts there */
   pthread_mutex_unlock(&w->mu);
 }

@@ -4,12 +4,15 @@
  * buffer; a background thread writes sealed buffers with one block-aligned
  * (direct) write and an fdatasync each — every 256 KiB, every
  * durability_interval_ms, or as soon as a sync writer asks (group commit).
+ * A push (wal_push) writes the buffer without the fdatasync, which then
+ * follows within durability_interval_ms.
  *
  * Invariants that make recovery a prefix of the log:
  *  - flushed bytes are never rewritten: a partly filled buffer is padded to
  *    the next 4 KiB block when sealed, and appending resumes after the pad;
  *  - sealed buffers are written one at a time, in order, so a record is
- *    durable only if every earlier record is;
+ *    durable only if every earlier record is (an fdatasync after a push
+ *    covers the pushed buffers too);
  *  - a record carries its LSN and a checksum seeded with the region id and
  *    the segment's generation, and the reader accepts only the exact next
  *    LSN, so stale bytes from an earlier use of a segment, another region,
@@ -98,13 +101,17 @@ typedef struct wal {
   uint32_t pending_seg, pending_off, pending_len;
   uint64_t pending_lsn;
   uint64_t pending_first_lsn, pending_no; /* pending_seg's first LSN and number: listed first when pending_off is 0 */
-  int sync_wanted, stop;
+  int pending_sync; /* sync the file after writing it; else a push (wal_push) */
+  int sync_wanted, push_wanted, stop;
   /* appended_lsn: the newest LSN taken, logged or skipped (wal_skip);
    * durable_lsn: every LSN up to it is in a durable record or was skipped
    * (and the large-log records of skipped writes are durable too);
+   * written_lsn (>= durable_lsn): the same, written to the file but maybe
+   * not synced yet (wal_push), since first_unsynced_ns;
    * record_next: the LSN the next record starts with, one past the last
    * LSN any record covers (records cover the LSNs skipped before them). */
-  uint64_t appended_lsn, durable_lsn, record_next;
+  uint64_t appended_lsn, written_lsn, durable_lsn, record_next;
+  uint64_t first_unsynced_ns;
   int failed; /* the first write error; the log accepts nothing after it */
   uint64_t bytes, syncs;
   /* Write through the page cache, not with direct I/O: a log cursor reads
@@ -131,6 +138,14 @@ int wal_append_part(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n);
 void wal_skip(wal *w, uint64_t last);
 /* Waits until every record up to lsn is durable. */
 int wal_sync(wal *w, uint64_t lsn);
+/* Waits until every record up to lsn (at most the newest appended) is
+ * written to the file, synced or not, and says up to where that is
+ * (*written): readers of the file see it, a crash
+ * of the process does not lose it, a power cut may. The writer syncs it
+ * within the durability interval, as it syncs asynchronous writes, or at
+ * once for wal_sync. A replication primary that acknowledges a write once
+ * its backups hold it ships it from there (par_repl_cursor_ship_written). */
+int wal_push(wal *w, uint64_t lsn, uint64_t *written);
 /* The segments taken and not listed in the description yet (their records
  * are not durable yet; wal_sync lists them). */
 uint32_t wal_unlisted(wal *w);

@@ -3,7 +3,9 @@
  *
  * The cursor reads WAL segments through the volume's memory map, and only
  * records the WAL writer has made durable, so a record it returns is never
- * rolled back by a crash of the primary. A live cursor pins the WAL from
+ * rolled back by a crash of the primary; or, set to ship written records,
+ * those it has written (pushing the log's tail buffer to the file itself),
+ * which a power cut of the primary may roll back. A live cursor pins the WAL from
  * the first LSN of the last chunk it returned (a replication slot): a
  * compaction frees only the segments wholly below every pin
  * (region_wal_trimmable), so the bytes a read copies stay the log's, and a
@@ -31,6 +33,7 @@ struct par_repl_cursor {
   wal_seg at;      /* segment being read; at.seg == 0: locate next */
   uint32_t off;    /* offset in it of the record carrying expect */
   uint64_t expect; /* LSN of the record at off */
+  int written;     /* returns records once written, not once durable */
   /* Under vol->meta_mu: the region's cursor list, the first LSN whose
    * segment the cursor keeps (<= next), its limit, and whether it was
    * released for exceeding it. */
@@ -75,6 +78,12 @@ PAR_API int par_repl_cursor_set_limit(par_repl_cursor *c, uint32_t segments) {
   pthread_mutex_lock(&c->r->vol->meta_mu);
   c->limit = segments;
   pthread_mutex_unlock(&c->r->vol->meta_mu);
+  return PAR_OK;
+}
+
+PAR_API int par_repl_cursor_ship_written(par_repl_cursor *c) {
+  if (!c) return par_error(PAR_EINVAL, "par_repl_cursor_ship_written: NULL cursor");
+  c->written = 1;
   return PAR_OK;
 }
 
@@ -281,11 +290,17 @@ PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size
   const uint64_t start = c->next;
   *len = 0;
   *last_lsn = start - 1;
-  uint64_t durable = wal_durable_lsn(&r->wal);
+  uint64_t readable = wal_durable_lsn(&r->wal);
+  /* What writers appended since, pushed to the file: one write for every
+   * write waiting on this cursor's reader, and no fdatasync on their path. */
+  if (c->written) {
+    int rc = wal_push(&r->wal, UINT64_MAX, &readable);
+    if (rc) return rc;
+  }
   wal_list l;
   int rc = pin_and_list(c, start, &l);
   size_t pos = 0;
-  while (!rc && c->next <= durable) {
+  while (!rc && c->next <= readable) {
     int idx = c->at.seg ? find_seg(&l, &c->at) : -1;
     if (idx < 0) {
       if ((rc = locate(c, &l))) break;
@@ -306,14 +321,14 @@ PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size
                        (unsigned long long)c->expect, (unsigned long long)(l.w[idx + 1].first_lsn - 1), r->name);
         break;
       } else {
-        if (c->expect <= durable)
-          rc = par_error(PAR_ECORRUPT, "durable log record %llu of region '%s' cannot be read",
+        if (c->expect <= readable)
+          rc = par_error(PAR_ECORRUPT, "written log record %llu of region '%s' cannot be read",
                          (unsigned long long)c->expect, r->name);
         break;
       }
     }
     uint64_t rec_last = c->expect + count - 1;
-    if (rec_last > durable) break;
+    if (rec_last > readable) break;
     if (c->expect < c->next) { /* locating: skip the records before next */
       if (c->next <= rec_last) {
         rc = par_error(PAR_EINVAL, "LSN %llu is inside a log record (%llu..%llu)", (unsigned long long)c->next,

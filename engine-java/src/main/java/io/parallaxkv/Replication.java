@@ -318,6 +318,23 @@ public final class Replication {
       }
     }
 
+    /**
+     * From now on {@link #read} returns records once the primary's log has written them to its
+     * file, before they are durable, and pushes what writers appended to the file itself (no
+     * fdatasync on the way; the log syncs within its durability interval). For a primary that
+     * acknowledges a write once its backups hold it and writes without {@link WriteOptions#SYNC}
+     * (Talos): a power cut of the primary may lose records a backup holds, so its volume must not
+     * come back as the same copy.
+     */
+    public synchronized void shipWritten() {
+      long c = state.acquire();
+      try {
+        Native.check(api, api.replCursorShipWritten(c));
+      } finally {
+        state.release();
+      }
+    }
+
     @Override
     public synchronized void close() {
       state.close();

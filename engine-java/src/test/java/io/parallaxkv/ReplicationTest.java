@@ -78,6 +78,40 @@ class ReplicationTest {
   }
 
   /**
+   * A cursor set to ship written records returns writes made without SYNC before the log syncs
+   * them (its interval here is a minute); a default cursor returns them once they are durable.
+   */
+  @Test
+  void cursorShipsWrittenRecords() {
+    Options slow = Options.builder().l0Size(256 << 10).durabilityInterval(java.time.Duration.ofMinutes(1)).build();
+    try (Parallax pv = Parallax.open(dir.resolve("p.vol"), slow);
+        Parallax bv = Parallax.open(dir.resolve("b.vol"), slow)) {
+      Region p = pv.region("r");
+      Region backup = bv.region("r");
+      Replication.setRole(backup, Role.BACKUP_SEND_INDEX);
+      Replication.LogCursor written = Replication.openLog(p, 1);
+      Replication.LogCursor durable = Replication.openLog(p, 1);
+      written.shipWritten();
+      TreeMap<String, byte[]> want = new TreeMap<>();
+      for (int i = 0; i < 200; i++) {
+        byte[] v = new byte[i % 10 == 0 ? 3000 : 100];
+        Arrays.fill(v, (byte) i);
+        p.put(b("key" + i), v, WriteOptions.DEFAULT);
+        want.put("key" + i, v);
+      }
+      assertNull(durable.read(1 << 20), "nothing is durable yet");
+      assertEquals(200, shipLog(written, backup));
+      Replication.setRole(backup, Role.PRIMARY);
+      assertSame(want, scan(backup));
+      p.sync();
+      assertEquals(200, durable.read(1 << 20).lastLsn());
+      written.close();
+      durable.close();
+      assertThrows(ParallaxClosedException.class, written::shipWritten, "a closed cursor");
+    }
+  }
+
+  /**
    * A cursor past its limit of WAL segments the levels cover is released (its reads throw
    * NoSuchEntryException); one with a higher limit keeps the log for its reader.
    */

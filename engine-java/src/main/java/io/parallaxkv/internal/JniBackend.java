@@ -356,6 +356,11 @@ final class JniBackend extends NativeApi {
   }
 
   @Override
+  public int replCursorShipWritten(long cursor) {
+    return JniNative.replCursorShipWritten(cursor);
+  }
+
+  @Override
   public int replApply(long region, long records, long len, int flags, long appliedOut) {
     return JniNative.replApply(region, records, len, flags, appliedOut);
   }

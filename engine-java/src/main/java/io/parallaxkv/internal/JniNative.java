@@ -119,6 +119,8 @@ final class JniNative {
   static native int replCursorRead(long cursor, long buf, long cap, long lenOut, long lastOut);
   static native void replCursorClose(long cursor);
   static native int replCursorSetLimit(long cursor, int segments);
+
+  static native int replCursorShipWritten(long cursor);
   static native int replApply(long region, long records, long len, int flags, long appliedOut);
   static native int replExportOpen(long region, long out);
   static native int replExportLayout(long export, long buf, long cap, long lenOut);

@@ -164,6 +164,9 @@ public abstract class NativeApi {
   /** {@code par_repl_cursor_set_limit}. */
   public abstract int replCursorSetLimit(long cursor, int segments);
 
+  /** {@code par_repl_cursor_ship_written}. */
+  public abstract int replCursorShipWritten(long cursor);
+
   /** {@code par_repl_apply}. */
   public abstract int replApply(long region, long records, long len, int flags, long appliedOut);
 

@@ -45,7 +45,7 @@ final class FfmBackend extends NativeApi {
       checkpoint,
       estimateRange, deleteRange, batchDeleteRange, batchDeleteRangeIn,
       batchPutIn, batchDeleteIn, writeVolume, snapshotCreateMany;
-  private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH, replCursorSetLimitH,
+  private final MethodHandle replSetRoleH, replCursorOpenH, replCursorReadH, replCursorCloseH, replCursorSetLimitH, replCursorShipWrittenH,
       replApplyH, replExportOpenH, replExportLayoutH, replExportCoveredH, replExportSegmentH,
       replExportCloseH, replInstallBeginH, replInstallNeededH, replInstallSegmentH,
       replInstallCommitH, replInstallCloseH, replStatsH, replSnapshotH, replRebaseH;
@@ -140,6 +140,7 @@ final class FfmBackend extends NativeApi {
     replCursorReadH = h("par_repl_cursor_read", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
     replCursorCloseH = h("par_repl_cursor_close", FunctionDescriptor.ofVoid(JAVA_LONG));
     replCursorSetLimitH = h("par_repl_cursor_set_limit", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_INT));
+    replCursorShipWrittenH = h("par_repl_cursor_ship_written", FunctionDescriptor.of(JAVA_INT, JAVA_LONG));
     replApplyH = h("par_repl_apply", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_INT, JAVA_LONG));
     replExportOpenH = h("par_repl_export_open", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG));
     replExportLayoutH = h("par_repl_export_layout", FunctionDescriptor.of(JAVA_INT, JAVA_LONG, JAVA_LONG, JAVA_LONG, JAVA_LONG));
@@ -783,6 +784,15 @@ final class FfmBackend extends NativeApi {
   public int replCursorSetLimit(long cursor, int segments) {
     try {
       return (int) replCursorSetLimitH.invokeExact(cursor, segments);
+    } catch (Throwable t) {
+      throw rethrow(t);
+    }
+  }
+
+  @Override
+  public int replCursorShipWritten(long cursor) {
+    try {
+      return (int) replCursorShipWrittenH.invokeExact(cursor);
     } catch (Throwable t) {
       throw rethrow(t);
     }

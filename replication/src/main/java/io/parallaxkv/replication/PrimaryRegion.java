@@ -17,8 +17,11 @@ import java.util.concurrent.TimeoutException;
 /**
  * The primary side of one region: client writes, and one {@link Shipper} per backup.
  *
- * <p>The acknowledgement rule: a write (durable in the primary's log first) is acknowledged
- * only once every backup in the ack set holds it in its log copy. A backup is in the ack
+ * <p>The acknowledgement rule: a write is acknowledged only once every backup in the ack set
+ * holds it in its log copy. The primary ships it as soon as its log has written it to the file,
+ * not synced (Talos: what makes an acknowledged write safe is the copies, and a restarted server
+ * discards its volume, so a sync on the primary would protect nothing they do not), or, with
+ * {@code --sync-writes}, once it is durable in the primary's log. A backup is in the ack
  * set from the start when the map says it is complete; a joining one enters once it has caught up
  * with the log, and is told it is complete (a promotion candidate) only once it holds every write
  * acknowledged before it entered — checked under this object's lock, which every
@@ -41,6 +44,8 @@ final class PrimaryRegion implements AutoCloseable {
   final boolean sendIndex;
   /** Send index: the levels go to a backup at most this often (Shipper's index loop). */
   final long indexIntervalMs;
+  /** Writes are synced in this copy's log before they are shipped (else shipped once written). */
+  final boolean syncWrites;
   final Reporter reporter;
   private final Peers peers;
   private final Map<String, Shipper> shippers = new HashMap<>();
@@ -50,12 +55,14 @@ final class PrimaryRegion implements AutoCloseable {
   private final TreeMap<Long, List<CompletableFuture<Void>>> waiting = new TreeMap<>();
   private String deposed;
 
-  PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex, long indexIntervalMs, Reporter reporter) {
+  PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex, long indexIntervalMs, boolean syncWrites,
+      Reporter reporter) {
     this.copy = copy;
     this.reporter = reporter;
     this.peers = peers;
     this.sendIndex = sendIndex;
     this.indexIntervalMs = indexIntervalMs;
+    this.syncWrites = syncWrites;
   }
 
   Region region() {
@@ -95,7 +102,8 @@ final class PrimaryRegion implements AutoCloseable {
   }
 
   /**
-   * Applies a client write (durable in this copy's log when this returns); the future completes
+   * Applies a client write (in this copy's log when this returns: durable with syncWrites, else
+   * in its tail buffer, which the shippers' cursors push to the file); the future completes
    * once every backup of the ack set holds it, or fails with {@link DeposedException} or a
    * {@link TimeoutException} after timeoutMs. No thread waits for the backups: the
    * acknowledgement that covers the write completes it, on that shipper's thread ({@link
@@ -110,8 +118,9 @@ final class PrimaryRegion implements AutoCloseable {
     synchronized (this) {
       if (deposed != null) throw new DeposedException(deposed);
     }
-    if (delete) region().delete(key, WriteOptions.SYNC);
-    else region().put(key, value, WriteOptions.SYNC);
+    WriteOptions how = syncWrites ? WriteOptions.SYNC : WriteOptions.DEFAULT;
+    if (delete) region().delete(key, how);
+    else region().put(key, value, how);
     long lsn = Replication.stats(region()).logLsn(); // >= this write's LSN
     CompletableFuture<Void> done = new CompletableFuture<>();
     synchronized (this) {

@@ -40,7 +40,7 @@ public final class RegionServer implements Closeable {
 
   /** Server settings. */
   public record Config(String zk, Path dir, String host, int port, int rf, int regions,
-      boolean sendIndex, boolean hybrid, int sessionTimeoutMs, long l0Size, long indexIntervalMs) {}
+      boolean sendIndex, boolean hybrid, int sessionTimeoutMs, long l0Size, long indexIntervalMs, boolean syncWrites) {}
 
   private final Config cfg;
   private final String self;
@@ -135,7 +135,7 @@ public final class RegionServer implements Closeable {
       PrimaryRegion p = primaries.get(r.name());
       if (p == null) {
         copy.promote(r.epoch());
-        p = new PrimaryRegion(copy, peers, cfg.sendIndex(), cfg.indexIntervalMs(), coord::suspect);
+        p = new PrimaryRegion(copy, peers, cfg.sendIndex(), cfg.indexIntervalMs(), cfg.syncWrites(), coord::suspect);
         primaries.put(r.name(), p);
         LOG.info("{}: primary of {} at epoch {}", self, r.name(), r.epoch());
       }

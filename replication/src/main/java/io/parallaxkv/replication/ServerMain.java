@@ -35,6 +35,9 @@ public final class ServerMain implements Callable<Integer> {
   @Option(names = "--index-interval-ms", defaultValue = "5000",
       description = "send-index: ship a primary's levels at most this often (a promotion replays up to this much log)")
   long indexIntervalMs;
+  @Option(names = "--sync-writes", description = "a primary syncs each write to its log before it ships it "
+      + "(default: it ships it once written; every copy holds it before the client is answered, Talos)")
+  boolean syncWrites;
   @Option(names = "--placement", defaultValue = "hybrid",
       description = "hybrid (small values in the leaves, medium and large ones in logs) or in-place")
   String placement;
@@ -49,7 +52,7 @@ public final class ServerMain implements Callable<Integer> {
       throw new CommandLine.ParameterException(spec.commandLine(), "--placement: in-place or hybrid");
     }
     RegionServer s = new RegionServer(new RegionServer.Config(zk, dir, host, port, rf, regions, sendIndex,
-        placement.equals("hybrid"), sessionTimeoutMs, l0Size, indexIntervalMs));
+        placement.equals("hybrid"), sessionTimeoutMs, l0Size, indexIntervalMs, syncWrites));
     System.out.println("READY " + s.id());
     System.out.flush();
     Runtime.getRuntime().addShutdownHook(new Thread(s::close));

@@ -194,6 +194,7 @@ final class Shipper implements AutoCloseable {
   private void reopen(long lsn) {
     Replication.LogCursor old = cursor;
     cursor = Replication.openLog(primary.region(), lsn);
+    if (!primary.syncWrites) cursor.shipWritten();
     if (!completeSent) cursor.setLimit(TRANSFER_LOG_LIMIT);
     if (old != null) old.close();
   }

@@ -111,7 +111,7 @@ class AckRuleTest {
     b2 = new LocalCopy(b2v, "r0", 1, false, false, true, 1);
     transport = new DirectTransport(Map.of("b1", b1, "b2", b2));
     peers = new Peers(transport);
-    p = new PrimaryRegion(new LocalCopy(pv, "r0", 1, true, false, true, 1), peers, false, 2000, (r, e, b) -> {});
+    p = new PrimaryRegion(new LocalCopy(pv, "r0", 1, true, false, true, 1), peers, false, 2000, false, (r, e, b) -> {});
     p.update(new RegionInfo("r0", 1, new byte[0], new byte[0], new Member("p:1", 1, true),
         List.of(new Member("b1:1", 1, true), new Member("b2:1", 1, true))));
   }

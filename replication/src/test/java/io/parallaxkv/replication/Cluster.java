@@ -100,6 +100,8 @@ final class Cluster implements Closeable {
     // Levels shipped every 2 s (the servers' default is 5 s), so that short tests install often;
     // benchmarks set -Drepl.index.interval.
     cmd.addAll(List.of("--index-interval-ms", System.getProperty("repl.index.interval", "2000")));
+    // -Drepl.sync.writes=true: primaries sync each write before shipping it (benchmarks compare).
+    if (Boolean.getBoolean("repl.sync.writes")) cmd.add("--sync-writes");
     Process p = new ProcessBuilder(cmd).redirectError(sdir.resolve("server.log").toFile()).start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
     String line = out.readLine();
