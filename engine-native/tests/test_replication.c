@@ -34,7 +34,8 @@
  *    written as far as its nodes or records reach;
  *  - a cursor set to ship written records ships writes made without
  *    PAR_SYNC before they are durable, and a kill of the primary's process
- *    right after loses none of them;
+ *    right after loses none of them; a power cut keeps every write up to
+ *    the last sync after such pushes, and the rest as a clean prefix;
  *  - state transfer by snapshot: a build-index backup of a hybrid primary
  *    (large values, one larger than a segment) loaded from a snapshot,
  *    rebased to its LSN, fed the log after it, reopened and promoted.
@@ -1616,6 +1617,99 @@ static void test_send_index_mirror_power_cut(void **state) {
   for (size_t i = 0; i < nchunks; i++) free(chunk[i]);
 }
 
+/* A power cut on a primary whose cursor ships written records: a child
+ * writes small pairs (no large-log write, whose sync would cover the WAL's
+ * pushed blocks too: the volume is one file) without PAR_SYNC, reads its
+ * cursor every few writes (each read a push: written, not synced) and, every
+ * so often, right after such a read, syncs (nothing left to write: the
+ * sync alone makes the pushed blocks durable), noting the LSN it made
+ * durable; the parent kills it at a random moment and leaves
+ * every write since its last fdatasync lost, torn or reordered. The
+ * reopened primary holds exactly the writes up to its log's end, the last
+ * synced one included: a sync after pushes covers them, and pushed blocks
+ * torn by the cut never damage what was durable. */
+static void sw_write(par_region *r, tu_map *m, int i) {
+  char key[16];
+  uint8_t v[100];
+  int kl = snprintf(key, sizeof key, "k%05d", i % PC_KEYS);
+  tu_fill_pattern(v, sizeof v, (uint64_t)i);
+  if (r) assert_ok(par_put(r, key, (size_t)kl, v, sizeof v, 0));
+  tu_map_put(m, key, (size_t)kl, v, sizeof v);
+}
+
+static void test_ship_written_power_cut(void **state) {
+  (void)state;
+  uint64_t rng = tu_seed("repl_swpc");
+  for (int cycle = 0; cycle < 8; cycle++) {
+    node p = {.gc_off = 1, .no_sorted_runs = 1, .durability_ms = 60000};
+    p.dir = tu_make_dir("repl_swpc");
+    char *journal = tu_path(p.dir, "powerloss.journal"), *acks = tu_path(p.dir, "acks");
+    int ready[2];
+    assert_int_equal(pipe(ready), 0);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      if (powerloss_arm(journal) != 0) _exit(9);
+      node_open(&p, "repl_swpc", PAR_PLACEMENT_HYBRID);
+      par_repl_cursor *c;
+      if (par_repl_cursor_open(p.reg, 1, &c) || par_repl_cursor_ship_written(c)) _exit(10);
+      FILE *fa = fopen(acks, "w");
+      if (!fa || write(ready[1], "R", 1) != 1) _exit(11);
+      tu_map unused;
+      tu_map_init(&unused);
+      static uint8_t buf[1 << 16];
+      for (int i = 1; i <= PC_WRITES; i++) {
+        sw_write(p.reg, &unused, i); /* LSN i is write i */
+        size_t n;
+        uint64_t l;
+        if (i % 7 == 0 || i % 97 == 0)
+          do
+            if (par_repl_cursor_read(c, buf, sizeof buf, &n, &l)) _exit(12);
+          while (n);
+        if (i % 97 == 0) {
+          if (par_sync(p.reg)) _exit(13);
+          fprintf(fa, "%d\n", i);
+          fflush(fa);
+        }
+      }
+      pause(); /* the power goes while it waits, or before */
+      _exit(14);
+    }
+    char r;
+    assert_int_equal(read(ready[0], &r, 1), 1);
+    close(ready[0]);
+    close(ready[1]);
+    usleep((useconds_t)tu_rand_range(&rng, 60000)); /* the writes take about that */
+    kill(pid, SIGKILL);
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFSIGNALED(status));
+    uint64_t synced = 0, a;
+    FILE *fa = fopen(acks, "r");
+    while (fa && fscanf(fa, "%llu", (unsigned long long *)&a) == 1) synced = a;
+    if (fa) fclose(fa);
+    char *vol = tu_path(p.dir, "volume.px");
+    powerloss_stats ps;
+    assert_int_equal(powerloss_crash(vol, journal, rng, &ps), 0);
+    free(vol);
+    node_open(&p, "repl_swpc", PAR_PLACEMENT_HYBRID);
+    uint64_t held = stat_of(p.reg, PAR_REPL_STAT_LOG_LSN);
+    fprintf(stderr, "ship_written_power_cut: synced up to %llu, recovered %llu of %d (%llu writes unsynced, %llu "
+            "sectors, %llu of them back to their durable version)\n", (unsigned long long)synced,
+            (unsigned long long)held, PC_WRITES, (unsigned long long)ps.unsynced_writes,
+            (unsigned long long)ps.sectors, (unsigned long long)ps.sectors_durable);
+    assert_true(held >= synced && held <= PC_WRITES);
+    tu_map m;
+    tu_map_init(&m);
+    for (uint64_t i = 1; i <= held; i++) sw_write(NULL, &m, (int)i);
+    verify(p.reg, &m);
+    tu_map_free(&m);
+    free(journal);
+    free(acks);
+    node_free(&p);
+  }
+}
+
 static uint64_t segments_used(par_volume *v) {
   par_volume_stats vs;
   assert_ok(par_volume_stats_get(v, &vs));
@@ -2259,6 +2353,7 @@ int main(void) {
       cmocka_unit_test(test_export_reads_from_memory),
       cmocka_unit_test(test_cursor_reads_from_memory),
       cmocka_unit_test(test_ship_written),
+      cmocka_unit_test(test_ship_written_power_cut),
       cmocka_unit_test(test_snapshot_transfer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
