@@ -1527,6 +1527,45 @@ static void pc_write(par_region *r, tu_map *m, int i) {
   tu_map_put(m, key, (size_t)kl, v, sizeof v);
 }
 
+/* The parent's side of a power-cut test: waits until the child is ready,
+ * kills it at a random moment within max_us, applies a power cut to n's
+ * volume from the child's journal, reopens it and checks that it holds
+ * exactly writes 1..its log's end (write_fn(NULL, ...) models write i),
+ * at least up to the last LSN the child noted in acks as durable. */
+static void power_cut_check(node *n, const char *name, pid_t pid, int ready[2], const char *journal,
+                            const char *acks, uint64_t *rng, useconds_t max_us,
+                            void (*write_fn)(par_region *, tu_map *, int)) {
+  char r;
+  assert_int_equal(read(ready[0], &r, 1), 1);
+  close(ready[0]);
+  close(ready[1]);
+  usleep((useconds_t)tu_rand_range(rng, max_us));
+  kill(pid, SIGKILL);
+  int status;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFSIGNALED(status));
+  uint64_t durable = 0, a;
+  FILE *fa = fopen(acks, "r");
+  while (fa && fscanf(fa, "%llu", (unsigned long long *)&a) == 1) durable = a;
+  if (fa) fclose(fa);
+  char *vol = tu_path(n->dir, "volume.px");
+  powerloss_stats ps;
+  assert_int_equal(powerloss_crash(vol, journal, *rng, &ps), 0);
+  free(vol);
+  node_open(n, name, PAR_PLACEMENT_HYBRID);
+  uint64_t held = stat_of(n->reg, PAR_REPL_STAT_LOG_LSN);
+  fprintf(stderr, "%s: durable up to %llu, recovered %llu of %d (%llu writes unsynced, %llu sectors, %llu of them "
+          "back to their durable version)\n", name, (unsigned long long)durable, (unsigned long long)held, PC_WRITES,
+          (unsigned long long)ps.unsynced_writes, (unsigned long long)ps.sectors,
+          (unsigned long long)ps.sectors_durable);
+  assert_true(held >= durable && held <= PC_WRITES);
+  tu_map m;
+  tu_map_init(&m);
+  for (uint64_t i = 1; i <= held; i++) write_fn(NULL, &m, (int)i);
+  verify(n->reg, &m);
+  tu_map_free(&m);
+}
+
 static void test_send_index_mirror_power_cut(void **state) {
   (void)state;
   node p = {.gc_off = 1, .no_sorted_runs = 1};
@@ -1581,35 +1620,7 @@ static void test_send_index_mirror_power_cut(void **state) {
       pause(); /* the power goes while it waits, or before */
       _exit(13);
     }
-    char r;
-    assert_int_equal(read(ready[0], &r, 1), 1);
-    close(ready[0]);
-    close(ready[1]);
-    usleep((useconds_t)tu_rand_range(&rng, 60000)); /* the whole log takes about that */
-    kill(pid, SIGKILL);
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
-    uint64_t acked = 0, a;
-    FILE *fa = fopen(acks, "r");
-    while (fa && fscanf(fa, "%llu", (unsigned long long *)&a) == 1) acked = a;
-    if (fa) fclose(fa);
-    char *vol = tu_path(b.dir, "volume.px");
-    powerloss_stats ps;
-    assert_int_equal(powerloss_crash(vol, journal, rng, &ps), 0);
-    free(vol);
-    node_open(&b, "repl_pc_b", PAR_PLACEMENT_HYBRID);
-    uint64_t held = stat_of(b.reg, PAR_REPL_STAT_LOG_LSN);
-    fprintf(stderr, "mirror_power_cut: acknowledged up to %llu, recovered %llu of %d (%llu writes unsynced, %llu "
-            "sectors, %llu of them back to their durable version)\n", (unsigned long long)acked,
-            (unsigned long long)held, PC_WRITES, (unsigned long long)ps.unsynced_writes,
-            (unsigned long long)ps.sectors, (unsigned long long)ps.sectors_durable);
-    assert_true(held >= acked && held <= PC_WRITES);
-    tu_map m;
-    tu_map_init(&m);
-    for (uint64_t i = 1; i <= held; i++) pc_write(NULL, &m, (int)i);
-    verify(b.reg, &m);
-    tu_map_free(&m);
+    power_cut_check(&b, "repl_pc_b", pid, ready, journal, acks, &rng, 60000, pc_write); /* the log: about 60 ms */
     free(journal);
     free(acks);
     node_free(&b);
@@ -1675,35 +1686,7 @@ static void test_ship_written_power_cut(void **state) {
       pause(); /* the power goes while it waits, or before */
       _exit(14);
     }
-    char r;
-    assert_int_equal(read(ready[0], &r, 1), 1);
-    close(ready[0]);
-    close(ready[1]);
-    usleep((useconds_t)tu_rand_range(&rng, 60000)); /* the writes take about that */
-    kill(pid, SIGKILL);
-    int status;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFSIGNALED(status));
-    uint64_t synced = 0, a;
-    FILE *fa = fopen(acks, "r");
-    while (fa && fscanf(fa, "%llu", (unsigned long long *)&a) == 1) synced = a;
-    if (fa) fclose(fa);
-    char *vol = tu_path(p.dir, "volume.px");
-    powerloss_stats ps;
-    assert_int_equal(powerloss_crash(vol, journal, rng, &ps), 0);
-    free(vol);
-    node_open(&p, "repl_swpc", PAR_PLACEMENT_HYBRID);
-    uint64_t held = stat_of(p.reg, PAR_REPL_STAT_LOG_LSN);
-    fprintf(stderr, "ship_written_power_cut: synced up to %llu, recovered %llu of %d (%llu writes unsynced, %llu "
-            "sectors, %llu of them back to their durable version)\n", (unsigned long long)synced,
-            (unsigned long long)held, PC_WRITES, (unsigned long long)ps.unsynced_writes,
-            (unsigned long long)ps.sectors, (unsigned long long)ps.sectors_durable);
-    assert_true(held >= synced && held <= PC_WRITES);
-    tu_map m;
-    tu_map_init(&m);
-    for (uint64_t i = 1; i <= held; i++) sw_write(NULL, &m, (int)i);
-    verify(p.reg, &m);
-    tu_map_free(&m);
+    power_cut_check(&p, "repl_swpc", pid, ready, journal, acks, &rng, 60000, sw_write); /* the writes: about 60 ms */
     free(journal);
     free(acks);
     node_free(&p);

@@ -63,6 +63,7 @@ static void *writer_main(void *arg) {
   wal *w = arg;
   pthread_mutex_lock(&w->mu);
   for (;;) {
+    assert(w->durable_lsn <= w->written_lsn && w->written_lsn <= w->appended_lsn);
     if (w->pending && w->failed) {
       /* After a failed write or sync nothing more is written: a later
        * buffer reaching the disk would make durable_lsn jump over records
