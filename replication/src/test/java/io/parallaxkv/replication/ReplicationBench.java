@@ -38,7 +38,8 @@ class ReplicationBench {
       if (l.startsWith("read_bytes:")) read = Long.parseLong(l.substring(11).trim());
       if (l.startsWith("write_bytes:")) written = Long.parseLong(l.substring(12).trim());
     }
-    return new long[] {cpuTicks * 10, read, written}; // ms (100 Hz ticks), bytes, bytes
+    long sysTicks = Long.parseLong(stat[12]);
+    return new long[] {cpuTicks * 10, read, written, sysTicks * 10}; // ms (100 Hz ticks), bytes, bytes, ms
   }
 
   /**
@@ -57,6 +58,14 @@ class ReplicationBench {
     } catch (Exception e) {
       return null;
     }
+  }
+
+  /** The machine's CPU time so far, busy and idle (iowait counted idle), in ticks: /proc/stat's first line. */
+  private static long[] machineTicks() throws Exception {
+    String[] f = Files.readAllLines(Path.of("/proc/stat")).get(0).trim().split("\\s+");
+    long idle = Long.parseLong(f[4]) + Long.parseLong(f[5]), all = 0;
+    for (int i = 1; i < f.length; i++) all += Long.parseLong(f[i]);
+    return new long[] {all - idle, idle};
   }
 
   /** What a thread does, from its name (the JVM's, Netty's, this module's and the engine's). */
@@ -156,12 +165,17 @@ class ReplicationBench {
           before.add(usage(cl.pid(id)));
           threadsBefore.add(threads(cl.pid(id)));
         }
-        long[] device0 = deviceBytes(dir);
+        long self = ProcessHandle.current().pid();
+        long[] device0 = deviceBytes(dir), machine0 = machineTicks(), client0 = usage(self);
         long t0 = System.nanoTime();
         load(c, n, sd);
         double secs = (System.nanoTime() - t0) / 1e9;
-        long[] device1 = deviceBytes(dir);
+        long[] device1 = deviceBytes(dir), machine1 = machineTicks(), client1 = usage(self);
         System.out.printf("%-22s %8.0f writes/s%n", label, n / secs);
+        long busy = machine1[0] - machine0[0], idle = machine1[1] - machine0[1];
+        // The writers' JVM also runs ZooKeeper (idle but for sessions and the map).
+        System.out.printf("  machine  busy %.0f%% of its CPUs; the writers' JVM (and ZooKeeper) %.1f us/write, %.1f of it in the kernel%n",
+            100.0 * busy / (busy + idle), 1000.0 * (client1[0] - client0[0]) / n, 1000.0 * (client1[3] - client0[3]) / n);
         if (device0 != null && device1 != null) {
           System.out.printf("  device   (every process)          read %7.1f B/write  written %7.1f B/write%n",
               (double) (device1[0] - device0[0]) / n, (double) (device1[1] - device0[1]) / n);
@@ -171,8 +185,8 @@ class ReplicationBench {
           long[] u = usage(cl.pid(ids.get(i)));
           long[] b = before.get(i);
           String role = ids.get(i).equals(r.primary().server()) ? "primary" : "backup";
-          System.out.printf("  %-8s cpu %7.1f us/write  read %7.1f B/write  written %7.1f B/write%n", role,
-              1000.0 * (u[0] - b[0]) / n, (double) (u[1] - b[1]) / n, (double) (u[2] - b[2]) / n);
+          System.out.printf("  %-8s cpu %7.1f us/write (kernel %.1f)  read %7.1f B/write  written %7.1f B/write%n", role,
+              1000.0 * (u[0] - b[0]) / n, 1000.0 * (u[3] - b[3]) / n, (double) (u[1] - b[1]) / n, (double) (u[2] - b[2]) / n);
           System.out.printf("           by thread (us/write): %s%n", cpuByJob(threadsBefore.get(i), threadsAfter, u[0] - b[0], n));
           if (role.equals("backup")) {
             Frame f = c.callServer(ids.get(i), Frame.request(Frame.Type.STATS, "r0", 0, 0, null, null), 3000);
