@@ -11,6 +11,9 @@ import java.util.Map;
 import java.util.NavigableMap;
 import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 
@@ -52,8 +55,23 @@ final class PrimaryRegion implements AutoCloseable {
   private long epoch;
   private long highestAcked;
   /** Writes waiting for the ack set, by the LSN each needs every backup of it to hold. */
-  private final TreeMap<Long, List<CompletableFuture<Void>>> waiting = new TreeMap<>();
+  private final TreeMap<Long, List<Waiter>> waiting = new TreeMap<>();
   private String deposed;
+
+  /** A write waiting for the ack set, failed once its deadline passes. */
+  private record Waiter(CompletableFuture<Void> done, long deadlineNanos) {}
+
+  /**
+   * Fails the writes whose deadline passed, every {@link #SWEEP_MS}: one periodic sweep per
+   * primary instead of a timer task scheduled and cancelled for every write.
+   */
+  private static final ScheduledExecutorService DEADLINES = Executors.newSingleThreadScheduledExecutor(r -> {
+    Thread t = new Thread(r, "write-deadlines");
+    t.setDaemon(true);
+    return t;
+  });
+  private static final long SWEEP_MS = 50;
+  private final ScheduledFuture<?> sweeper;
 
   PrimaryRegion(LocalCopy copy, Peers peers, boolean sendIndex, long indexIntervalMs, boolean syncWrites,
       Reporter reporter) {
@@ -63,6 +81,7 @@ final class PrimaryRegion implements AutoCloseable {
     this.sendIndex = sendIndex;
     this.indexIntervalMs = indexIntervalMs;
     this.syncWrites = syncWrites;
+    this.sweeper = DEADLINES.scheduleAtFixedRate(this::failLate, SWEEP_MS, SWEEP_MS, TimeUnit.MILLISECONDS);
   }
 
   Region region() {
@@ -105,7 +124,7 @@ final class PrimaryRegion implements AutoCloseable {
    * Applies a client write (in this copy's log when this returns: durable with syncWrites, else
    * in its tail buffer, which the shippers' cursors push to the file); the future completes
    * once every backup of the ack set holds it, or fails with {@link DeposedException} or a
-   * {@link TimeoutException} after timeoutMs. No thread waits for the backups: the
+   * {@link TimeoutException} within {@link #SWEEP_MS} after timeoutMs. No thread waits for the backups: the
    * acknowledgement that covers the write completes it, on that shipper's thread ({@link
    * #acked}). Waking every waiting writer at each acknowledgement, as a monitor's notifyAll
    * did, and a thread per waiting write cost the primary a fifth of its CPU per write
@@ -123,32 +142,38 @@ final class PrimaryRegion implements AutoCloseable {
     else region().put(key, value, how);
     long lsn = Replication.stats(region()).logLsn(); // >= this write's LSN
     CompletableFuture<Void> done = new CompletableFuture<>();
+    long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs);
     synchronized (this) {
       if (deposed != null) throw new DeposedException(deposed);
       if (replicated(lsn)) {
         highestAcked = Math.max(highestAcked, lsn);
         return CompletableFuture.completedFuture(null);
       }
-      waiting.computeIfAbsent(lsn, k -> new ArrayList<>(2)).add(done);
+      waiting.computeIfAbsent(lsn, k -> new ArrayList<>(2)).add(new Waiter(done, deadline));
       shippers.values().forEach(Shipper::wake);
     }
-    done.orTimeout(timeoutMs, TimeUnit.MILLISECONDS).whenComplete((v, e) -> {
-      if (e != null) forget(lsn, done);
-    });
     return done;
   }
 
   /** How many writes wait for the ack set (tests). */
   synchronized int waitingWrites() {
     int n = 0;
-    for (List<CompletableFuture<Void>> at : waiting.values()) n += at.size();
+    for (List<Waiter> at : waiting.values()) n += at.size();
     return n;
   }
 
-  /** A write that failed (timed out) no longer waits. */
-  private synchronized void forget(long lsn, CompletableFuture<Void> w) {
-    List<CompletableFuture<Void>> at = waiting.get(lsn);
-    if (at != null && at.remove(w) && at.isEmpty()) waiting.remove(lsn);
+  /** Fails the waiting writes whose deadline passed (the sweep's task). */
+  private void failLate() {
+    List<CompletableFuture<Void>> late = new ArrayList<>();
+    long now = System.nanoTime();
+    synchronized (this) {
+      for (var it = waiting.values().iterator(); it.hasNext(); ) {
+        List<Waiter> at = it.next();
+        at.removeIf(w -> now - w.deadlineNanos() >= 0 && late.add(w.done()));
+        if (at.isEmpty()) it.remove();
+      }
+    }
+    late.forEach(w -> w.completeExceptionally(new TimeoutException("not held by the ack set in time")));
   }
 
   /**
@@ -160,11 +185,11 @@ final class PrimaryRegion implements AutoCloseable {
     assert Thread.holdsLock(this);
     long upTo = Long.MAX_VALUE;
     for (Shipper s : shippers.values()) if (s.inAckSet) upTo = Math.min(upTo, s.acked);
-    NavigableMap<Long, List<CompletableFuture<Void>>> held = waiting.headMap(upTo, true);
+    NavigableMap<Long, List<Waiter>> held = waiting.headMap(upTo, true);
     if (held.isEmpty()) return List.of();
     highestAcked = Math.max(highestAcked, held.lastKey());
     List<CompletableFuture<Void>> out = new ArrayList<>();
-    held.values().forEach(out::addAll);
+    held.values().forEach(at -> at.forEach(w -> out.add(w.done())));
     held.clear();
     return out;
   }
@@ -173,7 +198,7 @@ final class PrimaryRegion implements AutoCloseable {
   private List<CompletableFuture<Void>> takeAll() {
     assert Thread.holdsLock(this);
     List<CompletableFuture<Void>> out = new ArrayList<>();
-    waiting.values().forEach(out::addAll);
+    waiting.values().forEach(at -> at.forEach(w -> out.add(w.done())));
     waiting.clear();
     return out;
   }
@@ -238,6 +263,7 @@ final class PrimaryRegion implements AutoCloseable {
 
   @Override
   public void close() {
+    sweeper.cancel(false);
     List<CompletableFuture<Void>> failed;
     synchronized (this) {
       shippers.values().forEach(Shipper::close);
