@@ -165,9 +165,6 @@ struct par_region {
   /* par_repl_apply runs one call at a time: its mirror writes and the
    * records it logs follow the log copy's end in order (repl/mirror.c). */
   pthread_mutex_t repl_apply_mu;
-  /* Replication exported the region's levels: its merges write their trees
-   * through the page cache, where the next export reads them back. */
-  atomic_int repl_exported;
   uint32_t repl_tree_id[PAR_MAX_LEVELS + 1][LEVEL_TREES];
   /* A send-index backup's large log mirrors the primary's (src/repl/mirror.c,
    * src/repl/index.c): each primary segment (pseg, inc) kept in bseg, which

@@ -357,7 +357,6 @@ static int merge(par_region *r, task *t, dtree **out) {
   int building = 0;
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
-  if (building) b.cached = atomic_load(&r->repl_exported);
   merge_run mr = {.r = r, .t = t, .b = &b,
                   .m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd}};
   /* Copying values: a view of the merge's own keeps the records it may

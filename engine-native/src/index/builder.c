@@ -51,7 +51,7 @@ void builder_abort(tree_builder *b) {
 
 static int write_segment(tree_builder *b) {
   memset(b->seg_buf + b->fill, 0, SEG - b->fill);
-  int rc = (b->cached ? file_write_cached : file_write)(b->file, b->seg_buf, SEG, seg_offset(b->seg));
+  int rc = file_write(b->file, b->seg_buf, SEG, seg_offset(b->seg));
   b->seg = 0;
   b->fill = 0;
   return rc;
@@ -182,7 +182,7 @@ int builder_add_entry(tree_builder *b, tree_entry *e) { return add_leaf(b, e); }
 
 static int write_medium_segment(tree_builder *b) {
   memset(b->mbuf + b->mfill, 0, SEG - b->mfill);
-  int rc = (b->cached ? file_write_cached : file_write)(b->file, b->mbuf, SEG, seg_offset(b->mseg));
+  int rc = file_write(b->file, b->mbuf, SEG, seg_offset(b->mseg));
   b->mseg = 0;
   b->mfill = 0;
   return rc;

@@ -22,10 +22,6 @@ typedef struct build_level {
 typedef struct tree_builder {
   par_file *file;
   segalloc *alloc;
-  /* Writes through the page cache instead of with direct I/O: a replication
-   * primary's export reads every tree it ships back (repl/index.c), and
-   * would otherwise read it from the device. */
-  int cached;
   uint8_t *seg_buf;
   uint32_t seg, fill; /* seg == 0: no segment yet */
   /* medium values written to the transient log, in key order */

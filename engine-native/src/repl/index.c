@@ -132,7 +132,6 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   par_repl_export *x = calloc(1, sizeof *x);
   if (!x) return par_error(PAR_ENOMEM, "export");
   x->r = r;
-  atomic_store(&r->repl_exported, 1);
   int rc = PAR_OK;
   /* The catalog's covered LSN changes with the view under commit_mu (a
    * merge commit records the layout before it publishes the view). GC
@@ -275,11 +274,13 @@ PAR_API int par_repl_export_segment(par_repl_export *x, uint32_t seg, void *buf,
   if (!kind) return par_error(PAR_EINVAL, "segment %u is not in the exported levels or logs", seg);
   /* One read of the whole segment through the page cache, not a copy from
    * the map: the map is MADV_RANDOM, so a copy faulted an uncached segment
-   * in a page (one device read) at a time. Merges write their trees through
-   * the page cache once the region's levels were exported (repl_exported),
-   * so this reads them from memory; the trees it built before, and
-   * large-log segments, written with direct I/O, are read from the device
-   * once and then cached for the next backup's export. A head of the large log may be appended
+   * in a page (one device read) at a time. Trees and large-log segments are
+   * written with direct I/O, so the first backup's export reads a segment
+   * from the device and the next backups' find it cached. Merges writing
+   * their trees through the page cache instead, so that every export read
+   * them from memory, cost a send-index primary 1.1 µs more CPU per write
+   * (docs/replication.md: the dirty pages' writeback, much of it in the
+   * WAL's fdatasync) than the device reads save. A head of the large log may be appended
    * meanwhile: the records the levels point at were durable before the
    * levels were, so they are in what this reads. */
   int rc = file_read_cached(&x->r->vol->file, buf, SEG, seg_offset(seg));
