@@ -6,6 +6,9 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -20,6 +23,8 @@ public final class ReplicatedClient implements Closeable {
   private final Transport transport = new NettyTransport();
   private final Peers peers = new Peers(transport);
   private final long deadlineMs;
+  /** Where a failed call is tried again, 50 ms later. */
+  private static final Executor RETRY = CompletableFuture.delayedExecutor(50, TimeUnit.MILLISECONDS);
   private volatile Map<String, Coordinator.Versioned> map = Map.of();
 
   public ReplicatedClient(String zk, long deadlineMs) throws InterruptedException {
@@ -41,31 +46,83 @@ public final class ReplicatedClient implements Closeable {
     return null;
   }
 
+  /** {@link #callAsync}, waited for: its failure thrown as it is. */
   private Frame call(byte[] key, Frame req) throws IOException {
-    long end = System.currentTimeMillis() + deadlineMs;
-    String last = "no region map";
-    while (System.currentTimeMillis() < end) {
-      try {
-        RegionInfo r = key != null ? route(key) : regions().get(req.region()).info();
-        if (r != null) {
-          Frame resp = peers.get(r.primary().server()).call(req, 6000).get(7, TimeUnit.SECONDS);
-          if (resp.status() == Frame.Status.OK || resp.status() == Frame.Status.NOT_FOUND) return resp;
-          if (resp.status() == Frame.Status.BAD_REQUEST) throw new IllegalArgumentException(resp.message());
-          last = resp.status() + " " + resp.message();
-        }
-      } catch (IllegalArgumentException e) {
-        throw e;
-      } catch (Exception e) {
-        last = e.toString();
-      }
-      try {
-        Thread.sleep(50);
-        map = coord.regions();
-      } catch (Exception e) {
-        last = e.toString();
-      }
+    try {
+      return callAsync(key, req).get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted", e);
+    } catch (ExecutionException e) {
+      if (e.getCause() instanceof IOException io) throw io;
+      if (e.getCause() instanceof IllegalArgumentException bad) throw bad;
+      throw new IOException(e.getCause());
     }
-    throw new IOException("gave up after " + deadlineMs + " ms: " + last);
+  }
+
+  /**
+   * Sends req to the primary of key's region (or of req's region, key null) and completes with
+   * its answer; on any failure reads the map again and retries after 50 ms (off the caller's and
+   * the transport's threads), until the deadline: then fails with IOException. A refused
+   * request (BAD_REQUEST) fails at once with IllegalArgumentException.
+   */
+  private CompletableFuture<Frame> callAsync(byte[] key, Frame req) {
+    CompletableFuture<Frame> result = new CompletableFuture<>();
+    attempt(key, req, System.currentTimeMillis() + deadlineMs, "no region map", result);
+    return result;
+  }
+
+  private void attempt(byte[] key, Frame req, long end, String last, CompletableFuture<Frame> result) {
+    if (System.currentTimeMillis() >= end) {
+      result.completeExceptionally(new IOException("gave up after " + deadlineMs + " ms: " + last));
+      return;
+    }
+    CompletableFuture<Frame> answer;
+    try {
+      RegionInfo r = key != null ? route(key) : regions().get(req.region()).info();
+      answer = r == null ? CompletableFuture.failedFuture(new IOException("no region holds the key"))
+          : peers.get(r.primary().server()).call(req, 6000);
+    } catch (Exception e) {
+      answer = CompletableFuture.failedFuture(e);
+    }
+    answer.whenComplete((resp, err) -> {
+      String why;
+      if (err != null) {
+        why = err.toString();
+      } else if (resp.status() == Frame.Status.OK || resp.status() == Frame.Status.NOT_FOUND) {
+        result.complete(resp);
+        return;
+      } else if (resp.status() == Frame.Status.BAD_REQUEST) {
+        result.completeExceptionally(new IllegalArgumentException(resp.message()));
+        return;
+      } else {
+        why = resp.status() + " " + resp.message();
+      }
+      RETRY.execute(() -> {
+        String again = why;
+        try {
+          map = coord.regions();
+        } catch (Exception e) {
+          again = e.toString();
+        }
+        attempt(key, req, end, again, result);
+      });
+    });
+  }
+
+  /**
+   * Writes key = value without waiting: the future completes once the write is acknowledged
+   * (as {@link #put}'s return), or fails as put throws. Many writes in flight from one thread
+   * cost the client far less than a thread waiting for each (docs/replication.md). The arrays
+   * are copied before this returns.
+   */
+  public CompletableFuture<Void> putAsync(byte[] key, byte[] value) {
+    Objects.requireNonNull(key, "key");
+    Objects.requireNonNull(value, "value");
+    if (value.length > Frame.MAX_VALUE) {
+      throw new IllegalArgumentException("a value of " + value.length + " bytes: the largest is " + Frame.MAX_VALUE);
+    }
+    return callAsync(key, Frame.request(Frame.Type.WRITE, "", 0, 0, key.clone(), value.clone())).thenApply(r -> null);
   }
 
   /**

@@ -128,7 +128,8 @@ class FailoverTest {
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
         RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
         waitFor(c, "r1", 30000, r -> true);
-        Writers w = new Writers(c, 3, 1000);
+        // Three writers with 8 writes in flight each (putAsync): acknowledged out of order too.
+        Writers w = new Writers(c, 3, 1000, Writers.KEYS, 8);
         // Values larger than a segment (each in a run of the large log, mirrored whole by the
         // backups as it arrives) and one of 1 MiB, in both regions' levels and logs before the
         // kill; one over the largest is refused and not written.

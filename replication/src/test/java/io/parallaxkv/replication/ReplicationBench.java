@@ -11,7 +11,9 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -123,32 +125,47 @@ class ReplicationBench {
   }
 
   /**
-   * n writes by {@code repl.bench.clients} threads (16), each waiting for its write's answer: keys key000000000000.. with values of 1000 bytes, or the SD mix
+   * n writes by {@code repl.bench.clients} threads (16), each with {@code repl.bench.window} writes
+   * in flight (1: each waits for its write's answer; more: {@link ReplicatedClient#putAsync}): keys key000000000000.. with values of 1000 bytes, or the SD mix
    * with YCSB's 24-byte keys (user00000000000000000000..), so that its pairs fall in the papers'
    * classes: 33, 128 and 1028 bytes (small, medium, large: 1024 and up). With 15-byte keys the
    * 1004-byte values made 1019-byte pairs, medium ones (runs before 2026-11-29).
    */
   private static void load(ReplicatedClient c, long n, boolean sd) throws InterruptedException {
     String keyFormat = sd ? "user%020d" : "key%012d";
+    int window = Integer.getInteger("repl.bench.window", 1);
     AtomicLong next = new AtomicLong();
+    AtomicReference<Throwable> failed = new AtomicReference<>();
     List<Thread> threads = new ArrayList<>();
     for (int t = 0, clients = Integer.getInteger("repl.bench.clients", 16); t < clients; t++) {
       Thread th = new Thread(() -> {
         byte[][] values = {new byte[9], new byte[104], new byte[1004], new byte[1000]};
-        for (long i; (i = next.getAndIncrement()) < n; ) {
-          long k = (i * 7919) % n;
-          int size = !sd ? 3 : k % 5 < 3 ? 0 : k % 5 == 3 ? 1 : 2;
-          try {
-            c.put(String.format(keyFormat, k).getBytes(StandardCharsets.UTF_8), values[size]);
-          } catch (Exception e) {
-            throw new IllegalStateException(e);
+        Semaphore inFlight = new Semaphore(window);
+        try {
+          for (long i; (i = next.getAndIncrement()) < n && failed.get() == null; ) {
+            long k = (i * 7919) % n;
+            int size = !sd ? 3 : k % 5 < 3 ? 0 : k % 5 == 3 ? 1 : 2;
+            byte[] key = String.format(keyFormat, k).getBytes(StandardCharsets.UTF_8);
+            if (window == 1) {
+              c.put(key, values[size]);
+              continue;
+            }
+            inFlight.acquire();
+            c.putAsync(key, values[size]).whenComplete((v, e) -> {
+              if (e != null) failed.compareAndSet(null, e);
+              inFlight.release();
+            });
           }
+          inFlight.acquire(window); // the last ones answered
+        } catch (Exception e) {
+          failed.compareAndSet(null, e);
         }
       });
       threads.add(th);
       th.start();
     }
     for (Thread th : threads) th.join();
+    if (failed.get() != null) throw new IllegalStateException(failed.get());
   }
 
   private void run(String label, String mode, String placement, int rf, long n) throws Exception {

@@ -4,7 +4,9 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Semaphore;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -31,10 +33,21 @@ final class Writers {
 
   /** n writers, each over {@code keys} keys of its own. */
   Writers(ReplicatedClient client, int n, int valueBytes, int keys) {
+    this(client, n, valueBytes, keys, 1);
+  }
+
+  /**
+   * n writers, each over {@code keys} keys of its own, each with up to {@code window} writes in
+   * flight ({@link ReplicatedClient#putAsync}; 1: {@link ReplicatedClient#put}). A key's next
+   * write waits for its last one to answer, so a key's versions are applied in order.
+   */
+  Writers(ReplicatedClient client, int n, int valueBytes, int keys, int window) {
     for (int t = 0; t < n; t++) {
       int id = t;
       Thread th = new Thread(() -> {
         long version = 0;
+        Semaphore inFlight = new Semaphore(window);
+        CompletableFuture<?>[] last = new CompletableFuture<?>[keys];
         while (running) {
           busy.incrementAndGet();
           try {
@@ -42,6 +55,25 @@ final class Writers {
               version++;
               // keys spread over both regions (the first byte picks the region)
               String key = (char) ('A' + (version % 2) * 64) + "-w" + id + "-" + (version % keys);
+              if (window > 1) {
+                int slot = (int) (version % keys);
+                if (last[slot] != null) last[slot].handle((x, e) -> null).join();
+                inFlight.acquireUninterruptibly();
+                attempted.put(key, version);
+                long v = version;
+                busy.incrementAndGet(); // the write's, until it is answered
+                last[slot] = client.putAsync(key.getBytes(StandardCharsets.UTF_8), value(v, valueBytes)).whenComplete((x, e) -> {
+                  if (e == null) {
+                    acked.merge(key, v, Math::max);
+                    acks.incrementAndGet();
+                  } else {
+                    failures.incrementAndGet();
+                  }
+                  busy.decrementAndGet();
+                  inFlight.release();
+                });
+                continue;
+              }
               attempted.put(key, version);
               try {
                 client.put(key.getBytes(StandardCharsets.UTF_8), value(version, valueBytes));
@@ -92,8 +124,10 @@ final class Writers {
     }
   }
 
+  /** Stops writing and waits until every write under way is answered. */
   void stop() throws InterruptedException {
     running = false;
     for (Thread t : threads) t.join();
+    while (busy.get() > 0) Thread.sleep(5);
   }
 }
