@@ -56,10 +56,10 @@ public final class NettyTransport implements Transport {
     ByteBuffer[] parts = f.encode();
     int len = 0;
     for (ByteBuffer p : parts) len += p.remaining();
-    ByteBuf length = alloc.ioBuffer(4 + (len <= COPY_MAX ? len : 0)).writeInt(len);
-    if (len > COPY_MAX) return Unpooled.wrappedBuffer(parts.length + 1, prepend(length, parts));
-    for (ByteBuffer p : parts) length.writeBytes(p);
-    return length;
+    ByteBuf out = alloc.ioBuffer(4 + (len <= COPY_MAX ? len : 0)).writeInt(len);
+    if (len > COPY_MAX) return Unpooled.wrappedBuffer(parts.length + 1, prepend(out, parts));
+    for (ByteBuffer p : parts) out.writeBytes(p);
+    return out;
   }
 
   private static ByteBuf[] prepend(ByteBuf first, ByteBuffer[] rest) {
