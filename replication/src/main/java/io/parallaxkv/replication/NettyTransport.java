@@ -169,7 +169,7 @@ public final class NettyTransport implements Transport {
     private final Map<Long, Call> pending = new ConcurrentHashMap<>();
     /* Deadlines are checked by one periodic sweep, not a timer task per call. */
     private final ScheduledFuture<?> sweeper;
-    private volatile Channel channel;
+    /** The open channel's outbox (and through it the channel), or null before the first call. */
     private volatile Outbox outbox;
     private volatile boolean closed;
 
@@ -197,8 +197,8 @@ public final class NettyTransport implements Transport {
     }
 
     private synchronized Outbox connect() throws IOException {
-      Channel c = channel;
-      if (c != null && c.isActive()) return outbox;
+      Outbox o = outbox;
+      if (o != null && o.ch.isActive()) return o;
       if (closed) throw new IOException("connection closed");
       ChannelFuture f = new Bootstrap().group(group).channel(NioSocketChannel.class)
           .option(ChannelOption.TCP_NODELAY, true)
@@ -236,8 +236,7 @@ public final class NettyTransport implements Transport {
         f.channel().close();
         throw new IOException("cannot connect to " + host + ":" + port, f.cause());
       }
-      channel = f.channel();
-      outbox = new Outbox(channel);
+      outbox = new Outbox(f.channel());
       return outbox;
     }
 
@@ -268,8 +267,8 @@ public final class NettyTransport implements Transport {
     public void close() {
       closed = true;
       sweeper.cancel(false);
-      Channel c = channel;
-      if (c != null) c.close();
+      Outbox o = outbox;
+      if (o != null) o.ch.close();
       failAll(new IOException("connection closed"));
     }
   }
