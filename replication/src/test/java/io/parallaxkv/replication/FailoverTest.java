@@ -313,12 +313,11 @@ class FailoverTest {
   void partitionedBackupIsDroppedAndReplaced() throws Exception {
     long cutMs = 25_000;
     try (Cluster cl = new Cluster(dir, "send-index")) {
-      List<String> ids = new java.util.ArrayList<>();
-      for (int i = 0; i < 4; i++) {
-        ids.add(i == 2 ? cl.startWith(List.of("-Dparallax.repl.partition=6000:" + cutMs)) : cl.start());
-      }
-      String cut = ids.get(2); // a backup of both regions (the master's placement)
+      cl.start();
+      cl.start();
       long cutStart = System.currentTimeMillis() + 6000;
+      String cut = cl.startWith(List.of("-Dparallax.repl.partition=" + cutStart + ":" + cutMs));
+      cl.start(); // cut is a backup of both regions (the master's placement)
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
         RegionInfo r0 = waitFor(c, "r0", 30000, r -> true);
         waitFor(c, "r1", 30000, r -> true);
@@ -370,11 +369,8 @@ class FailoverTest {
   void primaryCutOffFromItsBackupsStalls() throws Exception {
     long cutAt = 15_000, cutMs = 15_000;
     try (Cluster cl = new Cluster(dir, "send-index")) {
-      String cut = cl.startWith(List.of("-Dparallax.repl.partition=" + cutAt + ":" + cutMs + ":outbound"));
-      // The cut counts from the JVM's start, a little after the process's: this is a lower bound
-      // (under load, seconds before the real cut).
-      long cutStart = ProcessHandle.of(cl.pid(cut)).orElseThrow().info().startInstant().orElseThrow().toEpochMilli()
-          + cutAt;
+      long cutStart = System.currentTimeMillis() + cutAt;
+      String cut = cl.startWith(List.of("-Dparallax.repl.partition=" + cutStart + ":" + cutMs + ":outbound"));
       cl.start();
       cl.start();
       try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 20000)) {
@@ -415,10 +411,8 @@ class FailoverTest {
   void masterCutOffFromItsPeersHandsOver() throws Exception {
     long cutAt = 15_000, cutMs = 30_000;
     try (Cluster cl = new Cluster(dir, "send-index")) {
-      String master = cl.startWith(List.of("-Dparallax.repl.partition=" + cutAt + ":" + cutMs));
-      // A lower bound of the cut's start (see primaryCutOffFromItsBackupsStalls), so also of its end.
-      long cutStart = ProcessHandle.of(cl.pid(master)).orElseThrow().info().startInstant().orElseThrow().toEpochMilli()
-          + cutAt;
+      long cutStart = System.currentTimeMillis() + cutAt;
+      String master = cl.startWith(List.of("-Dparallax.repl.partition=" + cutStart + ":" + cutMs));
       String r1Primary = cl.start();
       cl.start();
       cl.start(); // a spare: it restores r1's third copy during the cut
