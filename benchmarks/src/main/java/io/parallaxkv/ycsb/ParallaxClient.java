@@ -1,5 +1,6 @@
 package io.parallaxkv.ycsb;
 
+import io.parallaxkv.LevelStats;
 import io.parallaxkv.Options;
 import io.parallaxkv.Parallax;
 import io.parallaxkv.Region;
@@ -180,6 +181,13 @@ public class ParallaxClient extends KvClient {
       m.put("engine.deepestLevel", Integer.toString(r.deepestLevel()));
       m.put("engine.largeLogBytesAppended", Long.toString(r.placement().largeLogBytesAppended()));
       m.put("engine.gcBytesRelocated", Long.toString(r.placement().gcBytesRelocated()));
+      // Where the device bytes go (docs/benchmarks.md, "Where Load A's bytes go"): beside the
+      // WAL and the large log, the merges' reads and writes and the medium log's flushes.
+      m.put("engine.userBytesWritten", Long.toString(r.userBytesWritten()));
+      m.put("engine.mediumLogBytesWritten", Long.toString(r.placement().mediumLogBytesWritten()));
+      m.put("engine.compactionBytesRead", Long.toString(r.levels().stream().mapToLong(LevelStats::compactionBytesRead).sum()));
+      m.put("engine.compactionBytesWritten",
+          Long.toString(r.levels().stream().mapToLong(LevelStats::compactionBytesWritten).sum()));
       VolumeStats v = db.stats();
       m.put("engine.segmentsUsed", Long.toString(v.segmentsUsed()));
       return m;

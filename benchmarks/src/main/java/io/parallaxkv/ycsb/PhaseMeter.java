@@ -29,7 +29,10 @@ import java.util.concurrent.atomic.LongAdder;
  * and {@code cpuSystemNanos.KIND} split it by what the threads are: {@code clients} (YCSB's client
  * threads, each counted when it closes its binding), and the other threads by name up to the
  * store's close ({@code par-compaction}, {@code par-wal}, {@code rocksdb:low}, the JVM's compiler
- * and GC threads).
+ * and GC threads). {@code readBytes.KIND} and {@code writeBytes.KIND} split the device I/O the
+ * same way, for the threads alive when the store is about to close: the engine's background
+ * threads (its WAL writer, compaction, GC); what ended before (YCSB's client threads) is the
+ * rest of {@code readBytes} and {@code writeBytes}.
  */
 public final class PhaseMeter {
   /** System property naming the report file. */
@@ -46,8 +49,8 @@ public final class PhaseMeter {
   private static long startWall;
   private static long startMajorFaults;
   private static ProcFs.Cpu startProcessCpu;
-  private static Map<Long, Map.Entry<String, ProcFs.Cpu>> startThreads;
-  private static Map<Long, Map.Entry<String, ProcFs.Cpu>> closeThreads;
+  private static Map<Long, ProcFs.ThreadSample> startThreads;
+  private static Map<Long, ProcFs.ThreadSample> closeThreads;
   private static final LongAdder CLIENT_CPU = new LongAdder();
   private static final LongAdder CLIENT_USER = new LongAdder();
 
@@ -112,10 +115,15 @@ public final class PhaseMeter {
     p.setProperty("cpuNanos.clients", Long.toString(CLIENT_CPU.sum()));
     p.setProperty("cpuSystemNanos.clients", Long.toString(CLIENT_CPU.sum() - CLIENT_USER.sum()));
     if (closeThreads != null) {
-      ProcFs.cpuByThreadKind(startThreads, closeThreads).forEach((kind, c) -> {
-        if (kind.equals(CLIENT_THREAD) || c.userTicks() + c.systemTicks() == 0) return;
-        p.setProperty("cpuNanos." + kind, Long.toString((c.userTicks() + c.systemTicks()) * NANOS_PER_TICK));
-        p.setProperty("cpuSystemNanos." + kind, Long.toString(c.systemTicks() * NANOS_PER_TICK));
+      ProcFs.byThreadKind(startThreads, closeThreads).forEach((kind, t) -> {
+        ProcFs.Cpu c = t.cpu();
+        if (kind.equals(CLIENT_THREAD)) return;
+        if (c.userTicks() + c.systemTicks() > 0) {
+          p.setProperty("cpuNanos." + kind, Long.toString((c.userTicks() + c.systemTicks()) * NANOS_PER_TICK));
+          p.setProperty("cpuSystemNanos." + kind, Long.toString(c.systemTicks() * NANOS_PER_TICK));
+        }
+        if (t.io().readBytes() > 0) p.setProperty("readBytes." + kind, Long.toString(t.io().readBytes()));
+        if (t.io().writeBytes() > 0) p.setProperty("writeBytes." + kind, Long.toString(t.io().writeBytes()));
       });
     }
     engineStats.forEach(p::setProperty);

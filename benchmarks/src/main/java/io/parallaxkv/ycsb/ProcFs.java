@@ -32,6 +32,12 @@ public final class ProcFs {
       return new Io(readBytes - earlier.readBytes, writeBytes - earlier.writeBytes,
           cancelledWriteBytes - earlier.cancelledWriteBytes);
     }
+
+    /** This plus {@code other}. */
+    public Io plus(Io other) {
+      return new Io(readBytes + other.readBytes, writeBytes + other.writeBytes,
+          cancelledWriteBytes + other.cancelledWriteBytes);
+    }
   }
 
   /** The I/O counters of this process ({@code /proc/self/io}). */
@@ -95,21 +101,40 @@ public final class ProcFs {
   }
 
   /**
-   * The live threads of this process ({@code /proc/self/task}): thread id → its name and CPU. A
-   * thread that ends while the table is read is left out.
+   * A thread's name, CPU and device I/O ({@code stat} and {@code io} of
+   * {@code /proc/self/task/<tid>}: the kernel counts I/O per thread, so the engine's own threads'
+   * reads and writes show apart from the clients').
    */
-  public static Map<Long, Map.Entry<String, Cpu>> selfThreads() {
-    Map<Long, Map.Entry<String, Cpu>> m = new TreeMap<>();
+  public record ThreadSample(String name, Cpu cpu, Io io) {
+    /** This minus {@code earlier} (same thread). */
+    public ThreadSample minus(ThreadSample earlier) {
+      return new ThreadSample(name, cpu.minus(earlier.cpu), io.minus(earlier.io));
+    }
+
+    /** This plus {@code other}, under this one's name. */
+    public ThreadSample plus(ThreadSample other) {
+      return new ThreadSample(name, cpu.plus(other.cpu), io.plus(other.io));
+    }
+  }
+
+  /**
+   * The live threads of this process ({@code /proc/self/task}): thread id → its sample. A thread
+   * that ends while the table is read is left out.
+   */
+  public static Map<Long, ThreadSample> selfThreads() {
+    Map<Long, ThreadSample> m = new TreeMap<>();
     try (var tasks = Files.list(Path.of("/proc/self/task"))) {
       for (Path t : tasks.toList()) {
         String stat;
+        Io io;
         try {
           stat = Files.readString(t.resolve("stat"));
-        } catch (IOException ended) {
+          io = io(t.resolve("io"));
+        } catch (IOException | UncheckedIOException ended) {
           continue;
         }
         String name = stat.substring(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
-        m.put(Long.parseLong(t.getFileName().toString()), Map.entry(name, Cpu.of(stat)));
+        m.put(Long.parseLong(t.getFileName().toString()), new ThreadSample(name, Cpu.of(stat), io));
       }
     } catch (IOException e) {
       throw new UncheckedIOException(e);
@@ -118,17 +143,17 @@ public final class ProcFs {
   }
 
   /**
-   * The CPU each kind of thread used between two {@link #selfThreads()} tables, by thread name
-   * with trailing digits and separators dropped ({@code par-compaction}, {@code rocksdb:low},
+   * What each kind of thread used between two {@link #selfThreads()} tables, by thread name with
+   * trailing digits and separators dropped ({@code par-compaction}, {@code rocksdb:low},
    * {@code C2 CompilerThre}, {@code GC Thread#}). Threads that ended meanwhile are not in it.
    */
-  public static Map<String, Cpu> cpuByThreadKind(Map<Long, Map.Entry<String, Cpu>> before,
-      Map<Long, Map.Entry<String, Cpu>> after) {
-    Map<String, Cpu> m = new TreeMap<>();
-    after.forEach((tid, e) -> {
-      Map.Entry<String, Cpu> b = before.get(tid);
-      Cpu d = b == null || !b.getKey().equals(e.getKey()) ? e.getValue() : e.getValue().minus(b.getValue());
-      m.merge(e.getKey().replaceAll("[-_#: ]*[0-9]+$", ""), d, Cpu::plus);
+  public static Map<String, ThreadSample> byThreadKind(Map<Long, ThreadSample> before, Map<Long, ThreadSample> after) {
+    Map<String, ThreadSample> m = new TreeMap<>();
+    after.forEach((tid, a) -> {
+      ThreadSample b = before.get(tid);
+      String kind = a.name().replaceAll("[-_#: ]*[0-9]+$", "");
+      ThreadSample d = b == null || !b.name().equals(a.name()) ? a : a.minus(b);
+      m.merge(kind, new ThreadSample(kind, d.cpu(), d.io()), ThreadSample::plus);
     });
     return m;
   }

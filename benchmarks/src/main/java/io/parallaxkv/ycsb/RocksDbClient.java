@@ -167,6 +167,18 @@ public class RocksDbClient extends KvClient {
           m.put("engine." + name.substring("rocksdb.".length()), "n/a");
         }
       }
+      // Flushes (written into L0) and compactions since the DB opened, their SST bytes and their
+      // blob files' (BlobDB); the rest of the device writes are the WAL's and the MANIFEST's
+      // (docs/benchmarks.md, "Where Load A's bytes go").
+      try {
+        Map<String, String> cf = db.getMapProperty("rocksdb.cfstats");
+        for (String k : new String[] {"compaction.Sum.ReadGB", "compaction.Sum.WriteGB", "compaction.L0.WriteGB",
+            "compaction.Sum.RblobGB", "compaction.Sum.WblobGB"}) {
+          m.put("engine." + k, cf.getOrDefault(k, "n/a"));
+        }
+      } catch (RocksDBException e) {
+        m.put("engine.compaction.Sum.WriteGB", "n/a");
+      }
       return m;
     }
 

@@ -88,25 +88,32 @@ class MetricsTest {
   }
 
   @Test
-  void cpuByThreadKind() {
+  void byThreadKind() {
     assertEquals(new ProcFs.Cpu(55, 12), ProcFs.Cpu.of("4242 (java) S 1 4242 4242 0 -1 4194560 9031 0 17 0 55 12 0 0"));
     assertEquals(new ProcFs.Cpu(1, 5), ProcFs.Cpu.of("7 (a (b) c) R 1 7 7 0 -1 0 100 5 3 1 1 5"), "a name with ') '");
     var before = Map.of(
-        1L, Map.entry("par-compaction", new ProcFs.Cpu(10, 1)),
-        2L, Map.entry("par-compaction", new ProcFs.Cpu(20, 2)),
-        3L, Map.entry("ycsb-client-1", new ProcFs.Cpu(5, 5)));
+        1L, sample("par-compaction", 10, 1, 100),
+        2L, sample("par-compaction", 20, 2, 200),
+        3L, sample("ycsb-client-1", 5, 5, 50));
     var after = Map.of(
-        1L, Map.entry("par-compaction", new ProcFs.Cpu(15, 2)),
-        2L, Map.entry("par-compaction", new ProcFs.Cpu(30, 4)),
-        4L, Map.entry("GC Thread#3", new ProcFs.Cpu(7, 0)),
-        5L, Map.entry("rocksdb:low", new ProcFs.Cpu(1, 1)));
-    // Thread 3 ended (left out); thread 4 started after the first table (all of its CPU counts).
-    assertEquals(Map.of("par-compaction", new ProcFs.Cpu(15, 3), "GC Thread", new ProcFs.Cpu(7, 0),
-        "rocksdb:low", new ProcFs.Cpu(1, 1)), ProcFs.cpuByThreadKind(before, after));
+        1L, sample("par-compaction", 15, 2, 150),
+        2L, sample("par-compaction", 30, 4, 500),
+        4L, sample("GC Thread#3", 7, 0, 0),
+        5L, sample("rocksdb:low", 1, 1, 4096));
+    // Thread 3 ended (left out); thread 4 started after the first table (all of its use counts).
+    assertEquals(Map.of("par-compaction", sample("par-compaction", 15, 3, 350), "GC Thread", sample("GC Thread", 7, 0, 0),
+        "rocksdb:low", sample("rocksdb:low", 1, 1, 4096)), ProcFs.byThreadKind(before, after));
     var self = ProcFs.selfThreads();
     assertTrue(self.size() > 1, "this JVM has threads");
-    ProcFs.Cpu all = self.values().stream().map(Map.Entry::getValue).reduce(new ProcFs.Cpu(0, 0), ProcFs.Cpu::plus);
+    ProcFs.Cpu all = self.values().stream().map(ProcFs.ThreadSample::cpu).reduce(new ProcFs.Cpu(0, 0), ProcFs.Cpu::plus);
     assertTrue(all.userTicks() <= ProcFs.selfCpu().userTicks() + self.size(), "threads' CPU within the process's");
+    long written = self.values().stream().mapToLong(t -> t.io().writeBytes()).sum();
+    assertTrue(written <= ProcFs.selfIo().writeBytes(), "threads' writes within the process's");
+  }
+
+  /** A thread sample with CPU user / system ticks and bytes written (each also read, doubled). */
+  private static ProcFs.ThreadSample sample(String name, long user, long system, long written) {
+    return new ProcFs.ThreadSample(name, new ProcFs.Cpu(user, system), new ProcFs.Io(2 * written, written, 0));
   }
 
   @Test
