@@ -357,6 +357,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   int building = 0;
   if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
   building = !rc;
+  if (building) b.direct = __atomic_load_n(&r->wal.cached, __ATOMIC_RELAXED); /* its log is shipped */
   merge_run mr = {.r = r, .t = t, .b = &b,
                   .m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd}};
   /* Copying values: a view of the merge's own keeps the records it may

@@ -2,8 +2,8 @@
  * new level bottom-up"): pairs arrive in key order, fill leaves to the
  * brim, and every finished node hands its first key to a parent being
  * filled the same way. Nodes are packed into a 2 MiB segment buffer that is
- * written with one direct I/O when full. No node is ever read back or
- * descended into while building. */
+ * written with one write when full, through the page cache (see direct).
+ * No node is ever read back or descended into while building. */
 #ifndef PAR_INDEX_BUILDER_H
 #define PAR_INDEX_BUILDER_H
 
@@ -33,6 +33,12 @@ typedef struct tree_builder {
   uint8_t *jumbo;     /* a leaf for a single pair larger than LEAF_SIZE */
   uint8_t first_key[PAR_MAX_KEY_SIZE]; /* whole first key of the open leaf */
   uint16_t first_len;
+  /* Nodes written with direct I/O, not through the page cache: for a region
+   * whose logs a cursor ships (their writes then go through the page cache,
+   * repl/log.c). Trees through the page cache as well cost such a primary
+   * more than they saved (docs/replication.md, "Merges and the page
+   * cache"). */
+  int direct;
 } tree_builder;
 
 int builder_init(tree_builder *b, par_file *f, segalloc *a);

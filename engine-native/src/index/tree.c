@@ -544,7 +544,10 @@ int tree_cursor_next(tree_cursor *c) {
 static int stream_load_segment(tree_stream *s) {
   while (s->seg_idx < s->tree->segs.n) {
     uint32_t seg = s->tree->segs.v[s->seg_idx++];
-    int rc = file_read(s->file, s->buf, SEG, seg_offset(seg));
+    /* Through the page cache (no readahead: the descriptor is
+     * POSIX_FADV_RANDOM): a tree a recent merge wrote is often still there
+     * (index/builder.c). */
+    int rc = file_read_cached(s->file, s->buf, SEG, seg_offset(seg));
     if (rc) return rc;
     s->bytes_read += SEG;
     s->off = 0;

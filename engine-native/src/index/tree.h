@@ -3,9 +3,10 @@
  * Point reads and scans walk the tree through the volume's memory map (no
  * user-space cache: the page cache holds hot nodes), checking each node's
  * checksum the first time any reader reaches it. Compaction instead
- * streams a tree's segments in write order with large direct reads — leaves
- * were written in key order, so this yields the pairs sorted — and checks
- * every node's checksum on the way. */
+ * streams a tree's segments in write order with 2 MiB reads through the
+ * page cache (where a recent merge often left the tree) — leaves were
+ * written in key order, so this yields the pairs sorted — and checks every
+ * node's checksum on the way. */
 #ifndef PAR_INDEX_TREE_H
 #define PAR_INDEX_TREE_H
 

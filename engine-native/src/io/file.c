@@ -251,6 +251,10 @@ int file_release(par_file *f, uint64_t off, uint64_t len) {
   return fallocate(f->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, (off_t)off, (off_t)len) ? errno : 0;
 }
 
+void file_start_writeback(const par_file *f, uint64_t off, uint64_t len) {
+  (void)sync_file_range(f->fd, (off_t)off, (off_t)len, SYNC_FILE_RANGE_WRITE);
+}
+
 void file_prefetch(const par_file *f, uint64_t off, uint64_t len) {
   (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }

@@ -75,6 +75,13 @@ int file_reserve(par_file *f, uint64_t off, uint64_t len);
  * sets no error message. */
 int file_release(par_file *f, uint64_t off, uint64_t len);
 
+/* Starts writing [off, off + len) back from the page cache without waiting
+ * (sync_file_range WRITE). A writer through the page cache calls it after
+ * each large write, so that its dirty pages do not pile up for the next
+ * fdatasync of the volume (the WAL's, every durability interval, among
+ * them) to write. Advisory: errors are ignored (the fdatasync reports them). */
+void file_start_writeback(const par_file *f, uint64_t off, uint64_t len);
+
 /* Asks the kernel to read [off, off + len) into the page cache without
  * waiting (the map is MADV_RANDOM: a reader that knows it will go through a
  * range in order asks for it ahead). Advisory: errors are ignored. */
