@@ -8,6 +8,8 @@ import io.parallaxkv.WriteOptions;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * This server's copy of one region, as primary or backup, for one membership (its join epoch).
@@ -19,6 +21,8 @@ import java.util.concurrent.atomic.LongAdder;
  * fences and the role change of a promotion happen one at a time, which the engine hooks require.
  */
 final class LocalCopy implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(LocalCopy.class);
+
   /** The request's epoch is below one this copy saw. */
   static final class StaleEpochException extends Exception {
     StaleEpochException(String msg) {
@@ -93,8 +97,13 @@ final class LocalCopy implements AutoCloseable {
   synchronized void promote(long newEpoch) {
     if (install != null) install.close(); // the old primary's, never to be committed: frees its segments
     install = null;
-    if (Replication.stats(region).role() != Role.PRIMARY) {
+    Replication.Stats before = Replication.stats(region);
+    if (before.role() != Role.PRIMARY) {
+      long t0 = System.nanoTime();
       Replication.setRole(region, Role.PRIMARY);
+      // What a failover spends here grows with the log since the last install (--index-interval-ms).
+      LOG.info("region {}: promoted, {} log records replayed into L0 in {} ms", name,
+          before.logLsn() - Math.max(before.coveredLsn(), before.l0Lsn()), (System.nanoTime() - t0) / 1_000_000);
       Faults.reach(Faults.BACKUP_PROMOTED);
     }
     primary = true;

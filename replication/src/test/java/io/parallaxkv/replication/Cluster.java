@@ -25,6 +25,8 @@ final class Cluster implements Closeable {
   final Path dir;
   final String mode;
   final Map<String, Process> servers = new LinkedHashMap<>();
+  /** With -Drepl.memory=BYTES (benchmarks at equal memory): each server's memory group. */
+  private final List<MemoryGroup> groups = new ArrayList<>();
   private int next = 1;
 
   private final int rf, regions;
@@ -102,6 +104,11 @@ final class Cluster implements Closeable {
     cmd.addAll(List.of("--index-interval-ms", System.getProperty("repl.index.interval", "2000")));
     // -Drepl.sync.writes=true: primaries sync each write before shipping it (benchmarks compare).
     if (Boolean.getBoolean("repl.sync.writes")) cmd.add("--sync-writes");
+    long memory = Long.getLong("repl.memory", 0);
+    if (memory > 0) {
+      groups.add(MemoryGroup.create("repl-" + ProcessHandle.current().pid() + "-s" + n, memory));
+      cmd = groups.get(groups.size() - 1).wrap(cmd);
+    }
     Process p = new ProcessBuilder(cmd).redirectError(sdir.resolve("server.log").toFile()).start();
     BufferedReader out = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8));
     String line = out.readLine();
@@ -163,10 +170,18 @@ final class Cluster implements Closeable {
         Thread.currentThread().interrupt();
       }
     }
+    for (MemoryGroup g : groups) g.close();
     try {
       zk.close();
     } catch (Exception e) {
       // the test's outcome stands
     }
+  }
+
+  /** Each server's memory group's peak use (page cache included), with -Drepl.memory. */
+  List<Long> peakMemory() throws java.io.IOException {
+    List<Long> peaks = new ArrayList<>();
+    for (MemoryGroup g : groups) peaks.add(g.peakBytes());
+    return peaks;
   }
 }

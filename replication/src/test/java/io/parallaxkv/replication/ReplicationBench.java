@@ -26,8 +26,11 @@ import org.junit.jupiter.api.io.TempDir;
  * (1 MiB by default, so that a short run compacts often). Reports client throughput and each
  * server's CPU time and device bytes (from /proc), the primary's and the backups' apart, and each
  * server's CPU by what its threads do (engine compaction, WAL, Netty, shipping, ...).
+ * {@code -Drepl.memory=BYTES} runs each server in a cgroup v1 memory group of that limit (heap,
+ * engine memory and page cache together): the comparison at equal memory.
  * {@code -Drepl.transfer=N} runs the state-transfer benchmark instead ({@link
- * #stateTransferWhileWriting}). Results in docs/replication.md.
+ * #stateTransferWhileWriting}), {@code -Drepl.failover=KILLS} failovers under a full load ({@link
+ * #failoverUnderLoad}). Results in docs/replication.md.
  */
 class ReplicationBench {
   @TempDir Path dir;
@@ -219,6 +222,9 @@ class ReplicationBench {
                 + "%.1f writes per log message%n", (double) logTaken / n, (double) levelsTaken / n, (double) n / logMessages);
           }
         }
+        if (Long.getLong("repl.memory", 0) > 0) {
+          System.out.printf("  memory groups' peaks (MiB): %s%n", cl.peakMemory().stream().map(b -> b >> 20).toList());
+        }
       }
     }
   }
@@ -271,6 +277,80 @@ class ReplicationBench {
           System.out.printf("%-12s %d writes loaded; backup killed, the new server in the map %d ms later, its copy "
               + "complete %d ms after that, %d writes acknowledged during the copy (%.0f/s)%n", mode, n, t0 - killed, ms,
               during, 1000.0 * during / Math.max(1, ms));
+        }
+      }
+    }
+  }
+
+  /**
+   * Failover under a full load ({@code -Drepl.failover=KILLS}): send index, hybrid, the SD mix,
+   * {@code repl.bench.clients} threads (4 here by default) with {@code repl.bench.window} writes in
+   * flight each (32), and the primary killed (kill -9) at a random moment 10-20 s into the load,
+   * once per cluster, KILLS times. A promoted backup replays the log since its last install
+   * ({@code -Drepl.index.interval}, 5 s for the servers): reports the records it replayed and how
+   * long that took (from its log), and the longest time without an acknowledged write after the
+   * kill.
+   */
+  @Test
+  void failoverUnderLoad() throws Exception {
+    int kills = Integer.getInteger("repl.failover", 0);
+    assumeTrue(kills > 0, "a benchmark: -Drepl.failover=KILLS runs it");
+    java.util.Random random = new java.util.Random();
+    for (int k = 1; k <= kills; k++) {
+      try (Cluster cl = new Cluster(dir.resolve("failover-" + k), "send-index", 3, 1, Long.getLong("repl.bench.l0", 4 << 20),
+          "hybrid")) {
+        for (int i = 0; i < 3; i++) cl.start();
+        try (ReplicatedClient c = new ReplicatedClient(cl.zk.getConnectString(), 30000)) {
+          RegionInfo r = FailoverTest.waitFor(c, "r0", 30000, x -> true);
+          AtomicLong acks = new AtomicLong(), lastAck = new AtomicLong(System.nanoTime()), killedAt = new AtomicLong(Long.MAX_VALUE),
+              longestGap = new AtomicLong();
+          java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+          AtomicReference<Throwable> failed = new AtomicReference<>();
+          List<Thread> writers = new ArrayList<>();
+          int clients = Integer.getInteger("repl.bench.clients", 4), window = Integer.getInteger("repl.bench.window", 32);
+          AtomicLong next = new AtomicLong();
+          for (int t = 0; t < clients; t++) {
+            Thread th = new Thread(() -> {
+              byte[][] values = {new byte[9], new byte[104], new byte[1004]};
+              Semaphore inFlight = new Semaphore(window);
+              try {
+                while (!stop.get() && failed.get() == null) {
+                  long key = (next.getAndIncrement() * 7919) % 5_000_000;
+                  inFlight.acquire();
+                  c.putAsync(String.format("user%020d", key).getBytes(StandardCharsets.UTF_8), values[key % 5 < 3 ? 0 : key % 5 == 3 ? 1 : 2])
+                      .whenComplete((v, e) -> {
+                        if (e != null) {
+                          failed.compareAndSet(null, e);
+                        } else {
+                          long now = System.nanoTime(), prev = lastAck.getAndSet(now), from = Math.max(prev, killedAt.get());
+                          if (now > from) longestGap.accumulateAndGet(now - from, Math::max);
+                          acks.incrementAndGet();
+                        }
+                        inFlight.release();
+                      });
+                }
+                inFlight.acquire(window);
+              } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+              }
+            });
+            writers.add(th);
+            th.start();
+          }
+          Thread.sleep(10_000 + random.nextInt(10_000));
+          long acksBefore = acks.get();
+          killedAt.set(System.nanoTime());
+          cl.kill(r.primary().server());
+          Thread.sleep(15_000);
+          stop.set(true);
+          for (Thread th : writers) th.join();
+          if (failed.get() != null) throw new IllegalStateException(failed.get());
+          RegionInfo after = FailoverTest.waitFor(c, "r0", 30000, x -> !x.primary().server().equals(r.primary().server()));
+          String promoted = cl.log(after.primary().server()).lines().filter(l -> l.contains("promoted"))
+              .map(l -> l.substring(l.indexOf("region"))).findFirst().orElse("no promotion in its log");
+          System.out.printf("kill %d: %d writes acknowledged before it; longest time without an acknowledgement after it %d ms;"
+              + " %d acknowledged in the 15 s after it; %s%n", k, acksBefore, longestGap.get() / 1_000_000, acks.get() - acksBefore,
+              promoted);
         }
       }
     }
