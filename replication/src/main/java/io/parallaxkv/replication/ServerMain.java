@@ -32,7 +32,7 @@ public final class ServerMain implements Callable<Integer> {
   int sessionTimeoutMs;
   @Option(names = "--l0-size", defaultValue = "4194304", description = "bytes of a region's in-memory L0")
   long l0Size;
-  @Option(names = "--index-interval-ms", defaultValue = "5000",
+  @Option(names = "--index-interval-ms", defaultValue = "10000",
       description = "send-index: ship a primary's levels at most this often (a promotion replays up to this much log)")
   long indexIntervalMs;
   @Option(names = "--sync-writes", description = "a primary syncs each write to its log before it ships it "

@@ -208,10 +208,11 @@ final class Shipper implements AutoCloseable {
 
   /**
    * Send-index mode: the levels, when the primary compacted since they were last shipped, at most
-   * once per {@link PrimaryRegion#indexIntervalMs} (5 s by default). Each shipment copies every tree the backup lacks whole,
-   * so shipping after every compaction copies each short-lived L1 tree too; spacing them out
-   * skips those, and the backup's log copy covers the writes in between (a promotion replays a
-   * few seconds of log at most).
+   * once per {@link PrimaryRegion#indexIntervalMs} (10 s by default). Each shipment copies every tree the backup lacks whole,
+   * so shipping after every compaction copies each short-lived L1 tree too, and every version of
+   * the last level; spacing them out skips those, and the backup's log copy covers the writes in
+   * between: a promotion replays up to the interval's log (at 10 s and a full load, up to about
+   * 2 s; docs/replication.md, "Failover under a full load").
    */
   private void indexLoop() {
     while (running && !primary.isDeposed()) {
