@@ -99,7 +99,7 @@ final class Cluster implements Closeable {
         "--rf", String.valueOf(rf), "--regions", String.valueOf(regions), "--mode", mode,
         "--session-timeout-ms", String.valueOf(sessionMs), "--l0-size", String.valueOf(l0Size)));
     if (placement != null) cmd.addAll(List.of("--placement", placement));
-    // Levels shipped every 2 s (the servers' default is 5 s), so that short tests install often;
+    // Levels shipped every 2 s (the servers' default is 10 s), so that short tests install often;
     // benchmarks set -Drepl.index.interval.
     cmd.addAll(List.of("--index-interval-ms", System.getProperty("repl.index.interval", "2000")));
     // -Drepl.sync.writes=true: primaries sync each write before shipping it (benchmarks compare).
