@@ -10,8 +10,10 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Random;
 import java.util.TreeMap;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
@@ -246,7 +248,7 @@ class ReplicationBench {
           RegionInfo r = FailoverTest.waitFor(c, "r0", 30000, x -> true);
           load(c, n, true);
           AtomicLong acks = new AtomicLong();
-          java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+          AtomicBoolean stop = new AtomicBoolean();
           List<Thread> writers = new ArrayList<>();
           for (int t = 0; t < 4; t++) {
             long base = t;
@@ -295,7 +297,7 @@ class ReplicationBench {
   void failoverUnderLoad() throws Exception {
     int kills = Integer.getInteger("repl.failover", 0);
     assumeTrue(kills > 0, "a benchmark: -Drepl.failover=KILLS runs it");
-    java.util.Random random = new java.util.Random();
+    Random random = new Random();
     for (int k = 1; k <= kills; k++) {
       try (Cluster cl = new Cluster(dir.resolve("failover-" + k), "send-index", 3, 1, Long.getLong("repl.bench.l0", 4 << 20),
           "hybrid")) {
@@ -304,7 +306,7 @@ class ReplicationBench {
           RegionInfo r = FailoverTest.waitFor(c, "r0", 30000, x -> true);
           AtomicLong acks = new AtomicLong(), lastAck = new AtomicLong(System.nanoTime()), killedAt = new AtomicLong(Long.MAX_VALUE),
               longestGap = new AtomicLong();
-          java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+          AtomicBoolean stop = new AtomicBoolean();
           AtomicReference<Throwable> failed = new AtomicReference<>();
           List<Thread> writers = new ArrayList<>();
           int clients = Integer.getInteger("repl.bench.clients", 4), window = Integer.getInteger("repl.bench.window", 32);
