@@ -16,6 +16,8 @@ import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The primary side of one region: client writes, and one {@link Shipper} per backup.
@@ -31,6 +33,7 @@ import java.util.concurrent.TimeoutException;
  * acknowledgement takes too.
  */
 final class PrimaryRegion implements AutoCloseable {
+  private static final Logger LOG = LoggerFactory.getLogger(PrimaryRegion.class);
   /** The primary learned from a backup that it was deposed (a higher epoch exists). */
   static final class DeposedException extends Exception {
     DeposedException(String msg) {
@@ -251,6 +254,7 @@ final class PrimaryRegion implements AutoCloseable {
   void deposed(String why) {
     List<CompletableFuture<Void>> failed;
     synchronized (this) {
+      if (deposed == null) LOG.warn("region {}: deposed at epoch {}: {}", copy.name, epoch, why);
       deposed = why;
       failed = takeAll();
     }
