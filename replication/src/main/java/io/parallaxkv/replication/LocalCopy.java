@@ -25,8 +25,12 @@ final class LocalCopy implements AutoCloseable {
 
   /** The request's epoch is below one this copy saw. */
   static final class StaleEpochException extends Exception {
-    StaleEpochException(String msg) {
+    /** The epoch this copy is at: the newest it saw. */
+    final long seen;
+
+    StaleEpochException(long seen, String msg) {
       super(msg);
+      this.seen = seen;
     }
   }
 
@@ -113,7 +117,7 @@ final class LocalCopy implements AutoCloseable {
 
   private void check(long reqEpoch) throws StaleEpochException {
     if (reqEpoch < epoch) {
-      throw new StaleEpochException("region " + name + " is at epoch " + epoch + ", not " + reqEpoch);
+      throw new StaleEpochException(epoch, "region " + name + " is at epoch " + epoch + ", not " + reqEpoch);
     }
     epoch = reqEpoch;
     if (primary) {

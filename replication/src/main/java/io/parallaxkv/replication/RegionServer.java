@@ -7,6 +7,7 @@ import io.parallaxkv.Scanner;
 import io.parallaxkv.replication.RegionInfo.Member;
 import java.io.Closeable;
 import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -192,9 +193,10 @@ public final class RegionServer implements Closeable {
   /** The answer to req that failed with e. */
   private static Frame failure(Frame req, Throwable e) {
     if (e instanceof CompletionException && e.getCause() != null) e = e.getCause();
-    if (e instanceof LocalCopy.StaleEpochException || e instanceof PrimaryRegion.DeposedException) {
-      return req.fail(Frame.Status.STALE_EPOCH, e.getMessage());
+    if (e instanceof LocalCopy.StaleEpochException stale) { // with the epoch the copy is at
+      return req.reply(Frame.Status.STALE_EPOCH, stale.seen, null, e.getMessage().getBytes(StandardCharsets.UTF_8));
     }
+    if (e instanceof PrimaryRegion.DeposedException) return req.fail(Frame.Status.STALE_EPOCH, e.getMessage());
     if (e instanceof TimeoutException) {
       return req.fail(Frame.Status.UNAVAILABLE, "write not replicated in " + WRITE_TIMEOUT_MS + " ms");
     }

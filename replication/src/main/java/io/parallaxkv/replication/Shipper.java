@@ -117,6 +117,14 @@ final class Shipper implements AutoCloseable {
     if (crashPoint != null) Faults.reach(crashPoint);
     Frame resp = pending.get(CALL_MS + 1000, TimeUnit.MILLISECONDS);
     if (resp.status() == Frame.Status.STALE_EPOCH) {
+      // The backup saw a newer epoch. Its own, if this primary is at that epoch already: every
+      // map change raises the epoch (a backup added too), and this shipper's two threads send
+      // on one connection, so a message built before the change can arrive after one built
+      // after it. Sent again at the current epoch. Only a newer epoch than this primary's, a
+      // failover's fence, deposes it.
+      if (resp.num() > 0 && resp.num() <= primary.epoch()) {
+        throw new IllegalStateException(type + " to " + backup + " overtaken by this primary's newer epoch: " + resp.message());
+      }
       primary.deposed(backup + ": " + resp.message());
       throw new IllegalStateException("deposed: " + resp.message());
     }

@@ -168,7 +168,8 @@ class ProtocolTest {
         assertThrows(LocalCopy.StaleEpochException.class, () -> b.installBegin(1, 1, new byte[0]));
         assertEquals(1, b.apply(2, new byte[0]), "nothing applied from the stale primary");
         assertEquals(2, b.apply(3, next.records()), "a newer primary is heard");
-        assertThrows(LocalCopy.StaleEpochException.class, () -> b.apply(2, new byte[0]));
+        LocalCopy.StaleEpochException stale = assertThrows(LocalCopy.StaleEpochException.class, () -> b.apply(2, new byte[0]));
+        assertEquals(3, stale.seen, "the refusal names the epoch the copy is at (a shipper tells its own newer epoch from a fence by it)");
       }
       b.promote(3);
       assertArrayEquals("v".getBytes(), b.region().get("k2".getBytes()));
