@@ -44,6 +44,7 @@
 #include "testutil.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -2002,6 +2003,71 @@ static void test_cursor_holds_gc(void **state) {
   node_free(&s);
 }
 
+static void sleep_at_sync(void *arg) {
+  (void)arg;
+  tu_sleep_ms(300);
+}
+
+static void *flush_thread(void *arg) {
+  return (void *)(intptr_t)par_flush(arg);
+}
+
+/* A backup that joins after GC collected a segment starts its log past the
+ * levels' covered LSN, where records written after the last flush may
+ * still point into the segment: it closed while the flush's merge ran,
+ * which GC then collected. GC drops a segment only once the levels cover
+ * its newest record, so such a cursor reads every value. Before, GC
+ * dropped it at once and the segment was taken again: a primary could not
+ * send its log to a new backup ("fails its checksum") until its next
+ * flush, and never if none came. */
+static void test_new_cursor_after_gc(void **state) {
+  (void)state;
+  node p = {.no_sorted_runs = 1}, s = {0};
+  node_open(&p, "repl_ng_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_ng_b", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  /* The first segment: 600 values, then their new versions (the merge
+   * below counts the first as garbage); while that merge is held at its
+   * syncs, 300 more values fill the segment and go on into the next. */
+  for (int k = 0; k < 600; k++) put_large(p.reg, &m, k, 1);
+  assert_ok(par_flush(p.reg));
+  for (int k = 0; k < 600; k++) put_large(p.reg, &m, k, 2);
+  fault_observe_syncs(sleep_at_sync, NULL);
+  pthread_t flusher;
+  assert_int_equal(pthread_create(&flusher, NULL, flush_thread, p.reg), 0);
+  tu_sleep_ms(100); /* the flush froze L0 */
+  for (int k = 1000; k < 1300; k++) put_large(p.reg, &m, k, 3);
+  void *flushed;
+  assert_int_equal(pthread_join(flusher, &flushed), 0);
+  assert_int_equal((int)(intptr_t)flushed, PAR_OK);
+  fault_observe_syncs(NULL, NULL);
+  assert_int_equal(stat_of(p.reg, PAR_REPL_STAT_COVERED_LSN), 1200); /* the last 300 are past the levels */
+  for (int i = 0; i < 2000 && gc_runs(p.reg) == 0; i++) tu_sleep_ms(10);
+  assert_true(gc_runs(p.reg) > 0); /* collected: its live values relocated */
+  tu_sleep_ms(100);
+  for (int k = 2000; k < 8000; k++) put_large(p.reg, &m, k, 4); /* new segments */
+  assert_ok(par_sync(p.reg));
+
+  ship_index(p.reg, s.reg);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, stat_of(s.reg, PAR_REPL_STAT_LOG_LSN) + 1, &c));
+  ship_log(NULL, &c, s.reg); /* reads every record's value */
+  par_repl_cursor_close(c);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  verify(s.reg, &m);
+  assert_int_equal(gc_freed(p.reg), 0); /* kept: the log past the levels points into it */
+
+  assert_ok(par_flush(p.reg)); /* the levels cover it: dropped */
+  for (int i = 0; i < 2000 && gc_freed(p.reg) == 0; i++) tu_sleep_ms(10);
+  assert_true(gc_freed(p.reg) > 0);
+  verify(p.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+}
+
 /* A large-log segment the primary's GC dropped while a backup's log copy
  * still lacked the relocations out of it: the backup keeps its copy of the
  * segment, so that its leaves pointing there stay readable once promoted
@@ -2333,6 +2399,7 @@ int main(void) {
       cmocka_unit_test(test_send_index_gc_drop),
       cmocka_unit_test(test_promotion_takes_no_lsn),
       cmocka_unit_test(test_cursor_holds_gc),
+      cmocka_unit_test(test_new_cursor_after_gc),
       cmocka_unit_test(test_send_index_mirror_at_apply),
       cmocka_unit_test(test_send_index_mirror_power_cut),
       cmocka_unit_test(test_send_index_mirror_bytes),

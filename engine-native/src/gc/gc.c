@@ -376,25 +376,35 @@ void gc_admit(par_region *r) {
 }
 
 /* Whether the collected segment i may be dropped (view_mu held): no view
- * that could read it is left, no log cursor may still ship a value in it
+ * that could read it is left, no log reader may still ship a value in it
  * (a value its key's newer versions made dead is still one of the log's
- * records), and no export may still read it. */
-static int droppable(par_region *r, uint32_t i, uint64_t oldest, uint64_t pin) {
-  return !r->repl_exports && r->pending[i].need_seq <= oldest && r->pending[i].newest_lsn < pin;
+ * records; read_from: log_floor), and no export may still read it. */
+static int droppable(par_region *r, uint32_t i, uint64_t oldest, uint64_t read_from) {
+  return !r->repl_exports && r->pending[i].need_seq <= oldest && r->pending[i].newest_lsn < read_from;
 }
 
-static uint64_t cursors_pin(par_region *r) {
+/* The first LSN a log reader may still read: the lowest live cursor's pin,
+ * or the first the levels do not cover, where a cursor opened later starts
+ * (a backup that joins, after an install). Invariant: every value a log
+ * record past the levels points to is readable. A segment that closed
+ * after the last flush's freeze, while its merge ran, holds records past
+ * the levels; dropped with the cursors alone in mind, its place was taken
+ * again and a backup joining before the next flush could not be sent its
+ * log (test_new_cursor_after_gc). */
+static uint64_t log_floor(par_region *r) {
   pthread_mutex_lock(&r->vol->meta_mu);
   uint64_t pin = region_cursors_pin(r);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  uint64_t uncovered = d ? d->covered_lsn + 1 : 1;
   pthread_mutex_unlock(&r->vol->meta_mu);
-  return pin;
+  return uncovered < pin ? uncovered : pin;
 }
 
 int gc_reclaimable(par_region *r) {
   if (!r->npending) return 0;
-  uint64_t oldest = view_oldest_seq(r), pin = cursors_pin(r);
+  uint64_t oldest = view_oldest_seq(r), read_from = log_floor(r);
   for (uint32_t i = 0; i < r->npending; i++)
-    if (droppable(r, i, oldest, pin)) return 1;
+    if (droppable(r, i, oldest, read_from)) return 1;
   return 0;
 }
 
@@ -424,9 +434,9 @@ void gc_reclaim(par_region *r) {
   pthread_mutex_lock(&r->view_mu);
   uint32_t n = 0, *incs = NULL;
   if (!r->reclaiming && gc_reclaimable(r)) incs = malloc(r->npending * sizeof *incs);
-  uint64_t oldest = view_oldest_seq(r), pin = cursors_pin(r);
+  uint64_t oldest = view_oldest_seq(r), read_from = log_floor(r);
   for (uint32_t i = 0; incs && i < r->npending; i++)
-    if (droppable(r, i, oldest, pin)) {
+    if (droppable(r, i, oldest, read_from)) {
       r->pending[i].dropping = 1; /* gc_pick leaves it alone: it stays pending */
       incs[n++] = r->pending[i].inc;
       /* Before the drop: an export from here on leaves the segment out and
@@ -611,6 +621,12 @@ int gc_run(par_region *r, const gc_task *t) {
 /* Readers that start from here on see the relocated pointers: the segment
  * is freed once every older view is gone. */
 static int retire(par_region *r, const gc_task *t, int counted, uint64_t last_lsn, uint64_t newest_lsn) {
+  /* Records past the log's end are writes a crash lost, whose LSNs are not
+   * given again yet: no log record points to them (log_floor). */
+  pthread_mutex_lock(&r->write_mu);
+  uint64_t logged = r->next_lsn - 1;
+  pthread_mutex_unlock(&r->write_mu);
+  if (newest_lsn > logged) newest_lsn = logged;
   int rc = PAR_OK;
   pthread_mutex_lock(&r->view_mu);
   view *n = view_clone(r->view);
