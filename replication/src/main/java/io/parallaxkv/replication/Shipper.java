@@ -81,6 +81,8 @@ final class Shipper implements AutoCloseable {
   private volatile long installs;
   private final Object signal = new Object();
   private long failingSince;
+  /** The log thread's last failure logged, until records go through again. */
+  private String lastFailure;
   /** Under primary's lock: the epoch at which this backup was last reported unreachable. */
   long reportedEpoch = -1;
 
@@ -147,6 +149,7 @@ final class Shipper implements AutoCloseable {
         Replication.Chunk ch = cursor.read(1 << 20);
         if (ch != null) {
           primary.acked(this, call(Frame.Type.APPLY, 0, ch.records(), null, Faults.PRIMARY_MID_LOG).num());
+          lastFailure = null;
           continue;
         }
         maybeComplete();
@@ -171,9 +174,16 @@ final class Shipper implements AutoCloseable {
 
   private void pause(Exception e) {
     if (!running) return;
-    LOG.debug("shipping {} to {}: {}", primary.copy.name, backup, e.toString());
     long now = System.currentTimeMillis();
     if (failingSince == 0) failingSince = now;
+    // A failure says why once; the same one again, every 100 ms until records go through, does not.
+    String why = e.toString();
+    if (why.equals(lastFailure)) {
+      LOG.debug("shipping {} to {}: {}", primary.copy.name, backup, why);
+    } else {
+      LOG.info("shipping {} to {} failed, retrying: {}", primary.copy.name, backup, why);
+      lastFailure = why;
+    }
     long epoch = primary.epoch();
     if (now - failingSince > SUSPECT_MS && primary.claimReport(this, epoch)) {
       try {
