@@ -2133,6 +2133,62 @@ static void test_send_index_gc_drop(void **state) {
   node_free(&fresh);
 }
 
+/* A backup's install lets go of its mirror of a segment the primary's GC
+ * dropped; its log copy keeps records before the install's covered LSN
+ * that point there (the WAL is freed a segment at a time). Promoted, and
+ * its large log written to (the segment taken again), its log is
+ * unreadable before that LSN: a cursor opened there, for a backup that
+ * joins at LSN 1, is told to ship the levels first. Before, it read the
+ * records' values from the reused segment ("fails its checksum"). */
+static void test_promoted_log_after_mirror_freed(void **state) {
+  (void)state;
+  node p = {.no_sorted_runs = 1}, s = {0}, fresh = {0};
+  node_open(&p, "repl_pm_p", PAR_PLACEMENT_HYBRID);
+  node_open(&s, "repl_pm_b", PAR_PLACEMENT_HYBRID);
+  node_open(&fresh, "repl_pm_f", PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  tu_map m;
+  tu_map_init(&m);
+  par_repl_cursor *c;
+  assert_ok(par_repl_cursor_open(p.reg, 1, &c));
+  for (int k = 0; k < 1600; k++) put_large(p.reg, &m, k, 1); /* the first segment and part of a second */
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg); /* the backup mirrors them */
+  for (int k = 0; k < 1000; k++) put_large(p.reg, &m, k, 2);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg);
+  assert_ok(par_flush(p.reg)); /* the first segment is mostly garbage: GC relocates the rest */
+  for (int i = 0; i < 2000 && gc_runs(p.reg) == 0; i++) tu_sleep_ms(10);
+  assert_true(gc_runs(p.reg) > 0);
+  assert_ok(par_sync(p.reg));
+  ship_log(p.reg, &c, s.reg); /* the relocations: the cursor's pin moves past the segment */
+  for (int i = 0; i < 2000 && gc_freed(p.reg) == 0; i++) tu_sleep_ms(10);
+  assert_true(gc_freed(p.reg) > 0);
+  assert_ok(par_flush(p.reg));
+  ship_index(p.reg, s.reg); /* the layout lacks the segment: the backup lets its mirror go */
+  par_repl_cursor_close(c);
+  assert_true(stat_of(s.reg, PAR_REPL_STAT_COVERED_LSN) > 1600);
+
+  assert_ok(par_repl_set_role(s.reg, PAR_REPL_PRIMARY));
+  for (int k = 5000; k < 7000; k++) put_large(s.reg, &m, k, 3); /* takes segments again */
+  assert_ok(par_sync(s.reg));
+  par_repl_cursor *fc;
+  assert_ok(par_repl_cursor_open(s.reg, 1, &fc));
+  uint8_t buf[64 << 10];
+  size_t len;
+  uint64_t last;
+  assert_par(par_repl_cursor_read(fc, buf, sizeof buf, &len, &last), PAR_ENOENT);
+  ship_log(s.reg, &fc, fresh.reg); /* the levels, then the log after them */
+  par_repl_cursor_close(fc);
+  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_PRIMARY));
+  verify(fresh.reg, &m);
+  tu_map_free(&m);
+  node_free(&p);
+  node_free(&s);
+  node_free(&fresh);
+}
+
 /* A send-index backup refuses a caller's writes of every kind, before it
  * logs or keeps anything: its LSNs are the primary's (a write would take
  * the next shipped record's) and its L0 takes its log copy only. Shipping
@@ -2400,6 +2456,7 @@ int main(void) {
       cmocka_unit_test(test_promotion_takes_no_lsn),
       cmocka_unit_test(test_cursor_holds_gc),
       cmocka_unit_test(test_new_cursor_after_gc),
+      cmocka_unit_test(test_promoted_log_after_mirror_freed),
       cmocka_unit_test(test_send_index_mirror_at_apply),
       cmocka_unit_test(test_send_index_mirror_power_cut),
       cmocka_unit_test(test_send_index_mirror_bytes),

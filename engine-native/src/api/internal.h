@@ -129,6 +129,14 @@ struct par_region {
    * closed). Both under view_mu. */
   uint64_t gc_dropped_lsn;
   int repl_exports;
+  /* The first LSN a log cursor may read (repl/log.c): a record before it
+   * may point into a large-log segment that was let go and taken again —
+   * one GC dropped (raised past the newest LSN of its records, which the
+   * levels cover by then: gc.c log_floor), a mirror segment an install let
+   * go (past the install's covered LSN), or either in an earlier session
+   * (set past the levels at open). A live cursor is always past it: its
+   * pin holds drops back. */
+  atomic_uint_fast64_t log_readable_from;
   /* The large-log segments, sorted, this session's GC relocations and
    * sorted runs went to (gc.h: gc_note_settled), and beside each the
    * unwritten tail it was left with (gc_note_left_tail; 0 until then),
@@ -430,6 +438,13 @@ void region_freeze_wanted(par_region *r);
  * record's limit (each large-log segment is listed in it). Compactions
  * stop, GC goes on and clears the failure once it freed segments. */
 static inline int failed_for_room(int failed) { return failed == PAR_ENOSPC || failed == PAR_ELIMIT; }
+
+/* Raises the LSN *a to v unless it is past it already. */
+static inline void raise_lsn(atomic_uint_fast64_t *a, uint64_t v) {
+  uint_fast64_t cur = atomic_load(a);
+  while (cur < v && !atomic_compare_exchange_weak(a, &cur, v)) {
+  }
+}
 
 /* compaction/compaction.c */
 int compaction_start(par_volume *v);

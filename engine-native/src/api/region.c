@@ -377,6 +377,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
   uint32_t replayed_segments = d.nwal;
+  atomic_store(&r->log_readable_from, d.covered_lsn + 1);
   region_desc_free(&d);
   if (!rc) {
     r->next_lsn = r->open_lsn = last + 1;

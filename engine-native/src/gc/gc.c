@@ -442,6 +442,7 @@ void gc_reclaim(par_region *r) {
       /* Before the drop: an export from here on leaves the segment out and
        * tells its backups which LSNs their logs need instead. */
       if (r->pending[i].last_lsn > r->gc_dropped_lsn) r->gc_dropped_lsn = r->pending[i].last_lsn;
+      raise_lsn(&r->log_readable_from, r->pending[i].newest_lsn + 1);
     }
   r->reclaiming = n > 0;
   pthread_mutex_unlock(&r->view_mu);

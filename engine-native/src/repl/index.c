@@ -1200,6 +1200,7 @@ PAR_API int par_repl_install_commit(par_repl_install *in) {
     /* No reader of a backup follows these: the region serves no reads
      * until promoted, and the levels that pointed into them are gone. */
     for (uint32_t i = 0; i < e.vlog_freed.n; i++) segalloc_free(&r->vol->alloc, e.vlog_freed.v[i]);
+    if (e.vlog_freed.n) raise_lsn(&r->log_readable_from, in->covered + 1); /* once promoted */
     view *old = r->view;
     for (int i = 1; i <= PAR_MAX_LEVELS; i++)
       for (int j = 0; j < LEVEL_TREES; j++) {

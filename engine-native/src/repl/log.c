@@ -136,6 +136,17 @@ static int released_error(par_repl_cursor *c) {
                    "cover and was released: the log was trimmed past it", c->r->name, (unsigned long long)pin, limit);
 }
 
+/* PAR_ENOENT when records from lsn on may point into large-log segments let
+ * go (log_readable_from): a cursor opened at an LSN the levels cover, or
+ * while GC was dropping a segment, which its pin was too late to hold. */
+static int unreadable_error(par_repl_cursor *c, uint64_t lsn) {
+  uint64_t from = atomic_load(&c->r->log_readable_from);
+  if (lsn >= from) return PAR_OK;
+  return par_error(PAR_ENOENT, "the log of region '%s' at LSN %llu may point at large-log segments let go: it is "
+                   "readable from LSN %llu on, after the levels", c->r->name, (unsigned long long)lsn,
+                   (unsigned long long)from);
+}
+
 /* Moves c's pin to lsn and copies the log's shape (under meta_mu, so that
  * no commit in between frees a segment from lsn on). */
 static int pin_and_list(par_repl_cursor *c, uint64_t lsn, wal_list *l) {
@@ -147,6 +158,7 @@ static int pin_and_list(par_repl_cursor *c, uint64_t lsn, wal_list *l) {
   pthread_mutex_unlock(&r->vol->meta_mu);
   if (moved) wake_gc(r);
   int rc = released_error(c);
+  if (!rc) rc = unreadable_error(c, lsn);
   if (rc) {
     memset(l, 0, sizeof *l);
     return rc;
@@ -357,8 +369,10 @@ PAR_API int par_repl_cursor_read(par_repl_cursor *c, void *buf, size_t cap, size
     c->expect = rec_last + 1;
   }
   repl_wal_list_free(&l);
-  /* Released during the copy: its segments may have been reused. */
+  /* Released during the copy, or a segment its values were read from let
+   * go meanwhile: either may have been reused. */
   if (!rc && pos) rc = released_error(c);
+  if (!rc && pos) rc = unreadable_error(c, start);
   if (rc) {
     /* Nothing returned: the next call starts again from the same LSN. */
     size_t need = rc == PAR_ETOOBIG ? *len : 0;
