@@ -2068,6 +2068,20 @@ static void test_new_cursor_after_gc(void **state) {
   node_free(&s);
 }
 
+/* Opens a primary p and two send-index backups, s and fresh, on volumes
+ * named after name. */
+static void open_with_backups(node *p, node *s, node *fresh, const char *name) {
+  char n[64];
+  snprintf(n, sizeof n, "%s_p", name);
+  node_open(p, n, PAR_PLACEMENT_HYBRID);
+  snprintf(n, sizeof n, "%s_b", name);
+  node_open(s, n, PAR_PLACEMENT_HYBRID);
+  snprintf(n, sizeof n, "%s_f", name);
+  node_open(fresh, n, PAR_PLACEMENT_HYBRID);
+  assert_ok(par_repl_set_role(s->reg, PAR_REPL_BACKUP_SEND_INDEX));
+  assert_ok(par_repl_set_role(fresh->reg, PAR_REPL_BACKUP_SEND_INDEX));
+}
+
 /* A large-log segment the primary's GC dropped while a backup's log copy
  * still lacked the relocations out of it: the backup keeps its copy of the
  * segment, so that its leaves pointing there stay readable once promoted
@@ -2077,11 +2091,7 @@ static void test_new_cursor_after_gc(void **state) {
 static void test_send_index_gc_drop(void **state) {
   (void)state;
   node p = {.no_sorted_runs = 1}, s = {0}, fresh = {0};
-  node_open(&p, "repl_gd_p", PAR_PLACEMENT_HYBRID);
-  node_open(&s, "repl_gd_b", PAR_PLACEMENT_HYBRID);
-  node_open(&fresh, "repl_gd_f", PAR_PLACEMENT_HYBRID);
-  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
-  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  open_with_backups(&p, &s, &fresh, "repl_gd");
   tu_map m;
   tu_map_init(&m);
   par_repl_cursor *c;
@@ -2143,11 +2153,7 @@ static void test_send_index_gc_drop(void **state) {
 static void test_promoted_log_after_mirror_freed(void **state) {
   (void)state;
   node p = {.no_sorted_runs = 1}, s = {0}, fresh = {0};
-  node_open(&p, "repl_pm_p", PAR_PLACEMENT_HYBRID);
-  node_open(&s, "repl_pm_b", PAR_PLACEMENT_HYBRID);
-  node_open(&fresh, "repl_pm_f", PAR_PLACEMENT_HYBRID);
-  assert_ok(par_repl_set_role(s.reg, PAR_REPL_BACKUP_SEND_INDEX));
-  assert_ok(par_repl_set_role(fresh.reg, PAR_REPL_BACKUP_SEND_INDEX));
+  open_with_backups(&p, &s, &fresh, "repl_pm");
   tu_map m;
   tu_map_init(&m);
   par_repl_cursor *c;
