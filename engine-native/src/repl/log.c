@@ -15,7 +15,9 @@
  * at the next compaction's commit. A cursor that keeps more than its limit
  * of segments the levels cover (its reader stalled) is released: its reads
  * fail with PAR_ENOENT, as for an LSN already trimmed, and the reader needs
- * the levels first. */
+ * the levels first. So do reads before the region's log_readable_from: the
+ * WAL is freed a segment at a time, and records the levels cover may point
+ * into large-log segments since let go and taken again. */
 #include <assert.h>
 #include <stdlib.h>
 #include <string.h>
