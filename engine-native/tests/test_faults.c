@@ -9,6 +9,8 @@
  *  - reads (gets and scans) of the data written before keep working;
  *  - after a reopen without faults every acknowledged synced write is
  *    there, and no key holds bytes that are not one of its versions.
+ * And a close that stops a running merge (held at its sync by the same
+ * hooks) loses nothing either.
  */
 #define _GNU_SOURCE
 #include "testutil.h"
@@ -484,6 +486,65 @@ static void test_compaction_write_eio(void **state) { compaction_error(state, FA
 static void test_compaction_fsync_eio(void **state) { compaction_error(state, FAULT_FSYNC); }
 static void test_compaction_read_eio(void **state) { compaction_error(state, FAULT_PREAD); }
 
+/* ---- a close while a merge runs ------------------------------------------- */
+
+typedef struct held_merge {
+  par_region *r;
+  int held;      /* the merge reached a sync and waited there */
+  int saw_close; /* ... until the region was closing          */
+} held_merge;
+
+/* At the first sync on the compaction thread (the merge's new tree, synced
+ * before its commit): waits, 10 s at most, for the region's close. */
+static void hold_until_close(void *arg) {
+  held_merge *h = arg;
+  char name[16];
+  if (pthread_getname_np(pthread_self(), name, sizeof name) || strcmp(name, "par-compaction") != 0) return;
+  if (__atomic_exchange_n(&h->held, 1, __ATOMIC_SEQ_CST)) return;
+  for (int i = 0; i < 1000 && !__atomic_load_n(&h->r->closing, __ATOMIC_RELAXED); i++) tu_sleep_ms(10);
+  __atomic_store_n(&h->saw_close, __atomic_load_n(&h->r->closing, __ATOMIC_RELAXED), __ATOMIC_SEQ_CST);
+}
+
+/* A close does not wait for a running merge: the merge stops before its
+ * commit, the catalog keeps the layout it had, the close still makes every
+ * acknowledged write durable, and the next session redoes the merge. Before,
+ * the merge finished first: a close after a load waited for a merge of the
+ * whole last level (11 s at 20 M records). */
+static void test_close_stops_merge(void **state) {
+  fx *f = *state;
+  open_all(f);
+  load(f, 0, 300);
+  assert_ok(par_flush(f->reg)); /* L1 exists: the next merge reads it */
+  load(f, 0, NKEYS);
+  const region_desc *d = catalog_find(&f->vol->cat, "main");
+  uint64_t covered = d->covered_lsn;
+  uint32_t root = d->level[1][0].root;
+  assert_true(root != 0);
+  held_merge h = {.r = f->reg};
+  fault_observe_syncs(hold_until_close, &h);
+  /* A worker freezes L0 and merges it (as when the memory budget asks);
+   * par_flush would wait for the merge. */
+  atomic_store(&f->reg->freeze_wanted, 1);
+  compaction_schedule(f->reg);
+  for (int i = 0; i < 1000 && !__atomic_load_n(&h.held, __ATOMIC_SEQ_CST); i++) tu_sleep_ms(10);
+  assert_true(__atomic_load_n(&h.held, __ATOMIC_SEQ_CST));
+  assert_ok(par_region_close(f->reg));
+  f->reg = NULL;
+  fault_observe_syncs(NULL, NULL);
+  assert_true(h.saw_close);
+  d = catalog_find(&f->vol->cat, "main");
+  assert_int_equal(d->covered_lsn, covered); /* nothing committed */
+  assert_int_equal(d->level[1][0].root, root);
+  memcpy(f->synced, f->lo, sizeof f->lo); /* a clean close: every acknowledged write */
+  reopen(f);
+  verify(f);
+  assert_ok(par_flush(f->reg)); /* the merge, redone */
+  d = catalog_find(&f->vol->cat, "main");
+  assert_true(d->covered_lsn > covered);
+  reopen(f);
+  verify(f);
+}
+
 /* ---- the catalog (redo log) and the superblock --------------------------- */
 
 static void catalog_error(void **state, fault_op op) {
@@ -603,6 +664,7 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_compaction_write_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_compaction_fsync_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_compaction_read_eio, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_close_stops_merge, setup, teardown),
       cmocka_unit_test_setup_teardown(test_catalog_write_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_catalog_fsync_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_superblock_write_eio, setup, teardown),

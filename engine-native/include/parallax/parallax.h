@@ -143,13 +143,17 @@ typedef struct par_region par_region;
  * A volume is used by one handle at a time (an advisory lock enforces it,
  * across processes and within one: PAR_EBUSY). */
 PAR_API int par_open(const char *path, const par_options *opts, par_volume **out);
-/* Closes open regions, waits for compactions, makes every write durable. */
+/* Closes open regions (par_region_close), makes every write durable. */
 PAR_API int par_close(par_volume *vol);
 
 PAR_API int par_region_create(par_volume *vol, const char *name);
 /* Opens a region; PAR_ENOENT if it does not exist and create is 0. A region is
  * open at most once at a time (PAR_EBUSY). Opening replays its write-ahead log. */
 PAR_API int par_region_open(par_volume *vol, const char *name, int create, par_region **out);
+/* Makes every write durable and closes the region. A merge running then
+ * stops and is given up (its work is redone after the next open), so a
+ * close does not wait for a merge of a large level: the write-ahead log
+ * already holds what it would have made durable. */
 PAR_API int par_region_close(par_region *region);
 /* Drops a closed region and frees its space. */
 PAR_API int par_region_drop(par_volume *vol, const char *name);

@@ -104,7 +104,7 @@ struct par_region {
   int running;                       /* compactions in progress */
   int queued;                        /* on the volume's queue (sched_mu) */
   int inflight;                      /* workers holding this region      */
-  int closing;
+  int closing;                       /* set under view_mu; merges poll it (compaction.c) */
   int failed;                        /* a compaction error stopped compactions */
   int compact_all;                   /* par_compact: spill every level downward */
   /* Large-log GC, under view_mu: one collection at a time; collected

@@ -396,7 +396,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     char msg[512];
     snprintf(msg, sizeof msg, "%s", par_last_error());
     pthread_mutex_lock(&r->view_mu);
-    r->closing = 1;
+    __atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->view_mu);
     compaction_drain(r);
     unlink_open(v, r);
@@ -448,7 +448,7 @@ static int region_close(par_region *r) {
   int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;
   pthread_mutex_lock(&v->sched_mu);
   pthread_mutex_lock(&r->view_mu);
-  r->closing = 1;
+  __atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED); /* a running merge stops */
   pthread_mutex_unlock(&r->view_mu);
   pthread_mutex_unlock(&v->sched_mu);
   compaction_drain(r);

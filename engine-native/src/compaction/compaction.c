@@ -32,6 +32,15 @@
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
 
+/* A close does not wait for a merge to finish: the merge stops between two
+ * entries, or before its commit, and gives its new tree back. Nothing was
+ * recorded, so its sources stay as they were and the next open runs it
+ * again (LevelDB and RocksDB stop their compactions at close too). Written
+ * under view_mu, read without it. Not an error: the region does not fail. */
+enum { MERGE_CANCELLED = 1 };
+
+static int closing(const par_region *r) { return __atomic_load_n(&r->closing, __ATOMIC_RELAXED); }
+
 
 typedef struct task {
   int kind;
@@ -290,6 +299,7 @@ static int merge_entries(void *arg) {
   const par_options *o = &r->vol->opts;
   int rc = merge_settle(m);
   while (!rc && m->cur >= 0) {
+    if (closing(r)) return MERGE_CANCELLED;
     tree_entry *e = merge_entry(m);
     size_t pair = (size_t)entry_key_len(e) + e->value_len;
     if (t->drop_tombstones && e->cat == CAT_TOMBSTONE) {
@@ -514,7 +524,9 @@ static void run(par_region *r, task *t) {
     dtree *nt = NULL;
     int recorded = 0;
     rc = merge(r, t, &nt);
+    if (!rc && closing(r)) rc = MERGE_CANCELLED;
     if (!rc) rc = commit(r, t, nt, &recorded);
+    assert(rc != MERGE_CANCELLED || !recorded);
     if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
     if (rc && !recorded) sorted_run_abort(&t->sorted);
     for (uint32_t i = 0; recorded && i < t->sorted.nsegs; i++) gc_note_settled(r, t->sorted.segs[i].inc);
@@ -522,7 +534,7 @@ static void run(par_region *r, task *t) {
     task_release(t);
     segalloc_trim(&r->vol->alloc, 0);
     pthread_mutex_lock(&r->view_mu);
-    if (rc) r->failed = rc;
+    if (rc && rc != MERGE_CANCELLED) r->failed = rc;
     else atomic_fetch_add(&r->stats.compactions, 1);
     r->dest_busy[t->dst] = 0;
   }
