@@ -9,7 +9,7 @@
  *  - reads (gets and scans) of the data written before keep working;
  *  - after a reopen without faults every acknowledged synced write is
  *    there, and no key holds bytes that are not one of its versions.
- * And a close that stops a running merge (held at its sync by the same
+ * And a close that stops a running spill (held at its sync by the same
  * hooks) loses nothing either.
  */
 #define _GNU_SOURCE
@@ -490,57 +490,134 @@ static void test_compaction_read_eio(void **state) { compaction_error(state, FAU
 
 typedef struct held_merge {
   par_region *r;
-  int held;      /* the merge reached a sync and waited there */
-  int saw_close; /* ... until the region was closing          */
+  int spill;      /* hold a spill of L1 (else a flush)                  */
+  int armed;      /* hold the next such merge (else let it through)      */
+  int held;       /* a merge reached a sync and waited there             */
+  int saw_close;  /* ... until the region was closing                    */
+  uint32_t root;  /* L2's root when the held spill started (0: none)     */
 } held_merge;
 
-/* At the first sync on the compaction thread (the merge's new tree, synced
- * before its commit): waits, 10 s at most, for the region's close. */
+/* At the first sync of the merge asked for, on the compaction thread (its
+ * new tree, synced before its commit): waits, 10 s at most, for the close. */
 static void hold_until_close(void *arg) {
   held_merge *h = arg;
   char name[16];
   if (pthread_getname_np(pthread_self(), name, sizeof name) || strcmp(name, "par-compaction") != 0) return;
-  if (__atomic_exchange_n(&h->held, 1, __ATOMIC_SEQ_CST)) return;
+  pthread_mutex_lock(&h->r->view_mu);
+  int spilling = h->r->view->tree[1][1] != NULL; /* one worker: the running task */
+  uint32_t root = h->r->view->tree[2][0] ? h->r->view->tree[2][0]->d.root : 0;
+  pthread_mutex_unlock(&h->r->view_mu);
+  if (spilling != h->spill || !__atomic_load_n(&h->armed, __ATOMIC_SEQ_CST) ||
+      __atomic_exchange_n(&h->held, 1, __ATOMIC_SEQ_CST))
+    return;
+  h->root = root;
   for (int i = 0; i < 1000 && !__atomic_load_n(&h->r->closing, __ATOMIC_RELAXED); i++) tu_sleep_ms(10);
   __atomic_store_n(&h->saw_close, __atomic_load_n(&h->r->closing, __ATOMIC_RELAXED), __ATOMIC_SEQ_CST);
 }
 
-/* A close does not wait for a running merge: the merge stops before its
- * commit, the catalog keeps the layout it had, the close still makes every
- * acknowledged write durable, and the next session redoes the merge. Before,
- * the merge finished first: a close after a load waited for a merge of the
+/* Waits until the merge is held, or no merge runs or is due (10 s at
+ * most): a write or flush meanwhile would wait behind the held merge. */
+static int held_or_idle(held_merge *h) {
+  for (int i = 0; i < 1000; i++) {
+    if (__atomic_load_n(&h->held, __ATOMIC_SEQ_CST)) return 1;
+    pthread_mutex_lock(&h->r->view_mu);
+    int busy = h->r->running || h->r->inflight || compaction_pending(h->r) || atomic_load(&h->r->freeze_wanted) ||
+               __atomic_load_n(&h->r->queued, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&h->r->view_mu);
+    if (!busy) return 0;
+    tu_sleep_ms(10);
+  }
+  return __atomic_load_n(&h->held, __ATOMIC_SEQ_CST);
+}
+
+/* The tests' own keys (verify skips them): sp000000.. with 400-byte values. */
+static void put_spill_keys(par_region *r, uint32_t from, uint32_t to) {
+  uint8_t v[400];
+  char k[16];
+  for (uint32_t i = from; i < to; i++) {
+    snprintf(k, sizeof k, "sp%06u", i);
+    memset(v, (int)(i % 251), sizeof v);
+    assert_ok(par_put(r, k, strlen(k), v, sizeof v, 0));
+  }
+}
+
+static void check_spill_keys(par_region *r, uint32_t n) {
+  uint8_t v[400], want[400];
+  char k[16];
+  for (uint32_t i = 0; i < n; i++) {
+    size_t len = 0;
+    snprintf(k, sizeof k, "sp%06u", i);
+    assert_ok(par_get(r, NULL, k, strlen(k), v, sizeof v, &len));
+    memset(want, (int)(i % 251), sizeof want);
+    if (len != sizeof v || memcmp(v, want, sizeof v) != 0) fail_msg("%s holds a wrong value", k);
+  }
+}
+
+/* A close does not wait for a running spill: the spill stops before its
+ * commit, the catalog keeps the levels it had, the close still makes every
+ * acknowledged write durable, and the next session spills again. Before,
+ * the spill finished first: a close after a load waited for a merge of the
  * whole last level (11 s at 20 M records). */
-static void test_close_stops_merge(void **state) {
+static void test_close_stops_spill(void **state) {
   fx *f = *state;
+  f->opts = tu_options(64u << 10, 2); /* L1 holds 128 KiB: it spills soon */
   open_all(f);
-  load(f, 0, 300);
-  assert_ok(par_flush(f->reg)); /* L1 exists: the next merge reads it */
   load(f, 0, NKEYS);
-  const region_desc *d = catalog_find(&f->vol->cat, "main");
-  uint64_t covered = d->covered_lsn;
-  uint32_t root = d->level[1][0].root;
-  assert_true(root != 0);
-  held_merge h = {.r = f->reg};
+  held_merge h = {.r = f->reg, .spill = 1};
   fault_observe_syncs(hold_until_close, &h);
-  /* A worker freezes L0 and merges it (as when the memory budget asks);
-   * par_flush would wait for the merge. */
-  atomic_store(&f->reg->freeze_wanted, 1);
-  compaction_schedule(f->reg);
-  for (int i = 0; i < 1000 && !__atomic_load_n(&h.held, __ATOMIC_SEQ_CST); i++) tu_sleep_ms(10);
+  /* Rounds of new keys, each flushed into L1 by a worker (par_flush would
+   * wait for the spill), until L1 outgrows its capacity and the spill
+   * after a round's flush reaches its sync. A spill that starts while a
+   * round writes is let through: the writes would wait for it. */
+  uint32_t n = 0;
+  for (int round = 0; round < 100; round++) {
+    put_spill_keys(f->reg, n, n + 100);
+    n += 100;
+    __atomic_store_n(&h.armed, 1, __ATOMIC_SEQ_CST);
+    atomic_store(&f->reg->freeze_wanted, 1);
+    compaction_schedule(f->reg);
+    if (held_or_idle(&h)) break;
+    __atomic_store_n(&h.armed, 0, __ATOMIC_SEQ_CST);
+  }
   assert_true(__atomic_load_n(&h.held, __ATOMIC_SEQ_CST));
   assert_ok(par_region_close(f->reg));
   f->reg = NULL;
   fault_observe_syncs(NULL, NULL);
   assert_true(h.saw_close);
-  d = catalog_find(&f->vol->cat, "main");
-  assert_int_equal(d->covered_lsn, covered); /* nothing committed */
-  assert_int_equal(d->level[1][0].root, root);
-  memcpy(f->synced, f->lo, sizeof f->lo); /* a clean close: every acknowledged write */
+  const region_desc *d = catalog_find(&f->vol->cat, "main");
+  assert_int_equal(d->level[2][0].root, h.root); /* the spill recorded nothing */
   reopen(f);
   verify(f);
-  assert_ok(par_flush(f->reg)); /* the merge, redone */
+  check_spill_keys(f->reg, n);
+  assert_ok(par_compact(f->reg)); /* the spill, redone, and the rest */
   d = catalog_find(&f->vol->cat, "main");
-  assert_true(d->covered_lsn > covered);
+  assert_true(d->level[2][0].root != h.root);
+  reopen(f);
+  verify(f);
+  check_spill_keys(f->reg, n);
+}
+
+/* A close waits for a running flush (it is what bounds the WAL a reopen
+ * replays): held at its sync until the close began, it still commits. */
+static void test_close_waits_for_flush(void **state) {
+  fx *f = *state;
+  open_all(f);
+  load(f, 0, 300);
+  assert_ok(par_flush(f->reg));
+  load(f, 0, NKEYS);
+  uint64_t covered = catalog_find(&f->vol->cat, "main")->covered_lsn;
+  held_merge h = {.r = f->reg, .armed = 1};
+  fault_observe_syncs(hold_until_close, &h);
+  /* A worker freezes L0 and merges it (as when the memory budget asks);
+   * par_flush would wait for the merge. */
+  atomic_store(&f->reg->freeze_wanted, 1);
+  compaction_schedule(f->reg);
+  assert_true(held_or_idle(&h));
+  assert_ok(par_region_close(f->reg));
+  f->reg = NULL;
+  fault_observe_syncs(NULL, NULL);
+  assert_true(h.saw_close);
+  assert_true(catalog_find(&f->vol->cat, "main")->covered_lsn > covered); /* committed */
   reopen(f);
   verify(f);
 }
@@ -664,7 +741,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_compaction_write_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_compaction_fsync_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_compaction_read_eio, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_close_stops_merge, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_close_stops_spill, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_close_waits_for_flush, setup, teardown),
       cmocka_unit_test_setup_teardown(test_catalog_write_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_catalog_fsync_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_superblock_write_eio, setup, teardown),

@@ -150,10 +150,10 @@ PAR_API int par_region_create(par_volume *vol, const char *name);
 /* Opens a region; PAR_ENOENT if it does not exist and create is 0. A region is
  * open at most once at a time (PAR_EBUSY). Opening replays its write-ahead log. */
 PAR_API int par_region_open(par_volume *vol, const char *name, int create, par_region **out);
-/* Makes every write durable and closes the region. A merge running then
- * stops and is given up (its work is redone after the next open), so a
- * close does not wait for a merge of a large level: the write-ahead log
- * already holds what it would have made durable. */
+/* Makes every write durable and closes the region. A spill of a level into
+ * the next one running then stops and is given up (the next open runs it
+ * again), so a close does not wait for the rewrite of a large level; a
+ * flush of L0 it waits for. */
 PAR_API int par_region_close(par_region *region);
 /* Drops a closed region and frees its space. */
 PAR_API int par_region_drop(par_volume *vol, const char *name);

@@ -32,14 +32,16 @@
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
 
-/* A close does not wait for a merge to finish: the merge stops between two
+/* A close does not wait for a spill to finish: the spill stops between two
  * entries, or before its commit, and gives its new tree back. Nothing was
  * recorded, so its sources stay as they were and the next open runs it
- * again (LevelDB and RocksDB stop their compactions at close too). Written
- * under view_mu, read without it. Not an error: the region does not fail. */
+ * again (LevelDB and RocksDB stop their compactions at close too). A spill
+ * rewrites the level below, gigabytes where a flush rewrites L1 at most.
+ * A close still waits for a flush, which bounds the WAL a reopen replays,
+ * and for a spill whose source is over twice its level's capacity: one
+ * that sessions shorter than a spill kept stopping. Not an error: the
+ * region does not fail. */
 enum { MERGE_CANCELLED = 1 };
-
-static int closing(const par_region *r) { return __atomic_load_n(&r->closing, __ATOMIC_RELAXED); }
 
 
 typedef struct task {
@@ -53,6 +55,7 @@ typedef struct task {
   garbage_list garbage; /* large-log records the merge found dead, or copied */
   int sort_large;       /* a merge into the last level: copy the upper
                            source's large values into a sorted run */
+  int stoppable;        /* a close stops it (MERGE_CANCELLED) */
   sorted_run sorted;
   gc_task gc;
 } task;
@@ -73,6 +76,12 @@ static uint64_t capacity(const par_volume *v, int level) {
 /* A level's size when it spills: its nodes plus the medium values its
  * pointers refer to (Parallax §3.3 keeps both sizes). */
 static uint64_t full_size(const dtree *t) { return t->d.bytes + t->d.medium_bytes; }
+
+/* Whether the task stops now: the region is closing (closing is written
+ * under view_mu and read here without it). */
+static int stop_now(const par_region *r, const task *t) {
+  return t->stoppable && __atomic_load_n(&r->closing, __ATOMIC_RELAXED);
+}
 
 /* Whether a level's active tree should spill into the next level. */
 static int should_spill(const par_region *r, const view *w, int i) {
@@ -234,6 +243,7 @@ static int pick(par_region *r, task *t) {
   }
   t->dst_tree = w->tree[t->dst][0];
   if (t->dst_tree) dtree_ref(t->dst_tree);
+  t->stoppable = t->kind == TASK_SPILL && full_size(t->src) <= 2 * capacity(v, t->dst - 1);
   t->drop_tombstones = is_last(w, t->dst);
   t->sort_large = t->drop_tombstones && v->opts.sort_large_values && v->opts.placement == PAR_PLACEMENT_HYBRID;
   t->inline_medium = v->opts.placement != PAR_PLACEMENT_HYBRID || t->drop_tombstones ||
@@ -299,7 +309,7 @@ static int merge_entries(void *arg) {
   const par_options *o = &r->vol->opts;
   int rc = merge_settle(m);
   while (!rc && m->cur >= 0) {
-    if (closing(r)) return MERGE_CANCELLED;
+    if (stop_now(r, t)) return MERGE_CANCELLED;
     tree_entry *e = merge_entry(m);
     size_t pair = (size_t)entry_key_len(e) + e->value_len;
     if (t->drop_tombstones && e->cat == CAT_TOMBSTONE) {
@@ -524,7 +534,7 @@ static void run(par_region *r, task *t) {
     dtree *nt = NULL;
     int recorded = 0;
     rc = merge(r, t, &nt);
-    if (!rc && closing(r)) rc = MERGE_CANCELLED;
+    if (!rc && stop_now(r, t)) rc = MERGE_CANCELLED;
     if (!rc) rc = commit(r, t, nt, &recorded);
     assert(rc != MERGE_CANCELLED || !recorded);
     if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
