@@ -494,18 +494,18 @@ typedef struct held_merge {
   int armed;      /* hold the next such merge (else let it through)      */
   int held;       /* a merge reached a sync and waited there             */
   int saw_close;  /* ... until the region was closing                    */
-  uint32_t root;  /* L2's root when the held spill started (0: none)     */
+  uint64_t root;  /* L2's root when the held spill started (0: none)     */
 } held_merge;
 
-/* At the first sync of the merge asked for, on the compaction thread (its
- * new tree, synced before its commit): waits, 10 s at most, for the close. */
+/* On the compaction thread, at the first call observed (fault_observe_*)
+ * in the merge asked for: waits, 10 s at most, for the close. */
 static void hold_until_close(void *arg) {
   held_merge *h = arg;
   char name[16];
   if (pthread_getname_np(pthread_self(), name, sizeof name) || strcmp(name, "par-compaction") != 0) return;
   pthread_mutex_lock(&h->r->view_mu);
   int spilling = h->r->view->tree[1][1] != NULL; /* one worker: the running task */
-  uint32_t root = h->r->view->tree[2][0] ? h->r->view->tree[2][0]->d.root : 0;
+  uint64_t root = h->r->view->tree[2][0] ? h->r->view->tree[2][0]->d.root : 0;
   pthread_mutex_unlock(&h->r->view_mu);
   if (spilling != h->spill || !__atomic_load_n(&h->armed, __ATOMIC_SEQ_CST) ||
       __atomic_exchange_n(&h->held, 1, __ATOMIC_SEQ_CST))
@@ -553,49 +553,60 @@ static void check_spill_keys(par_region *r, uint32_t n) {
   }
 }
 
-/* A close does not wait for a running spill: the spill stops before its
- * commit, the catalog keeps the levels it had, the close still makes every
- * acknowledged write durable, and the next session spills again. Before,
- * the spill finished first: a close after a load waited for a merge of the
- * whole last level (11 s at 20 M records). */
-static void test_close_stops_spill(void **state) {
+/* Loads rounds of new keys, each flushed into L1 by a worker (par_flush
+ * would wait for the spill), until L1 outgrows its capacity and a spill
+ * after a round's flush is held; a spill that starts while a round writes
+ * is let through (the writes would wait for it). Returns the keys written. */
+static uint32_t spill_held(fx *f, held_merge *h) {
+  uint32_t n = 0;
+  for (int round = 0; round < 100; round++) {
+    put_spill_keys(f->reg, n, n + 100);
+    n += 100;
+    __atomic_store_n(&h->armed, 1, __ATOMIC_SEQ_CST);
+    atomic_store(&f->reg->freeze_wanted, 1);
+    compaction_schedule(f->reg);
+    if (held_or_idle(h)) break;
+    __atomic_store_n(&h->armed, 0, __ATOMIC_SEQ_CST);
+  }
+  assert_true(__atomic_load_n(&h->held, __ATOMIC_SEQ_CST));
+  return n;
+}
+
+/* A close during a spill, held at its first read of the trees (stop: 1) or
+ * at the sync of its new tree (stop: 0): a spill in its first half stops
+ * before its commit, the catalog keeps the levels it had, and the next
+ * session spills again; one past half finishes. Either way the close makes
+ * every acknowledged write durable. Before, every spill finished first: a
+ * close after a load waited for a merge of the whole last level (11 s at
+ * 20 M records). */
+static void close_during_spill(void **state, int stop) {
   fx *f = *state;
   f->opts = tu_options(64u << 10, 2); /* L1 holds 128 KiB: it spills soon */
   open_all(f);
   load(f, 0, NKEYS);
   held_merge h = {.r = f->reg, .spill = 1};
-  fault_observe_syncs(hold_until_close, &h);
-  /* Rounds of new keys, each flushed into L1 by a worker (par_flush would
-   * wait for the spill), until L1 outgrows its capacity and the spill
-   * after a round's flush reaches its sync. A spill that starts while a
-   * round writes is let through: the writes would wait for it. */
-  uint32_t n = 0;
-  for (int round = 0; round < 100; round++) {
-    put_spill_keys(f->reg, n, n + 100);
-    n += 100;
-    __atomic_store_n(&h.armed, 1, __ATOMIC_SEQ_CST);
-    atomic_store(&f->reg->freeze_wanted, 1);
-    compaction_schedule(f->reg);
-    if (held_or_idle(&h)) break;
-    __atomic_store_n(&h.armed, 0, __ATOMIC_SEQ_CST);
-  }
-  assert_true(__atomic_load_n(&h.held, __ATOMIC_SEQ_CST));
+  if (stop) fault_observe_reads(hold_until_close, &h);
+  else fault_observe_syncs(hold_until_close, &h);
+  uint32_t n = spill_held(f, &h);
   assert_ok(par_region_close(f->reg));
   f->reg = NULL;
-  fault_observe_syncs(NULL, NULL);
+  fault_reset();
   assert_true(h.saw_close);
   const region_desc *d = catalog_find(&f->vol->cat, "main");
-  assert_int_equal(d->level[2][0].root, h.root); /* the spill recorded nothing */
+  if (stop) assert_true(d->level[2][0].root == h.root); /* the spill recorded nothing */
+  else assert_true(d->level[2][0].root != h.root);
   reopen(f);
   verify(f);
   check_spill_keys(f->reg, n);
-  assert_ok(par_compact(f->reg)); /* the spill, redone, and the rest */
-  d = catalog_find(&f->vol->cat, "main");
-  assert_true(d->level[2][0].root != h.root);
+  assert_ok(par_compact(f->reg)); /* a stopped spill, redone, and the rest */
+  assert_true(catalog_find(&f->vol->cat, "main")->level[2][0].root != h.root);
   reopen(f);
   verify(f);
   check_spill_keys(f->reg, n);
 }
+
+static void test_close_stops_early_spill(void **state) { close_during_spill(state, 1); }
+static void test_close_finishes_late_spill(void **state) { close_during_spill(state, 0); }
 
 /* A close waits for a running flush (it is what bounds the WAL a reopen
  * replays): held at its sync until the close began, it still commits. */
@@ -615,7 +626,7 @@ static void test_close_waits_for_flush(void **state) {
   assert_true(held_or_idle(&h));
   assert_ok(par_region_close(f->reg));
   f->reg = NULL;
-  fault_observe_syncs(NULL, NULL);
+  fault_reset();
   assert_true(h.saw_close);
   assert_true(catalog_find(&f->vol->cat, "main")->covered_lsn > covered); /* committed */
   reopen(f);
@@ -741,7 +752,8 @@ int main(void) {
       cmocka_unit_test_setup_teardown(test_compaction_write_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_compaction_fsync_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_compaction_read_eio, setup, teardown),
-      cmocka_unit_test_setup_teardown(test_close_stops_spill, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_close_stops_early_spill, setup, teardown),
+      cmocka_unit_test_setup_teardown(test_close_finishes_late_spill, setup, teardown),
       cmocka_unit_test_setup_teardown(test_close_waits_for_flush, setup, teardown),
       cmocka_unit_test_setup_teardown(test_catalog_write_eio, setup, teardown),
       cmocka_unit_test_setup_teardown(test_catalog_fsync_eio, setup, teardown),

@@ -151,9 +151,9 @@ PAR_API int par_region_create(par_volume *vol, const char *name);
  * open at most once at a time (PAR_EBUSY). Opening replays its write-ahead log. */
 PAR_API int par_region_open(par_volume *vol, const char *name, int create, par_region **out);
 /* Makes every write durable and closes the region. A spill of a level into
- * the next one running then stops and is given up (the next open runs it
- * again), so a close does not wait for the rewrite of a large level; a
- * flush of L0 it waits for. */
+ * the next one that is running and not yet half done stops and is given up
+ * (the next open runs it again), so a close does not wait for the whole
+ * rewrite of a large level; a flush of L0 it waits for. */
 PAR_API int par_region_close(par_region *region);
 /* Drops a closed region and frees its space. */
 PAR_API int par_region_drop(par_volume *vol, const char *name);

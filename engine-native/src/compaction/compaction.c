@@ -32,14 +32,15 @@
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
 
-/* A close does not wait for a spill to finish: the spill stops between two
- * entries, or before its commit, and gives its new tree back. Nothing was
- * recorded, so its sources stay as they were and the next open runs it
- * again (LevelDB and RocksDB stop their compactions at close too). A spill
+/* A close does not wait for a spill in its first half: the spill stops
+ * between two entries and gives its new tree back. Nothing was recorded,
+ * so its sources stay as they were and the next open runs it again
+ * (LevelDB and RocksDB stop their compactions at close too). A spill
  * rewrites the level below, gigabytes where a flush rewrites L1 at most.
- * A close still waits for a flush, which bounds the WAL a reopen replays,
- * and for a spill whose source is over twice its level's capacity: one
- * that sessions shorter than a spill kept stopping. Not an error: the
+ * A close still waits for a flush, which bounds the WAL a reopen replays;
+ * for a spill past half its entries, which costs less to finish than to
+ * redo; and for a spill whose source is over twice its level's capacity,
+ * one that sessions shorter than a spill kept stopping. Not an error: the
  * region does not fail. */
 enum { MERGE_CANCELLED = 1 };
 
@@ -55,7 +56,7 @@ typedef struct task {
   garbage_list garbage; /* large-log records the merge found dead, or copied */
   int sort_large;       /* a merge into the last level: copy the upper
                            source's large values into a sorted run */
-  int stoppable;        /* a close stops it (MERGE_CANCELLED) */
+  int stoppable;        /* a close stops it in its first half (MERGE_CANCELLED) */
   sorted_run sorted;
   gc_task gc;
 } task;
@@ -76,12 +77,6 @@ static uint64_t capacity(const par_volume *v, int level) {
 /* A level's size when it spills: its nodes plus the medium values its
  * pointers refer to (Parallax §3.3 keeps both sizes). */
 static uint64_t full_size(const dtree *t) { return t->d.bytes + t->d.medium_bytes; }
-
-/* Whether the task stops now: the region is closing (closing is written
- * under view_mu and read here without it). */
-static int stop_now(const par_region *r, const task *t) {
-  return t->stoppable && __atomic_load_n(&r->closing, __ATOMIC_RELAXED);
-}
 
 /* Whether a level's active tree should spill into the next level. */
 static int should_spill(const par_region *r, const view *w, int i) {
@@ -275,7 +270,14 @@ typedef struct merge_run {
   uint64_t class_bytes[3];
   const uint32_t *copyable; /* sorted: the segments whose records a copy may read (gc.h) */
   uint32_t ncopyable;
+  uint64_t entries, done;   /* the sources' entries, and those merged so far */
 } merge_run;
+
+/* Whether the merge stops now: a stoppable spill in its first half while
+ * the region closes (closing is written under view_mu, read here without). */
+static int stop_now(const merge_run *mr) {
+  return mr->t->stoppable && mr->done < mr->entries / 2 && __atomic_load_n(&mr->r->closing, __ATOMIC_RELAXED);
+}
 
 /* Adds a large entry of the upper level to the builder pointing at a copy
  * of its record in the task's sorted run; the old record becomes garbage.
@@ -309,7 +311,8 @@ static int merge_entries(void *arg) {
   const par_options *o = &r->vol->opts;
   int rc = merge_settle(m);
   while (!rc && m->cur >= 0) {
-    if (stop_now(r, t)) return MERGE_CANCELLED;
+    if (stop_now(mr)) return MERGE_CANCELLED;
+    mr->done++;
     tree_entry *e = merge_entry(m);
     size_t pair = (size_t)entry_key_len(e) + e->value_len;
     if (t->drop_tombstones && e->cat == CAT_TOMBSTONE) {
@@ -379,7 +382,8 @@ static int merge(par_region *r, task *t, dtree **out) {
   building = !rc;
   if (building) b.direct = __atomic_load_n(&r->wal.cached, __ATOMIC_RELAXED); /* its log is shipped */
   merge_run mr = {.r = r, .t = t, .b = &b,
-                  .m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd}};
+                  .m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd},
+                  .entries = (t->src ? t->src->d.entries : 0) + (t->dst_tree ? t->dst_tree->d.entries : 0)};
   /* Copying values: a view of the merge's own keeps the records it may
    * read from being freed under it (gc.h). */
   view *pin = NULL;
@@ -534,9 +538,7 @@ static void run(par_region *r, task *t) {
     dtree *nt = NULL;
     int recorded = 0;
     rc = merge(r, t, &nt);
-    if (!rc && stop_now(r, t)) rc = MERGE_CANCELLED;
     if (!rc) rc = commit(r, t, nt, &recorded);
-    assert(rc != MERGE_CANCELLED || !recorded);
     if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
     if (rc && !recorded) sorted_run_abort(&t->sorted);
     for (uint32_t i = 0; recorded && i < t->sorted.nsegs; i++) gc_note_settled(r, t->sorted.segs[i].inc);

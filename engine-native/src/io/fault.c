@@ -16,6 +16,8 @@ static slot slots[FAULT_MAX_RULES];
 static atomic_int armed; /* rules and observers in use: the fast path reads only this */
 static void (*sync_observer)(void *);
 static void *sync_observer_arg;
+static void (*read_observer)(void *);
+static void *read_observer_arg;
 
 int fault_arm(const fault_rule *r) {
   pthread_mutex_lock(&mu);
@@ -41,17 +43,21 @@ void fault_reset(void) {
   pthread_mutex_lock(&mu);
   for (int i = 0; i < FAULT_MAX_RULES; i++) slots[i] = (slot){0};
   sync_observer = NULL;
+  read_observer = NULL;
   atomic_store(&armed, 0);
   pthread_mutex_unlock(&mu);
 }
 
-void fault_observe_syncs(void (*fn)(void *), void *arg) {
+static void observe(void (**observer)(void *), void **observer_arg, void (*fn)(void *), void *arg) {
   pthread_mutex_lock(&mu);
-  if (!sync_observer != !fn) atomic_fetch_add(&armed, fn ? 1 : -1);
-  sync_observer = fn;
-  sync_observer_arg = arg;
+  if (!*observer != !fn) atomic_fetch_add(&armed, fn ? 1 : -1);
+  *observer = fn;
+  *observer_arg = arg;
   pthread_mutex_unlock(&mu);
 }
+
+void fault_observe_syncs(void (*fn)(void *), void *arg) { observe(&sync_observer, &sync_observer_arg, fn, arg); }
+void fault_observe_reads(void (*fn)(void *), void *arg) { observe(&read_observer, &read_observer_arg, fn, arg); }
 
 static int matches(const fault_rule *r, fault_op op, uint64_t off, size_t len) {
   if (r->op != op) return 0;
@@ -64,8 +70,8 @@ int fault_check(fault_op op, uint64_t off, size_t *len) {
   if (!atomic_load_explicit(&armed, memory_order_relaxed)) return 0;
   int err = 0;
   pthread_mutex_lock(&mu);
-  void (*observer)(void *) = op == FAULT_FSYNC ? sync_observer : NULL;
-  void *observer_arg = sync_observer_arg;
+  void (*observer)(void *) = op == FAULT_FSYNC ? sync_observer : op == FAULT_PREAD ? read_observer : NULL;
+  void *observer_arg = op == FAULT_FSYNC ? sync_observer_arg : read_observer_arg;
   for (int i = 0; i < FAULT_MAX_RULES; i++) {
     slot *s = &slots[i];
     if (!s->used || !matches(&s->r, op, off, *len)) continue;

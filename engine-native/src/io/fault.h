@@ -52,6 +52,8 @@ void fault_reset(void);
  * none), for tests that check what a thread holds while it syncs. Cleared
  * by fault_reset too. */
 void fault_observe_syncs(void (*fn)(void *), void *arg);
+/* The same before every pread of the volume file. */
+void fault_observe_reads(void (*fn)(void *), void *arg);
 
 /* For io/file.c: 0 to proceed with *len bytes (possibly shortened), or the
  * errno the call must fail with. */
