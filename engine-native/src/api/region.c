@@ -448,7 +448,7 @@ static int region_close(par_region *r) {
   int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;
   pthread_mutex_lock(&v->sched_mu);
   pthread_mutex_lock(&r->view_mu);
-  __atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED); /* a running merge stops */
+  __atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED); /* a spill in its first half stops */
   pthread_mutex_unlock(&r->view_mu);
   pthread_mutex_unlock(&v->sched_mu);
   compaction_drain(r);

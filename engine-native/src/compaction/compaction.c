@@ -44,7 +44,6 @@ enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
  * region does not fail. */
 enum { MERGE_CANCELLED = 1 };
 
-
 typedef struct task {
   int kind;
   int dst;              /* destination level */
@@ -546,8 +545,8 @@ static void run(par_region *r, task *t) {
     task_release(t);
     segalloc_trim(&r->vol->alloc, 0);
     pthread_mutex_lock(&r->view_mu);
-    if (rc && rc != MERGE_CANCELLED) r->failed = rc;
-    else atomic_fetch_add(&r->stats.compactions, 1);
+    if (!rc) atomic_fetch_add(&r->stats.compactions, 1);
+    else if (rc != MERGE_CANCELLED) r->failed = rc;
     r->dest_busy[t->dst] = 0;
   }
   r->running--;

@@ -608,7 +608,9 @@ public final class Region implements AutoCloseable {
   /**
    * Closes the region's scanners and snapshots, waits for calls in flight and closes the
    * region. Every handle is closed even when closing one of them fails. Idempotent once the
-   * region is freed.
+   * region is freed. Every write is durable once the region is closed; a spill of a level into
+   * the next that is less than half done stops, and the next open runs it again, so a close does
+   * not wait for the rewrite of a large level.
    *
    * @throws ParallaxException the engine's error closing the region (it is closed and freed
    *     anyway), or, when only a scanner or snapshot failed, a {@code ParallaxException} naming
