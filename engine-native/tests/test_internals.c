@@ -1628,9 +1628,28 @@ static size_t mt_expected(const mt_ref *ref, size_t n, uint64_t snap, size_t *id
   return got;
 }
 
-static void test_memtable_random(void **state) {
-  (void)state;
-  uint64_t rng = tu_seed("internals/memtable_random");
+/* Key id of the random test: a pattern of 1 to 40 bytes, or with
+ * shared_starts a 20-byte start every key shares, the id in decimal (so
+ * that "x12" precedes "x123"), sometimes a zero byte, and a few pattern
+ * bytes: L0's nodes then skip most of each key (their prefixes hold the
+ * bytes after the start their fences share), and keys that are prefixes of
+ * others sit in the same nodes. */
+static uint16_t mt_random_key(uint8_t *key, size_t cap, uint64_t id, int shared_starts) {
+  if (!shared_starts) {
+    uint16_t len = (uint16_t)(1 + tu_mix64(id) % cap);
+    tu_fill_pattern(key, len, id);
+    return len;
+  }
+  int len = snprintf((char *)key, cap, "shared-start/twenty%llu", (unsigned long long)id);
+  assert_true(len > 0 && (size_t)len + 8 <= cap);
+  if (id % 3 == 0) key[len++] = 0;
+  size_t tail = tu_mix64(id) % 5;
+  tu_fill_pattern(key + len, tail, id);
+  return (uint16_t)(len + tail);
+}
+
+static void memtable_random(const char *seed, int shared_starts) {
+  uint64_t rng = tu_seed(seed);
   const size_t n = 50000;
   mt_ref *ref = xmalloc(n * sizeof *ref);
   memtable *m = memtable_create();
@@ -1639,8 +1658,7 @@ static void test_memtable_random(void **state) {
   for (size_t i = 0; i < n; i++) {
     mt_ref *r = &ref[i];
     uint64_t id = tu_rand_range(&rng, 6000); /* about 8 versions per key */
-    r->klen = (uint16_t)(1 + tu_mix64(id) % sizeof r->key);
-    tu_fill_pattern(r->key, r->klen, id);
+    r->klen = mt_random_key(r->key, sizeof r->key, id, shared_starts);
     r->lsn = i + 1;
     r->type = tu_rand_range(&rng, 10) == 0 ? WAL_DELETE : WAL_PUT;
     r->vlen = r->type == WAL_DELETE ? 0 : (uint32_t)tu_rand_range(&rng, sizeof val);
@@ -1742,6 +1760,16 @@ static void test_memtable_random(void **state) {
   free(idx);
   free(ref);
   memtable_unref(m);
+}
+
+static void test_memtable_random(void **state) {
+  (void)state;
+  memtable_random("internals/memtable_random", 0);
+}
+
+static void test_memtable_shared_starts(void **state) {
+  (void)state;
+  memtable_random("internals/memtable_shared_starts", 1);
 }
 
 /* ==== 6. write-ahead log ================================================== */
@@ -2360,6 +2388,7 @@ int main(void) {
       cmocka_unit_test(test_scan_readahead_span),
       cmocka_unit_test(test_memtable_versions),
       cmocka_unit_test(test_memtable_random),
+      cmocka_unit_test(test_memtable_shared_starts),
       cmocka_unit_test(test_wal_append_replay),
       cmocka_unit_test(test_wal_stale_records),
       cmocka_unit_test(regression_wal_record_crosses_segment_end),

@@ -18,8 +18,15 @@
 struct mt_node {
   uint16_t n;    /* entries in a leaf, separators in an inner node */
   uint8_t leaf;
-  /* pfx[i] is the first 8 bytes of e[i]'s key, big-endian and zero-padded:
-   * unequal prefixes order keys without touching the entries (cache misses). */
+  /* Every key this node can hold begins with the same skip bytes: those its
+   * fences (the separators around it in its parent, and theirs above) share.
+   * A node's range only narrows (a split halves it), so skip stays true; a
+   * split recomputes it for both halves. */
+  uint16_t skip;
+  /* pfx[i] holds the 8 bytes of e[i]'s key after the first skip,
+   * big-endian and zero-padded: unequal prefixes order keys without
+   * touching the entries (cache misses). Keys that share a long start
+   * ("user" and a number) still differ in the bytes after it. */
   uint64_t pfx[FANOUT];
   const mt_entry *e[FANOUT];     /* leaf: entries; inner: e[i] = first entry of c[i+1] */
   mt_node *c[FANOUT + 1];        /* inner only */
@@ -133,16 +140,46 @@ static uint64_t prefix_of(const void *key, size_t key_len) {
   return __builtin_bswap64(v);
 }
 
-/* A search target: (key, lsn) and the key's prefix. */
+/* The prefix of key after its first skip bytes. */
+static uint64_t prefix_at(const void *key, size_t key_len, uint16_t skip) {
+  assert(key_len >= skip);
+  return prefix_of((const uint8_t *)key + skip, key_len - skip);
+}
+
+/* How many leading bytes a and b share. */
+static uint16_t shared_len(const mt_entry *a, const mt_entry *b) {
+  size_t n = a->key_len < b->key_len ? a->key_len : b->key_len, i = 0;
+  while (i < n && mt_key(a)[i] == mt_key(b)[i]) i++;
+  return (uint16_t)i;
+}
+
+/* A search target: (key, lsn) and the key's prefix after skip bytes, for
+ * the skip of the node last searched (a descent's nodes skip more and more
+ * of the same key). */
 typedef struct target {
   const void *key;
   size_t key_len;
   uint64_t lsn;
   uint64_t pfx;
+  uint16_t skip;
 } target;
 
-/* Order of (key, lsn): key ascending, then LSN descending. */
+static target target_of(const void *key, size_t key_len, uint64_t lsn) {
+  return (target){key, key_len, lsn, prefix_of(key, key_len), 0};
+}
+
+/* Makes t's prefix the one n's slots hold. t lies in n's range, so its key
+ * begins with the n->skip bytes every key there shares. */
+static void target_at(target *t, const mt_node *n) {
+  assert(!n->n || (t->key_len >= n->skip && !memcmp(t->key, mt_key(n->e[0]), n->skip)));
+  if (t->skip == n->skip) return;
+  t->skip = n->skip;
+  t->pfx = prefix_at(t->key, t->key_len, n->skip);
+}
+
+/* Order of (key, lsn): key ascending, then LSN descending (t at n). */
 static int cmp(const mt_node *n, int i, const target *t) {
+  assert(t->skip == n->skip);
   if (n->pfx[i] != t->pfx) return n->pfx[i] < t->pfx ? -1 : 1;
   const mt_entry *e = n->e[i];
   int c = key_cmp(mt_key(e), e->key_len, t->key, t->key_len);
@@ -151,7 +188,8 @@ static int cmp(const mt_node *n, int i, const target *t) {
 }
 
 /* First index i in node with e[i] >= target. */
-static int lower_bound(const mt_node *n, const target *t) {
+static int lower_bound(const mt_node *n, target *t) {
+  target_at(t, n);
   int lo = 0, hi = n->n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
@@ -163,7 +201,8 @@ static int lower_bound(const mt_node *n, const target *t) {
 
 /* Child of an inner node that holds the first entry >= target: the number
  * of separators <= target. */
-static int child_for(const mt_node *n, const target *t) {
+static int child_for(const mt_node *n, target *t) {
+  target_at(t, n);
   int lo = 0, hi = n->n;
   while (lo < hi) {
     int mid = (lo + hi) / 2;
@@ -178,16 +217,33 @@ static mt_node *node_alloc(void) {
   return fault_check(FAULT_L0_NODE, 0, &len) ? NULL : calloc(1, sizeof(mt_node));
 }
 
-/* Splits the full child c[i] of parent p into two halves. */
-static int split_child(memtable *m, mt_node *p, int i) {
+/* The skip of a node whose range lies between the fences lo and hi (NULL:
+ * unbounded): every key from lo's to hi's begins with what the two share. */
+static uint16_t skip_between(const mt_entry *lo, const mt_entry *hi) {
+  return lo && hi ? shared_len(lo, hi) : 0;
+}
+
+/* Gives n the skip its narrowed range allows, rewriting its prefixes. */
+static void set_skip(mt_node *n, uint16_t skip) {
+  assert(skip >= n->skip); /* a narrower range shares at least as much */
+  if (skip == n->skip) return;
+  n->skip = skip;
+  for (int i = 0; i < n->n; i++) n->pfx[i] = prefix_at(mt_key(n->e[i]), n->e[i]->key_len, skip);
+}
+
+/* Splits the full child c[i] of parent p into two halves; lo and hi are
+ * p's fences (NULL: unbounded). */
+static int split_child(memtable *m, mt_node *p, int i, const mt_entry *lo, const mt_entry *hi) {
   mt_node *l = p->c[i];
   mt_node *r = node_alloc();
   if (!r) return PAR_ENOMEM;
   atomic_fetch_add(&m->bytes, sizeof *r);
   charge(m, sizeof *r);
   r->leaf = l->leaf;
+  r->skip = l->skip;
   const mt_entry *sep;
-  uint64_t sep_pfx;
+  if (i > 0) lo = p->e[i - 1];
+  if (i < p->n) hi = p->e[i];
   if (l->leaf) {
     int half = l->n / 2;
     r->n = (uint16_t)(l->n - half);
@@ -199,22 +255,22 @@ static int split_child(memtable *m, mt_node *p, int i) {
     if (r->next) r->next->prev = r;
     l->next = r;
     sep = r->e[0];
-    sep_pfx = r->pfx[0];
   } else {
     int half = l->n / 2; /* l keeps e[0..half), e[half] moves up */
     sep = l->e[half];
-    sep_pfx = l->pfx[half];
     r->n = (uint16_t)(l->n - half - 1);
     memcpy(r->e, l->e + half + 1, r->n * sizeof *r->e);
     memcpy(r->pfx, l->pfx + half + 1, r->n * sizeof *r->pfx);
     memcpy(r->c, l->c + half + 1, (r->n + 1u) * sizeof *r->c);
     l->n = (uint16_t)half;
   }
+  set_skip(l, skip_between(lo, sep));
+  set_skip(r, skip_between(sep, hi));
   memmove(p->e + i + 1, p->e + i, (p->n - i) * sizeof *p->e);
   memmove(p->pfx + i + 1, p->pfx + i, (p->n - i) * sizeof *p->pfx);
   memmove(p->c + i + 2, p->c + i + 1, (p->n - i) * sizeof *p->c);
   p->e[i] = sep;
-  p->pfx[i] = sep_pfx;
+  p->pfx[i] = prefix_at(mt_key(sep), sep->key_len, p->skip);
   p->c[i + 1] = r;
   p->n++;
   return PAR_OK;
@@ -272,27 +328,30 @@ int memtable_link(memtable *m, const mt_entry *e) {
     atomic_fetch_add(&m->bytes, sizeof *r);
   charge(m, sizeof *r);
     r->c[0] = m->root;
-    if (split_child(m, r, 0)) {
+    if (split_child(m, r, 0, NULL, NULL)) {
       free(r);
       goto oom;
     }
     m->root = r;
   }
-  target t = {mt_key(e), e->key_len, e->lsn, prefix_of(mt_key(e), e->key_len)};
+  target t = target_of(mt_key(e), e->key_len, e->lsn);
   mt_node *n = m->root;
+  const mt_entry *lo = NULL, *hi = NULL; /* n's fences */
   while (!n->leaf) {
     int i = child_for(n, &t);
     if (n->c[i]->n == FANOUT) {
-      if (split_child(m, n, i)) goto oom;
+      if (split_child(m, n, i, lo, hi)) goto oom;
       if (cmp(n, i, &t) <= 0) i++;
     }
+    if (i > 0) lo = n->e[i - 1];
+    if (i < n->n) hi = n->e[i];
     n = n->c[i];
   }
   int i = lower_bound(n, &t);
   memmove(n->e + i + 1, n->e + i, (n->n - i) * sizeof *n->e);
   memmove(n->pfx + i + 1, n->pfx + i, (n->n - i) * sizeof *n->pfx);
   n->e[i] = e;
-  n->pfx[i] = t.pfx;
+  n->pfx[i] = t.pfx; /* lower_bound left it at n's skip */
   n->n++;
   m->entries++;
   if (e->lsn > m->max_lsn) m->max_lsn = e->lsn;
@@ -311,7 +370,7 @@ int memtable_insert(memtable *m, uint64_t lsn, uint8_t type, const void *key, ui
 
 /* Leaf and index of the first entry >= (key, lsn); n == NULL past the end. */
 static const mt_node *seek(const memtable *m, const void *key, size_t key_len, uint64_t lsn, int *idx) {
-  target t = {key, key_len, lsn, prefix_of(key, key_len)};
+  target t = target_of(key, key_len, lsn);
   const mt_node *n = m->root;
   while (!n->leaf) n = n->c[child_for(n, &t)];
   int i = lower_bound(n, &t);
@@ -403,7 +462,7 @@ void memtable_get_many(memtable *m, size_t n, const void *const *keys, const siz
     const mt_node *nd[GROUP] = {0}; /* k >= 1 entries set below; the rest unused */
     int idx[GROUP];
     for (size_t j = 0; j < k; j++) {
-      t[j] = (target){keys[g + j], lens[g + j], snap, prefix_of(keys[g + j], lens[g + j])};
+      t[j] = target_of(keys[g + j], lens[g + j], snap);
       nd[j] = m->root;
     }
     while (!nd[0]->leaf) {
@@ -466,7 +525,7 @@ uint32_t memtable_collect(memtable *m, const void *key, size_t key_len, int excl
 /* Leaf and index of the last entry < (key, lsn); n == NULL before the start. */
 static const mt_node *seek_before(const memtable *m, const void *key, size_t key_len, uint64_t lsn,
                                   int *idx) {
-  target t = {key, key_len, lsn, prefix_of(key, key_len)};
+  target t = target_of(key, key_len, lsn);
   const mt_node *n = m->root;
   while (!n->leaf) n = n->c[child_for(n, &t)];
   int i = lower_bound(n, &t) - 1;
@@ -518,7 +577,7 @@ uint32_t memtable_collect_rev(memtable *m, const void *key, size_t key_len, int 
 /* The fraction of the entries before every version of key: the child or
  * slot taken at each node splits the share its parent gave that node. */
 static double rank(const memtable *m, const void *key, size_t key_len) {
-  target t = {key, key_len, UINT64_MAX, prefix_of(key, key_len)}; /* before key's newest version */
+  target t = target_of(key, key_len, UINT64_MAX); /* before key's newest version */
   const mt_node *n = m->root;
   double r = 0, w = 1;
   while (!n->leaf) {
