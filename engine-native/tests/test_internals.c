@@ -47,6 +47,8 @@
 #include "testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1772,6 +1774,169 @@ static void test_memtable_shared_starts(void **state) {
   memtable_random("internals/memtable_shared_starts", 1);
 }
 
+/* ==== 5b. large log: the sealed buffer ==================================== */
+
+/* The large log's callbacks over a scratch volume: segments from its
+ * allocator, a new incarnation each, nothing listed durably. */
+typedef struct vl_ctx {
+  scratch *s;
+  uint32_t next_inc;
+} vl_ctx;
+
+static int vl_take(void *arg, uint32_t n, uint32_t *seg, uint32_t *inc) {
+  vl_ctx *c = arg;
+  assert_int_equal(n, 1);
+  *inc = ++c->next_inc;
+  return segalloc_alloc(&c->s->alloc, seg);
+}
+
+static int vl_list(void *arg, const vlog_taken *taken, uint32_t ntaken, const vptr *left, uint32_t nleft) {
+  (void)arg, (void)taken, (void)ntaken, (void)left, (void)nleft;
+  return PAR_OK;
+}
+
+static void vl_give_back(void *arg, uint32_t seg, uint32_t n) { (void)arg, (void)seg, (void)n; }
+
+/* Record i: key "v<i>" and a value of vl_size(i) pattern bytes. */
+static uint32_t vl_size(uint32_t i) { return i == 400 ? 300000 : 600 + (i * 37) % 900; }
+
+/* A large log over a scratch volume, the pointers to its records, and a
+ * value buffer. */
+typedef struct vl_fixture {
+  scratch s;
+  vl_ctx ctx;
+  vlog l;
+  vptr *ptrs;
+  uint8_t *val;
+} vl_fixture;
+
+static void vl_open(vl_fixture *f, const char *name, uint32_t n) {
+  scratch_open(&f->s, name, 8, 0);
+  f->ctx = (vl_ctx){&f->s, 0};
+  assert_ok(vlog_init(&f->l, &f->s.file, 9, vl_take, vl_list, vl_give_back, &f->ctx));
+  f->ptrs = xmalloc(n * sizeof *f->ptrs);
+  f->val = xmalloc(300000);
+}
+
+static void vl_close(vl_fixture *f) {
+  vlog_destroy(&f->l);
+  free(f->val);
+  free(f->ptrs);
+  scratch_close(&f->s);
+}
+
+static void vl_append(vl_fixture *f, uint32_t i) {
+  char key[16];
+  int kl = snprintf(key, sizeof key, "v%u", i);
+  tu_fill_pattern(f->val, vl_size(i), i);
+  assert_ok(vlog_append(&f->l, i + 1, 0, key, (uint16_t)kl, f->val, vl_size(i), &f->ptrs[i]));
+}
+
+/* Record i reads back whole: from a buffer (which it must be in when
+ * must_be_buffered) or else from the file. */
+static void vl_check(vl_fixture *f, uint32_t i, int must_be_buffered) {
+  uint32_t len = vl_size(i);
+  tu_fill_pattern(f->val, len, i);
+  uint8_t *copy = NULL;
+  uint32_t got = 0;
+  int buffered = vlog_read_buffered(&f->l, f->ptrs[i], &copy, &got);
+  assert_true(buffered >= 0);
+  if (must_be_buffered) assert_int_equal(buffered, 1);
+  if (buffered) {
+    assert_bytes(copy, got, f->val, len);
+    free(copy);
+    return;
+  }
+  vlog_record rec;
+  assert_ok(vlog_read_mapped(&f->s.file, 9, f->ptrs[i], &rec));
+  assert_bytes(rec.value, rec.value_len, f->val, len);
+}
+
+/* After a flush, records 0..n-1 read back from the file. */
+static void vl_check_flushed(vl_fixture *f, uint32_t n) {
+  assert_ok(vlog_flush(&f->l));
+  assert_false(f->l.has_sealed);
+  for (uint32_t i = 0; i < n; i++) {
+    vlog_record rec;
+    tu_fill_pattern(f->val, vl_size(i), i);
+    assert_ok(vlog_read_mapped(&f->s.file, 9, f->ptrs[i], &rec));
+    assert_bytes(rec.value, rec.value_len, f->val, vl_size(i));
+  }
+}
+
+/* A full tail buffer is sealed by the append that fills it and written
+ * later (vlog_write_sealed, or the next append that needs a seal, or
+ * vlog_flush), in order: until then its records are read from it, and
+ * once everything is flushed each record reads back from the file, the
+ * partial blocks written twice included. */
+static void test_vlog_sealed_buffer(void **state) {
+  (void)state;
+  enum { N = 3000 };
+  vl_fixture f;
+  vl_open(&f, "internals_vlog", N);
+  uint32_t i = 0;
+  /* Until the first seal: nothing reached the file, all is buffered. */
+  for (; !__atomic_load_n(&f.l.has_sealed, __ATOMIC_ACQUIRE); i++) {
+    assert_true(i < N);
+    vl_append(&f, i);
+  }
+  assert_true(i > 100);
+  vlog_record rec;
+  assert_par(vlog_read_mapped(&f.s.file, 9, f.ptrs[0], &rec), PAR_ECORRUPT); /* not written yet */
+  for (uint32_t k = 0; k < i; k++) vl_check(&f, k, 1);
+  /* Appends that fill the next buffer write the sealed one themselves; a
+   * 300 KB record grows a buffer; the log crosses segments. */
+  for (; i < N; i++) {
+    vl_append(&f, i);
+    if (i % 7 == 0) vl_check(&f, i - i / 2, 0);
+    if (i % 500 == 0) assert_ok(vlog_write_sealed(&f.l));
+  }
+  assert_true(f.ptrs[N - 1].seg != f.ptrs[0].seg);
+  for (uint32_t k = 0; k < N; k++) vl_check(&f, k, 0);
+  vl_check_flushed(&f, N);
+  vl_close(&f);
+}
+
+/* The WAL's writer flushes while a writer appends (vlog_flush against
+ * vlog_append): an append may seal between the flush's write of the sealed
+ * buffer and its own seal. Every record reads back from the file after a
+ * last flush. */
+typedef struct vl_race {
+  vlog *l;
+  atomic_int done;
+  uint32_t flushes;
+  int rc; /* the first failed flush's */
+} vl_race;
+
+static void *vl_flusher(void *arg) {
+  vl_race *x = arg;
+  while (!atomic_load(&x->done) && !x->rc) {
+    x->rc = vlog_flush(x->l);
+    x->flushes++;
+  }
+  return NULL;
+}
+
+static void test_vlog_flush_races_appends(void **state) {
+  (void)state;
+  enum { N = 20000 };
+  vl_fixture f;
+  vl_open(&f, "internals_vlog_race", N);
+  vl_race x = {&f.l, 0, 0, PAR_OK};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, vl_flusher, &x), 0);
+  for (uint32_t i = 0; i < N; i++) {
+    vl_append(&f, i);
+    if (i % 3 == 0) assert_ok(vlog_write_sealed(&f.l));
+  }
+  atomic_store(&x.done, 1);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_ok(x.rc);
+  assert_true(x.flushes > 0);
+  vl_check_flushed(&f, N);
+  vl_close(&f);
+}
+
 /* ==== 6. write-ahead log ================================================== */
 
 /* The segment callbacks: take allocates a segment (or hands out a fixed
@@ -2389,6 +2554,8 @@ int main(void) {
       cmocka_unit_test(test_memtable_versions),
       cmocka_unit_test(test_memtable_random),
       cmocka_unit_test(test_memtable_shared_starts),
+      cmocka_unit_test(test_vlog_sealed_buffer),
+      cmocka_unit_test(test_vlog_flush_races_appends),
       cmocka_unit_test(test_wal_append_replay),
       cmocka_unit_test(test_wal_stale_records),
       cmocka_unit_test(regression_wal_record_crosses_segment_end),

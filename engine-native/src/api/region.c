@@ -3,6 +3,7 @@
  * write.c and batch.c, reads in read.c, flush/compact/stats in
  * maintenance.c. */
 #include <sched.h>
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -422,6 +423,7 @@ static int count_head_tails(par_region *r) {
   for (int i = 0; i < 2; i++) {
     int rc = vlog_list_pending(heads[i], UINT64_MAX, covered_lsn(r));
     if (rc) return rc;
+    assert(!heads[i]->sealed); /* the WAL's last flush wrote it */
     uint32_t used = (uint32_t)ALIGN_UP(heads[i]->base + heads[i]->fill, PAR_BLOCK);
     if (heads[i]->seg)
       garbage_add(&g, (vptr){heads[i]->seg, used, heads[i]->inc, PAR_SEGMENT_SIZE - used});

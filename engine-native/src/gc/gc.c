@@ -568,6 +568,7 @@ static int relocate(par_region *r, const vlog_record *rec, vptr p, uint64_t *rel
     }
   }
   pthread_mutex_unlock(&r->write_mu);
+  if (!rc) rc = vlog_write_sealed(&r->cold); /* a buffer this relocation filled */
   return rc;
 }
 

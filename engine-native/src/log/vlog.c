@@ -40,16 +40,20 @@ int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_
   l->buf = file_buf_alloc(l->cap);
   if (!l->buf) return par_error(PAR_ENOMEM, "large-log buffer");
   pthread_mutex_init(&l->mu, NULL);
+  pthread_mutex_init(&l->wmu, NULL);
   return PAR_OK;
 }
 
 void vlog_destroy(vlog *l) {
   free(l->buf);
+  free(l->sealed);
+  free(l->spare);
   free(l->taken);
   free(l->left);
   free(l->left_lsn);
   free(l->left_unlogged);
   pthread_mutex_destroy(&l->mu);
+  pthread_mutex_destroy(&l->wmu);
   memset(l, 0, sizeof *l);
 }
 
@@ -81,38 +85,92 @@ static void leave_head(vlog *l, uint32_t used) {
   l->seg = 0;
 }
 
-/* Writes what the buffer holds that the file lacks, to the end of its last
- * block, and moves past its full blocks (mu held): a partial last block
- * stays in the buffer, written again with the records after it. Its
- * earlier bytes are written again as they were, so a torn write leaves the
- * records there whole (each sector holds one of two equal versions);
- * padding each flush to a block instead cost a log written in small
- * flushes (a write with PAR_SYNC each, a replicated primary) up to a block
- * per flush, twice its records' bytes in the SD mix. */
-static int write_buffer(vlog *l) {
-  if (l->fill == l->flushed) return PAR_OK;
+/* Seals what the buffer holds that the file lacks, to the end of its last
+ * block (mu held, no sealed buffer), and moves past its full blocks: a
+ * spare buffer takes over the tail, starting with a partial last block,
+ * which is written again with the records after it. Its earlier bytes are
+ * written again as they were, so a torn write leaves the records there
+ * whole (each sector holds one of two equal versions); padding each flush
+ * to a block instead cost a log written in small flushes (a write with
+ * PAR_SYNC each, a replicated primary) up to a block per flush, twice its
+ * records' bytes in the SD mix. */
+static int seal(vlog *l) {
+  assert(!l->sealed && l->fill > l->flushed);
+  uint8_t *next = l->spare ? l->spare : file_buf_alloc(VLOG_CHUNK);
+  if (!next) return par_error(PAR_ENOMEM, "large-log buffer");
+  l->spare = NULL;
   uint32_t len = ALIGN_UP(l->fill, PAR_BLOCK);
   memset(l->buf + l->fill, 0, len - l->fill);
-  uint64_t at = seg_offset(l->seg) + l->base;
-  int rc = __atomic_load_n(&l->cached, __ATOMIC_RELAXED) ? file_write_cached(l->file, l->buf, len, at)
-                                                         : file_write(l->file, l->buf, len, at);
-  if (rc) {
-    l->failed = rc;
-    return rc;
-  }
   uint32_t full = l->fill - l->fill % PAR_BLOCK, keep = l->fill - full;
-  if (keep && full) memmove(l->buf, l->buf + full, keep);
+  memcpy(next, l->buf + full, keep);
+  l->sealed = l->buf;
+  l->sealed_seg = l->seg;
+  l->sealed_inc = l->inc;
+  l->sealed_base = l->base;
+  l->sealed_fill = l->fill;
+  l->sealed_len = len;
+  l->sealed_cap = l->cap;
+  __atomic_store_n(&l->has_sealed, 1, __ATOMIC_RELEASE);
+  l->buf = next;
+  l->cap = VLOG_CHUNK;
   l->base += full;
   l->fill = l->flushed = keep;
-  l->written += len;
   if (l->base >= SEG) leave_head(l, SEG);
   return PAR_OK;
 }
 
-int vlog_flush(vlog *l) {
+/* Writes the sealed buffer, if any (wmu held, mu not): appends and reads go
+ * on meanwhile, reads of its records from the buffer itself. Once written
+ * it becomes the spare (a buffer grown for one record is freed instead). */
+static int write_sealed(vlog *l) {
   pthread_mutex_lock(&l->mu);
-  int rc = l->failed ? l->failed : write_buffer(l);
+  const uint8_t *b = l->sealed;
+  uint32_t len = l->sealed_len;
+  uint64_t at = seg_offset(l->sealed_seg) + l->sealed_base;
+  int rc = l->failed;
   pthread_mutex_unlock(&l->mu);
+  if (!b || rc) return rc;
+  rc = __atomic_load_n(&l->cached, __ATOMIC_RELAXED) ? file_write_cached(l->file, b, len, at)
+                                                     : file_write(l->file, b, len, at);
+  pthread_mutex_lock(&l->mu);
+  assert(l->sealed == b); /* nobody seals over a sealed buffer */
+  if (rc) {
+    l->failed = rc;
+  } else {
+    if (!l->spare && l->sealed_cap == VLOG_CHUNK) l->spare = l->sealed;
+    else free(l->sealed);
+    l->sealed = NULL;
+    __atomic_store_n(&l->has_sealed, 0, __ATOMIC_RELAXED);
+    l->written += len;
+  }
+  pthread_mutex_unlock(&l->mu);
+  return rc;
+}
+
+int vlog_write_sealed(vlog *l) {
+  if (!__atomic_load_n(&l->has_sealed, __ATOMIC_ACQUIRE)) return PAR_OK;
+  pthread_mutex_lock(&l->wmu);
+  int rc = write_sealed(l);
+  pthread_mutex_unlock(&l->wmu);
+  return rc;
+}
+
+/* Appends seal under mu alone, so one may seal between the write of the
+ * sealed buffer and the seal here: that buffer is written first. */
+int vlog_flush(vlog *l) {
+  pthread_mutex_lock(&l->wmu);
+  int rc, again;
+  do {
+    rc = write_sealed(l);
+    if (rc) break;
+    pthread_mutex_lock(&l->mu);
+    rc = l->failed;
+    again = !rc && l->sealed;
+    if (!rc && !again && l->fill > l->flushed) rc = seal(l);
+    pthread_mutex_unlock(&l->mu);
+  } while (!rc && again);
+  if (!rc) rc = write_sealed(l);
+  pthread_mutex_unlock(&l->wmu);
   return rc;
 }
 
@@ -184,9 +242,11 @@ int vlog_append(vlog *l, uint64_t lsn, int unlogged, const void *key, uint16_t k
   size_t size = vlog_record_size(key_len, value_len);
   if (size > SEG) return par_error(PAR_ETOOBIG, "large-log record of %zu bytes exceeds a segment", size);
   pthread_mutex_lock(&l->mu);
-  int rc = l->failed ? par_error(PAR_EFAILED, "the large log failed earlier (%s)", par_strerror(l->failed)) : PAR_OK;
+  int rc = PAR_OK;
   while (!rc) {
-    if (!l->seg) {
+    if (l->failed) {
+      rc = par_error(PAR_EFAILED, "the large log failed earlier (%s)", par_strerror(l->failed));
+    } else if (!l->seg) {
       uint32_t seg, inc;
       rc = reserve_pending(l);
       if (!rc) rc = l->take(l->ctx, 1, &seg, &inc);
@@ -199,8 +259,15 @@ int vlog_append(vlog *l, uint64_t lsn, int unlogged, const void *key, uint16_t k
         l->seed = vlog_seed(l->region_id, inc);
       }
     } else if (l->base + l->fill + size > SEG || l->fill + size > l->cap) {
-      if (l->fill > l->flushed) rc = write_buffer(l);
-      else if (l->base + l->fill + size > SEG) leave_head(l, l->base + l->fill); /* the rest stays unused */
+      if (l->fill > l->flushed && l->sealed) {
+        /* The buffer sealed before is not written yet: write it here, as
+         * the appender that sealed it would. */
+        pthread_mutex_unlock(&l->mu);
+        vlog_write_sealed(l); /* a failure is in l->failed */
+        pthread_mutex_lock(&l->mu);
+      } else if (l->fill > l->flushed) {
+        rc = seal(l);
+      } else if (l->base + l->fill + size > SEG) leave_head(l, l->base + l->fill); /* the rest stays unused */
       else {
         uint32_t cap = ALIGN_UP(l->fill + (uint32_t)size, PAR_BLOCK);
         uint8_t *b = file_buf_alloc(cap);
@@ -352,31 +419,44 @@ int vlog_resync(const uint8_t *seg_image, uint32_t *off, uint32_t seed, vlog_rec
   return PAR_NOT_FOUND;
 }
 
-static int in_buffer(const vlog *l, vptr p) {
-  return l->seg && p.seg == l->seg && p.inc == l->inc && p.off >= l->base && p.off < l->base + l->fill;
+/* Where record p's bytes are in memory (mu held): in the tail buffer or
+ * the sealed one, with *avail bytes from there on; NULL when neither holds
+ * it. */
+static const uint8_t *buffered_at(const vlog *l, vptr p, uint32_t *avail) {
+  if (l->seg && p.seg == l->seg && p.inc == l->inc && p.off >= l->base && p.off < l->base + l->fill) {
+    *avail = l->base + l->fill - p.off;
+    return l->buf + (p.off - l->base);
+  }
+  if (l->sealed && p.seg == l->sealed_seg && p.inc == l->sealed_inc && p.off >= l->sealed_base &&
+      p.off < l->sealed_base + l->sealed_fill) {
+    *avail = l->sealed_base + l->sealed_fill - p.off;
+    return l->sealed + (p.off - l->sealed_base);
+  }
+  return NULL;
 }
 
 /* The lock is held only to look and to copy the record's bytes: writers
  * append under it, so the allocation and the checksum happen outside. */
 int vlog_read_buffered(vlog *l, vptr p, uint8_t **copy, uint32_t *value_len) {
   pthread_mutex_lock(&l->mu);
-  int there = in_buffer(l, p);
-  /* A record in the buffer is no larger than the buffer: a damaged
-   * pointer's size must not size the allocation. */
-  uint32_t want = p.size < l->cap ? p.size : l->cap;
+  uint32_t avail = 0;
+  int there = buffered_at(l, p, &avail) != NULL;
+  /* A record in a buffer ends there: a damaged pointer's size must not
+   * size the allocation. */
+  uint32_t want = p.size < avail ? p.size : avail;
   pthread_mutex_unlock(&l->mu);
   if (!there) return 0;
   uint8_t *rec = malloc(want ? want : 1);
   if (!rec) return par_error(PAR_ENOMEM, "value copy");
   pthread_mutex_lock(&l->mu);
-  uint32_t avail = 0;
-  if (in_buffer(l, p)) { /* else written out meanwhile: the caller reads it from the file */
-    avail = l->base + l->fill - p.off < want ? l->base + l->fill - p.off : want;
-    memcpy(rec, l->buf + (p.off - l->base), avail);
+  const uint8_t *at = buffered_at(l, p, &avail); /* NULL: written out meanwhile, read from the file */
+  if (at) {
+    avail = avail < want ? avail : want;
+    memcpy(rec, at, avail);
   }
-  uint32_t seed = l->seed;
   pthread_mutex_unlock(&l->mu);
-  if (!avail) {
+  uint32_t seed = vlog_seed(l->region_id, p.inc);
+  if (!at) {
     free(rec);
     return 0;
   }

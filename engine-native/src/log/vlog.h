@@ -10,11 +10,15 @@
  * and the segment's incarnation, so records of an earlier use of a segment
  * never validate.
  *
- * Appends go to a 256 KiB tail buffer written with direct I/O when it fills
- * or when the WAL is about to write (vlog_flush), which syncs it before it
- * writes the pointer records. A partial last block stays in the buffer and
- * is written again, as it was, with the records after it: records follow
- * each other without padding. */
+ * Appends go to a 256 KiB tail buffer. When it fills, the append seals it
+ * (a spare buffer takes over the tail) and the writer writes the sealed
+ * buffer with direct I/O once it has let go of the region's write_mu
+ * (vlog_write_sealed): the other writers go on appending meanwhile. The
+ * WAL writes both before it writes pointer records (vlog_flush), and syncs
+ * them. A partial last block stays in the buffer and is written again, as
+ * it was, with the records after it: records follow each other without
+ * padding. So the sealed buffer is always written before the buffer after
+ * it (wmu orders the writes). */
 #ifndef PAR_LOG_VLOG_H
 #define PAR_LOG_VLOG_H
 
@@ -59,6 +63,7 @@ typedef void (*vlog_give_back_fn)(void *ctx, uint32_t seg, uint32_t n);
 
 typedef struct vlog {
   pthread_mutex_t mu;
+  pthread_mutex_t wmu; /* held while writing to the file, taken before mu */
   par_file *file;
   uint32_t region_id;
   vlog_take_fn take;
@@ -69,7 +74,15 @@ typedef struct vlog {
   uint64_t head_lsn;   /* the newest LSN appended to it */
   uint64_t head_unlogged; /* ... by a write without the log (0: none) */
   uint32_t base, fill; /* buf holds [base, base + fill) of seg */
-  uint32_t flushed;    /* ... the file [base, base + flushed) (a partial block) */
+  uint32_t flushed;    /* ... the file or the sealed buffer [base, base + flushed)
+                          (a partial block) */
+  /* The sealed buffer (NULL: none), to be written to sealed_len bytes at
+   * sealed_base of sealed_seg; its records ([sealed_base, + sealed_fill))
+   * are read from it until then. has_sealed: sealed != NULL, read without mu. */
+  uint8_t *sealed;
+  uint32_t sealed_seg, sealed_inc, sealed_base, sealed_fill, sealed_len, sealed_cap;
+  int has_sealed;
+  uint8_t *spare; /* a VLOG_CHUNK buffer for the next seal, or NULL */
   /* Heads taken since the last vlog_list_pending, and heads left and not
    * closed yet, in order, with the newest LSN each left head holds and the
    * newest of a write without the log; listing is under way while
@@ -112,8 +125,12 @@ void vlog_destroy(vlog *l);
  * durable. */
 int vlog_append(vlog *l, uint64_t lsn, int unlogged, const void *key, uint16_t key_len, const void *value,
                 uint32_t value_len, vptr *out);
-/* Writes what the buffer holds (no sync). */
+/* Writes the sealed buffer and what the tail buffer holds (no sync). */
 int vlog_flush(vlog *l);
+/* Writes the sealed buffer, if there is one (no sync): an appender calls it
+ * once it has let go of write_mu. A failed write fails the log (later
+ * appends and flushes report it); the sealed records stay readable. */
+int vlog_write_sealed(vlog *l);
 /* Lists the heads taken since the last call and closes the heads left whose
  * values' WAL records are all durable (their LSNs up to durable_lsn) and
  * whose values written without the log a flush covers (up to covered_lsn);
