@@ -268,9 +268,45 @@ static void test_pending_bytes(void **state) {
   free(dir);
 }
 
+/* compaction_spill_overdue on views made by hand (L0 1 MiB, growth 2: level
+ * i holds 2^i MiB): a spill waiting in a level's slot goes before flushes
+ * once the level's new tree is over capacity too, and not while its
+ * destination is being merged into already. */
+static void test_spill_overdue(void **state) {
+  (void)state;
+  const uint64_t MB = 1u << 20;
+  int busy[PAR_MAX_LEVELS + 1] = {0};
+  view w;
+  dtree t[4];
+  memset(&w, 0, sizeof w);
+  memset(t, 0, sizeof t);
+  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
+  t[0].d.bytes = 3 * MB; /* L1 over its 2 MiB, not spilling yet: a flush may go first */
+  w.tree[1][0] = &t[0];
+  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
+  w.tree[1][1] = &t[0]; /* it waits to spill; the new L1 tree holds 1 MiB */
+  t[1].d.bytes = MB;
+  w.tree[1][0] = &t[1];
+  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
+  t[1].d.medium_bytes = MB + 1; /* over 2 MiB with its medium values */
+  assert_true(compaction_spill_overdue(&w, busy, MB, 2));
+  busy[2] = 1; /* L2 is being merged into: the spill cannot run anyway */
+  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
+  busy[2] = 0;
+  memset(&w, 0, sizeof w); /* a deeper level: L2 holds 4 MiB */
+  t[2].d.bytes = 3 * MB;
+  t[3].d.bytes = 5 * MB;
+  w.tree[2][0] = &t[2];
+  w.tree[2][1] = &t[3];
+  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
+  t[2].d.bytes = 4 * MB + 1;
+  assert_true(compaction_spill_overdue(&w, busy, MB, 2));
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_input),
+      cmocka_unit_test(test_spill_overdue),
       cmocka_unit_test(test_accuracy),
       cmocka_unit_test(test_after_compact),
       cmocka_unit_test(test_pending_bytes),

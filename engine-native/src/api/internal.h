@@ -459,5 +459,10 @@ int compaction_pending(par_region *r);
  * trees; they write about as much), and the spills those would push over
  * a level's capacity in turn. par_compact's forced merges are not counted. */
 uint64_t compaction_pending_bytes(const par_region *r, const view *w);
+/* Whether a waiting spill goes before a flush: some level i's old tree
+ * waits to spill (tree[i][1], its destination free) while the tree that
+ * took the level's merges since is over the level's capacity too. Levels
+ * hold l0_size x growth^i bytes. dest_busy as in par_region. */
+int compaction_spill_overdue(const view *w, const int *dest_busy, uint64_t l0_size, uint32_t growth);
 
 #endif
