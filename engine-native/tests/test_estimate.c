@@ -268,45 +268,63 @@ static void test_pending_bytes(void **state) {
   free(dir);
 }
 
-/* compaction_spill_overdue on views made by hand (L0 1 MiB, growth 2: level
- * i holds 2^i MiB): a spill waiting in a level's slot goes before flushes
- * once the level's new tree is over capacity too, and not while its
- * destination is being merged into already. */
-static void test_spill_overdue(void **state) {
+/* compaction_next_merge, the choice pick() makes, on views made by hand (L0
+ * 1 MiB, growth 2: level i holds 2^i MiB). A flush goes first, except
+ * before a spill that waits in a level's slot while the level's new tree is
+ * over capacity too; a merge into a busy level waits. Returns 1 for a
+ * flush, i + 1 for level i's spill, 0 for none. */
+static void test_next_merge(void **state) {
   (void)state;
   const uint64_t MB = 1u << 20;
   int busy[PAR_MAX_LEVELS + 1] = {0};
   view w;
   dtree t[4];
+  memtable m;
   memset(&w, 0, sizeof w);
   memset(t, 0, sizeof t);
-  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
-  t[0].d.bytes = 3 * MB; /* L1 over its 2 MiB, not spilling yet: a flush may go first */
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 0);
+  w.frozen = &m;
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 1);
+  busy[1] = 1; /* a flush runs already */
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 0);
+  busy[1] = 0;
+  t[0].d.bytes = 3 * MB; /* L1 over its 2 MiB, its spill not started: the flush */
   w.tree[1][0] = &t[0];
-  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 1);
   w.tree[1][1] = &t[0]; /* it waits to spill; the new L1 tree holds 1 MiB */
   t[1].d.bytes = MB;
   w.tree[1][0] = &t[1];
-  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
-  t[1].d.medium_bytes = MB + 1; /* over 2 MiB with its medium values */
-  assert_true(compaction_spill_overdue(&w, busy, MB, 2));
-  busy[2] = 1; /* L2 is being merged into: the spill cannot run anyway */
-  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
-  busy[2] = 0;
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 1);
+  w.frozen = NULL;
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 2);
+  w.frozen = &m;
+  t[1].d.medium_bytes = MB + 1; /* over 2 MiB with its medium values: the spill first */
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 2);
+  busy[2] = 1; /* L2 is being merged into: the spill cannot run, the flush can */
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 1);
+  busy[1] = 1;
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 0);
+  busy[1] = busy[2] = 0;
   memset(&w, 0, sizeof w); /* a deeper level: L2 holds 4 MiB */
+  w.frozen = &m;
   t[2].d.bytes = 3 * MB;
   t[3].d.bytes = 5 * MB;
   w.tree[2][0] = &t[2];
   w.tree[2][1] = &t[3];
-  assert_false(compaction_spill_overdue(&w, busy, MB, 2));
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 1);
   t[2].d.bytes = 4 * MB + 1;
-  assert_true(compaction_spill_overdue(&w, busy, MB, 2));
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 3);
+  w.frozen = NULL; /* two spills waiting: the upper level's first, unless its destination is busy */
+  w.tree[1][1] = &t[0];
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 2);
+  busy[2] = 1;
+  assert_int_equal(compaction_next_merge(&w, busy, MB, 2), 3);
 }
 
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bad_input),
-      cmocka_unit_test(test_spill_overdue),
+      cmocka_unit_test(test_next_merge),
       cmocka_unit_test(test_accuracy),
       cmocka_unit_test(test_after_compact),
       cmocka_unit_test(test_pending_bytes),

@@ -459,10 +459,12 @@ int compaction_pending(par_region *r);
  * trees; they write about as much), and the spills those would push over
  * a level's capacity in turn. par_compact's forced merges are not counted. */
 uint64_t compaction_pending_bytes(const par_region *r, const view *w);
-/* Whether a waiting spill goes before a flush: some level i's old tree
- * waits to spill (tree[i][1], its destination free) while the tree that
- * took the level's merges since is over the level's capacity too. Levels
- * hold l0_size x growth^i bytes. dest_busy as in par_region. */
-int compaction_spill_overdue(const view *w, const int *dest_busy, uint64_t l0_size, uint32_t growth);
+/* The merge a free worker runs next, from the view alone: 1 to flush the
+ * frozen L0, i + 1 to spill level i's waiting tree (tree[i][1]), 0 for
+ * none. A merge into a busy level (dest_busy as in par_region) waits. A
+ * flush goes first unless a spill is overdue: some level i's old tree
+ * waits to spill while the tree that took the level's merges since is over
+ * the level's capacity (l0_size x growth^i bytes) too. */
+int compaction_next_merge(const view *w, const int *dest_busy, uint64_t l0_size, uint32_t growth);
 
 #endif

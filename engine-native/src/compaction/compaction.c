@@ -91,11 +91,21 @@ static int should_spill(const par_region *r, const view *w, int i) {
   return 0;
 }
 
-int compaction_spill_overdue(const view *w, const int *dest_busy, uint64_t l0_size, uint32_t growth) {
+/* Whether a waiting spill goes before a flush: some level i's old tree
+ * waits to spill (tree[i][1], its destination free) while the tree that
+ * took the level's merges since is over the level's capacity too. */
+static int spill_overdue(const view *w, const int *dest_busy, uint64_t l0_size, uint32_t growth) {
   for (int i = 1; i < PAR_MAX_LEVELS; i++)
     if (w->tree[i][1] && !dest_busy[i + 1] && w->tree[i][0] &&
         full_size(w->tree[i][0]) > level_capacity(l0_size, growth, i))
       return 1;
+  return 0;
+}
+
+int compaction_next_merge(const view *w, const int *dest_busy, uint64_t l0_size, uint32_t growth) {
+  if (w->frozen && !dest_busy[1] && !spill_overdue(w, dest_busy, l0_size, growth)) return 1;
+  for (int i = 1; i < PAR_MAX_LEVELS; i++)
+    if (w->tree[i][1] && !dest_busy[i + 1]) return i + 1;
   return 0;
 }
 
@@ -239,28 +249,22 @@ static int pick(par_region *r, task *t) {
   int rc = start_spills(r);
   if (rc) return rc;
   view *w = r->view;
+  int dst = compaction_next_merge(w, r->dest_busy, v->opts.l0_size, v->opts.growth_factor);
   /* Writers wait while GC owes too much (gc/gc.h): collect before spilling. */
-  int flush = w->frozen && !r->dest_busy[1] &&
-              !compaction_spill_overdue(w, r->dest_busy, v->opts.l0_size, v->opts.growth_factor);
   if (r->repl_role == PAR_REPL_PRIMARY) {
     gc_note_owed(r);
-    if (!flush && atomic_load(&r->gc_owed) > GC_OWED_MAX && pick_gc(r, t)) return PAR_OK;
+    if (dst != 1 && atomic_load(&r->gc_owed) > GC_OWED_MAX && pick_gc(r, t)) return PAR_OK;
   }
-  if (flush) {
+  if (dst == 1) {
     t->kind = TASK_FLUSH;
-    t->dst = 1;
     t->frozen = w->frozen;
     memtable_ref(t->frozen);
-  } else {
-    for (int i = 1; i < PAR_MAX_LEVELS && !t->kind; i++) {
-      if (w->tree[i][1] && !r->dest_busy[i + 1]) {
-        t->kind = TASK_SPILL;
-        t->dst = i + 1;
-        t->src = w->tree[i][1];
-        dtree_ref(t->src);
-      }
-    }
+  } else if (dst) {
+    t->kind = TASK_SPILL;
+    t->src = w->tree[dst - 1][1];
+    dtree_ref(t->src);
   }
+  t->dst = dst;
   if (!t->kind && r->repl_role != PAR_REPL_PRIMARY) return PAR_OK; /* a relocation takes an LSN: the primary's to give */
   if (!t->kind) {
     pick_gc(r, t); /* no merge to run: collect */
