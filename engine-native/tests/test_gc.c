@@ -20,6 +20,9 @@
  *              for a logged write, not before a flush for an unlogged one;
  *              also when the record itself is in L0 (logged and synced),
  *              not in the levels.
+ *  gc_skips_unwritten_head
+ *              a head the large log left while its last buffer is not
+ *              written yet is not picked by GC until it is.
  *  gc_full_volume
  *              overwrites of a small live set through a volume capped at a
  *              few times that set, many times over: GC frees space while
@@ -520,6 +523,104 @@ static void test_gc_shadow_in_l0(void **state) {
   (void)state;
   shadow_case(0, 0);
   shadow_case(PAR_NO_WAL, 0);
+}
+
+/* ---- gc_skips_unwritten_head ------------------------------------------------- */
+
+typedef struct big_put {
+  par_region *r;
+  int rc;
+} big_put;
+
+static void *put_big(void *arg) {
+  big_put *b = arg;
+  size_t len = 1u << 20;
+  uint8_t *val = malloc(len);
+  memset(val, 'b', len);
+  b->rc = par_put(b->r, "big", 3, val, len, 0);
+  free(val);
+  return NULL;
+}
+
+/* Whether GC would pick the segment with incarnation inc now. */
+static int gc_would_pick(par_region *r, uint32_t inc) {
+  gc_task t;
+  pthread_mutex_lock(&r->view_mu);
+  int picked = gc_pick(r, &t, 1);
+  pthread_mutex_unlock(&r->view_mu);
+  return picked && t.inc == inc;
+}
+
+/* A head the large log left with its last buffer sealed and not written
+ * yet (the write waits here for the log's write lock, which the test holds)
+ * is not GC's to pick, however much garbage it holds: GC reads a segment
+ * from the file, and would miss those records and free the segment under
+ * them. Once the buffer is written, GC picks it. */
+static void test_gc_skips_unwritten_head(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_unwritten");
+  char *path = tu_path(dir, "gc.px");
+  par_options o = gc_options();
+  o.durability_interval_ms = 600000; /* the WAL thread writes the tail on a flush only */
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  enum { KEYS = 200 };
+  uint8_t *val = malloc(8192);
+  char key[32];
+  /* Two versions of each key in the first segment (about 1.6 MiB): once
+   * flushed, the first versions are its garbage, 40% of it. */
+  for (uint64_t ver = 1; ver <= 2; ver++) {
+    for (uint32_t k = 0; k < KEYS; k++)
+      assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, ver, val), 0));
+    assert_ok(par_flush(r));
+  }
+  vptr first = value_pointer(r, key, key_of(0, key));
+  assert_int_equal(value_pointer(r, key, key_of(KEYS - 1, key)).seg, first.seg);
+  assert_false(gc_would_pick(r, first.inc)); /* the head */
+  /* Records in the tail buffer only, then a value that does not fit: the
+   * log seals the buffer and moves to a new head. */
+  for (uint32_t k = 0; k < 4; k++)
+    assert_ok(par_put(r, key, key_of(k, key), val, make_value(k, 3, val), 0));
+  pthread_mutex_lock(&r->hot.wmu);
+  big_put b = {r, -1};
+  pthread_t t;
+  assert_int_equal(pthread_create(&t, NULL, put_big, &b), 0);
+  int left = 0;
+  for (int i = 0; i < 500 && !left; i++) {
+    tu_sleep_ms(10);
+    pthread_mutex_lock(&r->hot.mu);
+    left = r->hot.seg != first.seg && r->hot.sealed && r->hot.sealed_inc == first.inc;
+    pthread_mutex_unlock(&r->hot.mu);
+  }
+  int picked_unwritten = left && gc_would_pick(r, first.inc);
+  pthread_mutex_unlock(&r->hot.wmu);
+  assert_int_equal(pthread_join(t, NULL), 0);
+  assert_true(left);
+  if (picked_unwritten) fail_msg("GC picked a segment whose last buffer was not written yet");
+  assert_ok(b.rc);
+  /* Written (by the writer, or by the thread it handed the write to). */
+  int picked = 0;
+  for (int i = 0; i < 500 && !picked; i++) {
+    par_stats st;
+    assert_ok(par_region_stats(r, &st));
+    picked = gc_would_pick(r, first.inc) || st.gc_runs > 0; /* or a worker took it */
+    if (!picked) tu_sleep_ms(10);
+  }
+  assert_true(picked);
+  for (uint32_t k = 0; k < KEYS; k++) {
+    uint8_t out[8192];
+    size_t len;
+    assert_ok(par_get(r, NULL, key, key_of(k, key), out, sizeof out, &len));
+    assert_int_equal(value_version(k, out, len), k < 4 ? 3 : 2);
+  }
+  free(val);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
 }
 
 /* ---- gc_full_volume ---------------------------------------------------------- */
@@ -1653,6 +1754,7 @@ int main(void) {
       cmocka_unit_test(test_gc_shadow_logged),
       cmocka_unit_test(test_gc_shadow_unlogged),
       cmocka_unit_test(test_gc_shadow_in_l0),
+      cmocka_unit_test(test_gc_skips_unwritten_head),
       cmocka_unit_test(test_gc_full_volume),
       cmocka_unit_test_setup_teardown(test_gc_description_limit, save_limit, restore_limit),
       cmocka_unit_test(test_gc_huge),

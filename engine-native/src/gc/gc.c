@@ -190,11 +190,23 @@ int gc_count_crash_garbage(par_region *r, uint64_t last, crash_losses *lost) {
   return rc;
 }
 
-static uint32_t head_inc(vlog *l) {
-  pthread_mutex_lock(&l->mu);
-  uint32_t inc = l->seg ? l->inc : 0;
-  pthread_mutex_unlock(&l->mu);
-  return inc;
+/* The segments the region's large logs hold in memory (vlog_held): GC must
+ * not read one, or it would miss the records not written yet and free the
+ * segment under them. */
+typedef struct held_segs {
+  uint32_t inc[4];
+  uint32_t n;
+} held_segs;
+
+static void held_by_logs(par_region *r, held_segs *h) {
+  h->n = vlog_held(&r->hot, h->inc);
+  h->n += vlog_held(&r->cold, h->inc + h->n);
+}
+
+static int is_held(const held_segs *h, uint32_t inc) {
+  for (uint32_t i = 0; i < h->n; i++)
+    if (h->inc[i] == inc) return 1;
+  return 0;
 }
 
 static int is_pending(const par_region *r, uint32_t inc) {
@@ -304,7 +316,8 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
   /* A relocation appends to the large log and the WAL, which start only
    * after the region's WAL replay (whose flushes wake the workers). */
   if (r->gc_running || r->closing || !atomic_load(&r->logging)) return 0;
-  uint32_t hot = head_inc(&r->hot), cold = head_inc(&r->cold);
+  held_segs held;
+  held_by_logs(r, &held); /* before meta_mu: an appender takes it under a log's lock */
   uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100;
   uint64_t best = 0;
   pthread_mutex_lock(&r->vol->meta_mu);
@@ -312,7 +325,7 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
-    if (s->inc == hot || s->inc == cold || s->inc == r->gc_skip_inc || is_pending(r, s->inc)) continue;
+    if (is_held(&held, s->inc) || s->inc == r->gc_skip_inc || is_pending(r, s->inc)) continue;
     uint64_t score = pick_score(r, s);
     if (score >= threshold && score > best) {
       best = score;
@@ -323,12 +336,16 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
   }
   pthread_mutex_unlock(&r->settled_mu);
   pthread_mutex_unlock(&r->vol->meta_mu);
+  /* A head taken and listed since the first look: the next pick decides. */
+  held_by_logs(r, &held);
+  if (best && is_held(&held, t->inc)) best = 0;
   if (best && !dry) r->gc_running = 1;
   return best > 0;
 }
 
 void gc_note_owed(par_region *r) {
-  uint32_t hot = head_inc(&r->hot), cold = head_inc(&r->cold);
+  held_segs held;
+  held_by_logs(r, &held);
   uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100, owed = 0;
   pthread_mutex_lock(&r->vol->meta_mu);
   pthread_mutex_lock(&r->settled_mu);
@@ -336,7 +353,7 @@ void gc_note_owed(par_region *r) {
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
     uint64_t score = pick_score(r, s);
-    if (s->inc != hot && s->inc != cold && !is_pending(r, s->inc) && score >= threshold) owed += score;
+    if (!is_held(&held, s->inc) && !is_pending(r, s->inc) && score >= threshold) owed += score;
   }
   pthread_mutex_unlock(&r->settled_mu);
   pthread_mutex_unlock(&r->vol->meta_mu);

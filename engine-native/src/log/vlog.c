@@ -230,6 +230,15 @@ uint32_t vlog_unlisted(vlog *l) {
   return n;
 }
 
+uint32_t vlog_held(vlog *l, uint32_t held[2]) {
+  uint32_t n = 0;
+  pthread_mutex_lock(&l->mu);
+  if (l->seg) held[n++] = l->inc;
+  if (l->sealed && (!l->seg || l->sealed_inc != l->inc)) held[n++] = l->sealed_inc;
+  pthread_mutex_unlock(&l->mu);
+  return n;
+}
+
 uint64_t vlog_written(vlog *l) {
   pthread_mutex_lock(&l->mu);
   uint64_t n = l->written;

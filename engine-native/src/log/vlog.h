@@ -140,6 +140,11 @@ int vlog_write_sealed(vlog *l);
 int vlog_list_pending(vlog *l, uint64_t durable_lsn, uint64_t covered_lsn);
 /* The heads taken and not listed yet (being listed included). */
 uint32_t vlog_unlisted(vlog *l);
+/* The segments (incarnations, into held[0..1]) the log still has bytes of
+ * in memory: its head, and the segment of a sealed buffer not written yet;
+ * returns how many. Once a log let a segment go it never writes there
+ * again, so a segment found not held is in the file whole. */
+uint32_t vlog_held(vlog *l, uint32_t held[2]);
 /* Bytes of the tail buffer written to the file so far (a run of a huge
  * value is synced by its listing): a caller that must make records durable
  * syncs the file when this changed since its last sync. */
