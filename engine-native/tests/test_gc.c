@@ -1155,6 +1155,50 @@ static void test_sync_writes_pack(void **state) {
   free(path);
 }
 
+/* A large-log buffer that a put filled is written soon after by the WAL
+ * thread (region_apply kicks it), not left for the durability interval or
+ * the next flush: with a 60 s interval, 250 puts of 1500-byte values (more
+ * than one 256 KiB buffer) have their first buffer written within 10 s, no
+ * other put or flush coming; every value reads back before and after a
+ * reopen. */
+static void test_sealed_buffer_written_soon(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("gc_sealed_soon");
+  char *path = tu_path(dir, "gc.px");
+  par_options o = gc_options();
+  o.l0_size = 8u << 20;
+  o.durability_interval_ms = 60000;
+  par_volume *v;
+  par_region *r;
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  tu_map m;
+  tu_map_init(&m);
+  uint8_t val[1500];
+  for (int i = 0; i < 250; i++) {
+    char key[16];
+    int kl = snprintf(key, sizeof key, "s%05d", i);
+    tu_fill_pattern(val, sizeof val, (uint64_t)i);
+    assert_ok(par_put(r, key, (size_t)kl, val, sizeof val, 0));
+    tu_map_put(&m, key, (size_t)kl, val, sizeof val);
+  }
+  for (int i = 0; i < 1000 && vlog_written(&r->hot) == 0; i++) usleep(10000);
+  assert_true(vlog_written(&r->hot) >= 256u << 10);
+  char err[512];
+  if (tu_verify_region(r, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  assert_ok(par_open(path, &o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  if (tu_verify_region(r, NULL, &m, err, sizeof err)) fail_msg("%s", err);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  tu_map_free(&m);
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
 static void test_gc_settles(void **state) {
   (void)state;
   char *dir = tu_make_dir("gc_settles");
@@ -1762,6 +1806,7 @@ int main(void) {
       cmocka_unit_test(test_gc_bounded),
       cmocka_unit_test(test_gc_settles),
       cmocka_unit_test(test_sync_writes_pack),
+      cmocka_unit_test(test_sealed_buffer_written_soon),
       cmocka_unit_test(test_flushed_large_survives_kill),
       cmocka_unit_test(test_lost_writes_are_garbage),
       cmocka_unit_test(test_left_head_open_until_logged),

@@ -2092,7 +2092,7 @@ static void test_wal_append_replay(void **state) {
   d.id = 7;
   wal_ctx ctx = {&s.alloc, &d, 3, 0, 0};
   wal w;
-  assert_ok(wal_start(&w, &s.file, d.id, ctx.gen, 5, 0, wal_take_seg, wal_list_seg, NULL, &ctx));
+  assert_ok(wal_start(&w, &s.file, d.id, ctx.gen, 5, 0, wal_take_seg, wal_list_seg, NULL, NULL, &ctx));
   exp_log x = {0};
 
   /* Single ops with values of 0 B .. 300 KB (some over the 256 KiB buffer),
@@ -2199,7 +2199,7 @@ static void wal_fill_fixed(scratch *s, exp_log *x, const char *tag, uint32_t reg
   d.id = region_id;
   wal_ctx ctx = {&s->alloc, &d, gen, seg, 0};
   wal w;
-  assert_ok(wal_start(&w, &s->file, region_id, gen, 5, 0, wal_take_seg, wal_list_seg, NULL, &ctx));
+  assert_ok(wal_start(&w, &s->file, region_id, gen, 5, 0, wal_take_seg, wal_list_seg, NULL, NULL, &ctx));
   uint32_t vlen = record_vlen(PAR_BLOCK);
   uint8_t type = WAL_PUT;
   assert_int_equal(strlen(tag), 1);
@@ -2275,7 +2275,7 @@ static void regression_wal_record_crosses_segment_end(void **state) {
   d.id = 3;
   wal_ctx ctx = {&s.alloc, &d, 1, 0, 0};
   wal w;
-  assert_ok(wal_start(&w, &s.file, d.id, 1, 60000, 0, wal_take_seg, wal_list_seg, NULL, &ctx));
+  assert_ok(wal_start(&w, &s.file, d.id, 1, 60000, 0, wal_take_seg, wal_list_seg, NULL, NULL, &ctx));
   exp_log x = {0};
   uint8_t type = WAL_PUT;
   uint32_t vlen;

@@ -258,6 +258,17 @@ static int flush_large_logs(void *ctx) {
   return rc;
 }
 
+/* The WAL thread writes the large log's sealed buffers (region_apply kicks
+ * it), so that the writer whose append filled one goes on appending while
+ * the buffer is written; a write of it measured 0.47 ms, a third of a
+ * single writer's time in par_bench's SD load when the writer waited for
+ * it. A failure fails the large log: later writes, syncs and flushes
+ * report it. */
+static void write_sealed_large(void *ctx) {
+  par_region *r = ctx;
+  (void)vlog_write_sealed(&r->hot);
+}
+
 int region_logs_listed(par_region *r) {
   return !wal_unlisted(&r->wal) && !vlog_unlisted(&r->hot) && !vlog_unlisted(&r->cold);
 }
@@ -388,7 +399,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crash_garbage(r, last, &lost)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
-                            take_wal_segment, list_wal_segment, flush_large_logs, r);
+                            take_wal_segment, list_wal_segment, flush_large_logs, write_sealed_large, r);
     if (!rc) atomic_store(&r->logging, 1);
     if (!rc) freeze_short_sessions(r, replayed_segments);
   }

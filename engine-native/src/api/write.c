@@ -285,11 +285,10 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
     pthread_mutex_unlock(&r->view_mu);
   }
   pthread_mutex_unlock(&r->write_mu);
-  /* A large-log buffer this write filled is written here, outside write_mu,
-   * while the next writers append. A failure fails the large log: this
-   * write is in L0 and its value in memory, and later writes, syncs and
-   * flushes report it. */
-  (void)vlog_write_sealed(&r->hot);
+  /* A large-log buffer this write filled is written by the WAL thread
+   * (region.c, write_sealed_large) while this writer and the next append;
+   * until then reads find its records in the buffer. */
+  if (vlog_has_sealed(&r->hot)) wal_kick(&r->wal);
   if (froze) compaction_schedule(r);
   if (!rc) {
     uint64_t bytes = 0;

@@ -11,9 +11,11 @@
  * never validate.
  *
  * Appends go to a 256 KiB tail buffer. When it fills, the append seals it
- * (a spare buffer takes over the tail) and the writer writes the sealed
- * buffer with direct I/O once it has let go of the region's write_mu
- * (vlog_write_sealed): the other writers go on appending meanwhile. The
+ * (a spare buffer takes over the tail), and the sealed buffer is written
+ * with direct I/O outside the region's write_mu (vlog_write_sealed: by the
+ * WAL thread for user writes, by GC after its relocations), while writers
+ * go on appending; one that fills the tail before the sealed buffer is
+ * written writes it itself. The
  * WAL writes both before it writes pointer records (vlog_flush), and syncs
  * them. A partial last block stays in the buffer and is written again, as
  * it was, with the records after it: records follow each other without
@@ -127,10 +129,12 @@ int vlog_append(vlog *l, uint64_t lsn, int unlogged, const void *key, uint16_t k
                 uint32_t value_len, vptr *out);
 /* Writes the sealed buffer and what the tail buffer holds (no sync). */
 int vlog_flush(vlog *l);
-/* Writes the sealed buffer, if there is one (no sync): an appender calls it
- * once it has let go of write_mu. A failed write fails the log (later
- * appends and flushes report it); the sealed records stay readable. */
+/* Writes the sealed buffer, if there is one (no sync), without write_mu. A
+ * failed write fails the log (later appends and flushes report it); the
+ * sealed records stay readable. */
 int vlog_write_sealed(vlog *l);
+/* Whether a sealed buffer waits for its write (read without mu). */
+static inline int vlog_has_sealed(vlog *l) { return __atomic_load_n(&l->has_sealed, __ATOMIC_ACQUIRE); }
 /* Lists the heads taken since the last call and closes the heads left whose
  * values' WAL records are all durable (their LSNs up to durable_lsn) and
  * whose values written without the log a flush covers (up to covered_lsn);

@@ -73,6 +73,13 @@ static void *writer_main(void *arg) {
       pthread_cond_broadcast(&w->cv);
       continue;
     }
+    if (w->kicked) {
+      w->kicked = 0;
+      pthread_mutex_unlock(&w->mu);
+      w->on_kick(w->ctx);
+      pthread_mutex_lock(&w->mu);
+      continue;
+    }
     if (w->pending) {
       int b = w->pending_buf;
       uint32_t seg = w->pending_seg, off = w->pending_off, len = w->pending_len;
@@ -180,7 +187,7 @@ static void *writer_main(void *arg) {
 
 int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
               uint64_t last_lsn, wal_take_segment_fn take, wal_list_segment_fn list, wal_before_write_fn before,
-              void *ctx) {
+              wal_kick_fn on_kick, void *ctx) {
   memset(w, 0, sizeof *w);
   w->file = f;
   w->region_id = region_id;
@@ -190,6 +197,7 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
   w->take_segment = take;
   w->list_segment = list;
   w->before_write = before;
+  w->on_kick = on_kick;
   w->ctx = ctx;
   w->appended_lsn = w->written_lsn = w->durable_lsn = last_lsn;
   w->record_next = last_lsn + 1;
@@ -216,6 +224,16 @@ int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t in
   /* Named for top -H and /proc/PID/task; by the creator, so it holds from the start. */
   pthread_setname_np(w->thread, "par-wal");
   return PAR_OK;
+}
+
+void wal_kick(wal *w) {
+  assert(w->on_kick);
+  pthread_mutex_lock(&w->mu);
+  if (!w->kicked) {
+    w->kicked = 1;
+    pthread_cond_signal(&w->work);
+  }
+  pthread_mutex_unlock(&w->mu);
 }
 
 int wal_stop(wal *w) {

@@ -71,6 +71,10 @@ typedef int (*wal_list_segment_fn)(void *ctx, uint32_t seg, uint64_t first_lsn);
 /* Called by the writer thread before each write of WAL records, so that the
  * data they point to (large-log records) is written first. */
 typedef int (*wal_before_write_fn)(void *ctx);
+/* Called by the writer thread soon after a wal_kick: work a writer hands
+ * off instead of doing it on its own thread (the region writes its large
+ * log's sealed buffers there). */
+typedef void (*wal_kick_fn)(void *ctx);
 
 typedef struct wal {
   pthread_mutex_t mu;
@@ -81,6 +85,7 @@ typedef struct wal {
   wal_take_segment_fn take_segment;
   wal_list_segment_fn list_segment;
   wal_before_write_fn before_write;
+  wal_kick_fn on_kick;
   void *ctx;
   uint32_t region_id, gen, interval_ms;
   uint32_t seed; /* checksum seed: region id and generation */
@@ -103,6 +108,7 @@ typedef struct wal {
   uint64_t pending_first_lsn, pending_no; /* pending_seg's first LSN and number: listed first when pending_off is 0 */
   int pending_sync; /* sync the file after writing it; else a push (wal_push) */
   int sync_wanted, push_wanted, stop;
+  int kicked; /* on_kick is due */
   /* appended_lsn: the newest LSN taken, logged or skipped (wal_skip);
    * durable_lsn: every LSN up to it is in a durable record or was skipped
    * (and the large-log records of skipped writes are durable too);
@@ -121,9 +127,12 @@ typedef struct wal {
 
 int wal_start(wal *w, par_file *f, uint32_t region_id, uint32_t gen, uint32_t interval_ms,
               uint64_t last_lsn, wal_take_segment_fn take, wal_list_segment_fn list, wal_before_write_fn before,
-              void *ctx);
+              wal_kick_fn on_kick, void *ctx);
 /* Writes everything appended, then stops the thread. */
 int wal_stop(wal *w);
+/* Has the writer thread call on_kick (which must be set) soon, once however
+ * many kicks come first; never waits for it. */
+void wal_kick(wal *w);
 
 /* Appends one record holding n ops with LSNs lsn .. lsn + n - 1. The caller
  * serializes appends and assigns LSNs in order; LSNs skipped since the last
