@@ -1102,14 +1102,33 @@ static void test_gc_bounded(void **state) {
   free(ck);
 }
 
-/* ---- gc_settles ---------------------------------------------------------------- */
+/* ---- large-log writes --------------------------------------------------------- */
 
-/* Values too large for two to share a segment (over half of one) leave every
- * segment they are written to with an unwritten tail, which counts as
- * garbage once the log moves on. Relocating such a value frees nothing (it
- * takes a segment of its own again), so GC must not collect a segment of
- * GC's own output for its tail alone: it once moved live values from
- * segment to segment for ever, a segment and a WAL record per move. */
+/* n puts of 1500-byte values (large) under keys prefix%05d, recorded in m. */
+static void put_large_values(par_region *r, tu_map *m, const char *prefix, int n, unsigned flags) {
+  uint8_t val[1500];
+  for (int i = 0; i < n; i++) {
+    char key[16];
+    int kl = snprintf(key, sizeof key, "%s%05d", prefix, i);
+    tu_fill_pattern(val, sizeof val, (uint64_t)i);
+    assert_ok(par_put(r, key, (size_t)kl, val, sizeof val, flags));
+    tu_map_put(m, key, (size_t)kl, val, sizeof val);
+  }
+}
+
+/* Closes r and v, reopens the volume's region "gc", and checks it holds m. */
+static void close_reopen_verify(par_volume *v, par_region *r, const char *path, const par_options *o,
+                                const tu_map *m) {
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  assert_ok(par_open(path, o, &v));
+  assert_ok(par_region_open(v, "gc", 1, &r));
+  char err[512];
+  if (tu_verify_region(r, NULL, m, err, sizeof err)) fail_msg("%s", err);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+}
+
 /* Large values written with PAR_SYNC each take their records' bytes in the
  * large log, not a block each: the head's partial last block is written
  * again with the next records instead of padded (it once took 4 KiB per
@@ -1126,14 +1145,7 @@ static void test_sync_writes_pack(void **state) {
   assert_ok(par_region_open(v, "gc", 1, &r));
   tu_map m;
   tu_map_init(&m);
-  uint8_t val[1500];
-  for (int i = 0; i < 1000; i++) {
-    char key[16];
-    int kl = snprintf(key, sizeof key, "p%05d", i);
-    tu_fill_pattern(val, sizeof val, (uint64_t)i);
-    assert_ok(par_put(r, key, (size_t)kl, val, sizeof val, PAR_SYNC));
-    tu_map_put(&m, key, (size_t)kl, val, sizeof val);
-  }
+  put_large_values(r, &m, "p", 1000, PAR_SYNC);
   par_stats st;
   assert_ok(par_region_stats(r, &st));
   pthread_mutex_lock(&r->hot.mu);
@@ -1141,14 +1153,7 @@ static void test_sync_writes_pack(void **state) {
   pthread_mutex_unlock(&r->hot.mu);
   assert_int_equal(st.large_log_segments, 1);
   assert_int_equal(end, st.large_log_bytes_appended); /* no padding between them */
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
-  assert_ok(par_open(path, &o, &v));
-  assert_ok(par_region_open(v, "gc", 1, &r));
-  char err[512];
-  if (tu_verify_region(r, NULL, &m, err, sizeof err)) fail_msg("%s", err);
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
+  close_reopen_verify(v, r, path, &o, &m);
   tu_map_free(&m);
   tu_rm_rf(dir);
   free(dir);
@@ -1174,31 +1179,26 @@ static void test_sealed_buffer_written_soon(void **state) {
   assert_ok(par_region_open(v, "gc", 1, &r));
   tu_map m;
   tu_map_init(&m);
-  uint8_t val[1500];
-  for (int i = 0; i < 250; i++) {
-    char key[16];
-    int kl = snprintf(key, sizeof key, "s%05d", i);
-    tu_fill_pattern(val, sizeof val, (uint64_t)i);
-    assert_ok(par_put(r, key, (size_t)kl, val, sizeof val, 0));
-    tu_map_put(&m, key, (size_t)kl, val, sizeof val);
-  }
+  put_large_values(r, &m, "s", 250, 0);
   for (int i = 0; i < 1000 && vlog_written(&r->hot) == 0; i++) usleep(10000);
   assert_true(vlog_written(&r->hot) >= 256u << 10);
   char err[512];
   if (tu_verify_region(r, NULL, &m, err, sizeof err)) fail_msg("%s", err);
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
-  assert_ok(par_open(path, &o, &v));
-  assert_ok(par_region_open(v, "gc", 1, &r));
-  if (tu_verify_region(r, NULL, &m, err, sizeof err)) fail_msg("%s", err);
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
+  close_reopen_verify(v, r, path, &o, &m);
   tu_map_free(&m);
   tu_rm_rf(dir);
   free(dir);
   free(path);
 }
 
+/* ---- gc_settles ---------------------------------------------------------------- */
+
+/* Values too large for two to share a segment (over half of one) leave every
+ * segment they are written to with an unwritten tail, which counts as
+ * garbage once the log moves on. Relocating such a value frees nothing (it
+ * takes a segment of its own again), so GC must not collect a segment of
+ * GC's own output for its tail alone: it once moved live values from
+ * segment to segment for ever, a segment and a WAL record per move. */
 static void test_gc_settles(void **state) {
   (void)state;
   char *dir = tu_make_dir("gc_settles");
