@@ -13,7 +13,10 @@
  *  - plain gets see a version within the same bounds and never go back in
  *    time for one reader;
  *  - at the end the region holds exactly each key's last version, also after
- *    close/reopen.
+ *    close/reopen;
+ *  - writers that find write_mu taken: at most one spins, and not for long
+ *    (all of them asleep on the mutex soon after), and each write lands once
+ *    the holder lets go.
  * Environment: PAR_SEED, PAR_CONC_OPS (writes per writer, default 200000).
  */
 #define _GNU_SOURCE
@@ -21,6 +24,9 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <time.h>
+
+#include "api/internal.h"
 
 #define NW 3       /* writer threads */
 #define NK 3000    /* keys per writer */
@@ -455,10 +461,74 @@ static void test_concurrent_regions(void **state) {
   free(path);
 }
 
+typedef struct waiter {
+  par_region *r;
+  int id;
+  int rc;
+} waiter;
+
+static void *put_one(void *arg) {
+  waiter *w = arg;
+  char key[24];
+  snprintf(key, sizeof key, "held-%d", w->id);
+  w->rc = par_put(w->r, key, strlen(key), key, strlen(key), 0);
+  return NULL;
+}
+
+/* The test holds write_mu while NWAIT writers try to write. A spin without
+ * a bound would keep write_spinners at 1 until the lock is free; more than
+ * one spinner would show as 2 or more (caught when the polls see it). */
+#define NWAIT 4
+static void test_writers_waiting_for_write_mu(void **state) {
+  (void)state;
+  char *dir = tu_make_dir("conc_spin");
+  char *path = tu_path(dir, "spin.px");
+  par_options o = tu_options(256u << 10, 4);
+  par_volume *vol = NULL;
+  par_region *r = NULL;
+  assert_ok(par_open(path, &o, &vol));
+  assert_ok(par_region_open(vol, "spin", 1, &r));
+  assert_ok(par_put(r, "warm", 4, "up", 2, 0)); /* the first write's one-time set-up, outside the hold */
+  pthread_mutex_lock(&r->write_mu);
+  pthread_t t[NWAIT];
+  waiter w[NWAIT];
+  for (int i = 0; i < NWAIT; i++) {
+    w[i] = (waiter){r, i, -1};
+    assert_int_equal(pthread_create(&t[i], NULL, put_one, &w[i]), 0);
+  }
+  unsigned most = 0, now = 1;
+  int polls = 0;
+  /* Up to 10 s for every writer to give up spinning: the bound is 50 us. */
+  for (; polls < 10000 && (polls < 50 || now); polls++) {
+    now = atomic_load(&r->write_spinners);
+    if (now > most) most = now;
+    struct timespec ms = {0, 1000000};
+    nanosleep(&ms, NULL);
+  }
+  assert_true(most <= 1);
+  assert_int_equal(now, 0);
+  pthread_mutex_unlock(&r->write_mu);
+  for (int i = 0; i < NWAIT; i++) pthread_join(t[i], NULL);
+  for (int i = 0; i < NWAIT; i++) {
+    char key[24], buf[24];
+    size_t len = 0;
+    assert_int_equal(w[i].rc, PAR_OK);
+    snprintf(key, sizeof key, "held-%d", i);
+    assert_ok(par_get(r, NULL, key, strlen(key), buf, sizeof buf, &len));
+    assert_int_equal(len, strlen(key));
+  }
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(vol));
+  tu_rm_rf(dir);
+  free(dir);
+  free(path);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_concurrent_readers_and_writers),
       cmocka_unit_test(test_concurrent_regions),
+      cmocka_unit_test(test_writers_waiting_for_write_mu),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -70,6 +70,8 @@ struct par_region {
   char name[PAR_MAX_REGION_NAME + 1];
 
   pthread_mutex_t write_mu;
+  atomic_uint write_spinners;        /* writers spinning for write_mu (write.c) */
+  atomic_int write_held;             /* a writer holds write_mu: a hint spinners poll */
   pthread_mutex_t cur_mu;            /* r->view: swapped under view_mu and cur_mu */
   uint64_t next_lsn;                 /* under write_mu */
   /* next_lsn when the region opened. A region that took an LSN of its own

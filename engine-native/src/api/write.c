@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/internal.h"
 #include "parallax/replication.h"
@@ -240,6 +241,58 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   return region_apply_at(r, ops, n, flags, 0);
 }
 
+/* A writer that finds write_mu taken spins for up to WRITE_SPIN_NS before
+ * it sleeps on the mutex. The lock is held for a few microseconds per write
+ * (WAL append, L0 link), and a writer asleep on it costs the holder a futex
+ * wake at unlock (on a VM, an inter-processor interrupt) and itself a
+ * reschedule: with two writers that hand-off took 8-10% of Load A's
+ * samples. glibc's adaptive mutex spins too briefly to help, and a spinner
+ * that retries the lock itself (a compare-and-swap on the holder's cache
+ * line) helped less than one that polls write_held, which holders taking
+ * the lock here set (docs/benchmarks.md, "write_mu"). One writer spins at a
+ * time; the others sleep at once, so that on a small machine spinners never
+ * take the cores from the holder and the background threads. */
+#define WRITE_SPIN_NS 100000u
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static uint64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static void lock_writes(par_region *r) {
+  if (pthread_mutex_trylock(&r->write_mu)) {
+    int spun = 0;
+    if (atomic_fetch_add(&r->write_spinners, 1) == 0) {
+      uint64_t deadline = now_ns() + WRITE_SPIN_NS;
+      for (uint32_t i = 1;; i++) {
+        cpu_relax();
+        if (!atomic_load_explicit(&r->write_held, memory_order_relaxed) && !pthread_mutex_trylock(&r->write_mu)) {
+          spun = 1;
+          break;
+        }
+        if (i % 64 == 0 && now_ns() > deadline) break;
+      }
+    }
+    atomic_fetch_sub(&r->write_spinners, 1);
+    if (!spun) pthread_mutex_lock(&r->write_mu);
+  }
+  atomic_store_explicit(&r->write_held, 1, memory_order_relaxed);
+}
+
+static void unlock_writes(par_region *r) {
+  atomic_store_explicit(&r->write_held, 0, memory_order_relaxed);
+  pthread_mutex_unlock(&r->write_mu);
+}
+
 /* want_lsn 0: the next LSN, whatever it is. */
 int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags, uint64_t want_lsn) {
   int rc = region_check_flags(flags);
@@ -249,19 +302,19 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
   if (!want_lsn) gc_admit(r);
   /* Never wait for a compaction holding write_mu: GC needs it to finish. */
   for (;;) {
-    pthread_mutex_lock(&r->write_mu);
+    lock_writes(r);
     if (r->write_failed) {
-      pthread_mutex_unlock(&r->write_mu);
+      unlock_writes(r);
       return par_error(PAR_EFAILED, "an earlier write is logged but missed L0 (%s): reopen the region",
                        par_strerror(r->write_failed));
     }
     if (!want_lsn && (rc = region_check_writer(r))) {
-      pthread_mutex_unlock(&r->write_mu);
+      unlock_writes(r);
       return rc;
     }
     m = region_make_room(r, &rc);
     if (m || rc != PAR_EBUSY) break;
-    pthread_mutex_unlock(&r->write_mu);
+    unlock_writes(r);
     if ((rc = region_wait_room(r))) return rc;
   }
   uint64_t lsn = r->next_lsn;
@@ -284,7 +337,7 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
     if (!r->view->frozen && r->view->active->entries) froze = region_freeze(r) == PAR_OK;
     pthread_mutex_unlock(&r->view_mu);
   }
-  pthread_mutex_unlock(&r->write_mu);
+  unlock_writes(r);
   /* A large-log buffer this write filled is written by the WAL thread
    * (region.c, write_sealed_large) while this writer and the next append;
    * until then reads find its records in the buffer. */
