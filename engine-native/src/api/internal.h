@@ -63,6 +63,10 @@ typedef struct level_counters {
   atomic_uint_fast64_t class_bytes[3]; /* leaf bytes written, by class: small, medium, large */
 } level_counters;
 
+/* Bounds of how long a writer spins for a taken write_mu (write.c). */
+#define WRITE_SPIN_MIN_NS 2000u
+#define WRITE_SPIN_MAX_NS 100000u
+
 struct par_region {
   par_volume *vol;
   uint32_t id;
@@ -72,6 +76,8 @@ struct par_region {
   pthread_mutex_t write_mu;
   atomic_uint write_spinners;        /* writers spinning for write_mu (write.c) */
   atomic_int write_held;             /* a writer holds write_mu: a hint spinners poll */
+  atomic_uint write_spin_ns;         /* how long the next spinner spins, within
+                                        WRITE_SPIN_{MIN,MAX}_NS (write.c) */
   pthread_mutex_t cur_mu;            /* r->view: swapped under view_mu and cur_mu */
   uint64_t next_lsn;                 /* under write_mu */
   /* next_lsn when the region opened. A region that took an LSN of its own

@@ -342,6 +342,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   if (!r) return par_error(PAR_ENOMEM, "region");
   r->vol = v;
   pthread_mutex_init(&r->write_mu, NULL);
+  r->write_spin_ns = WRITE_SPIN_MAX_NS;
   pthread_mutex_init(&r->repl_apply_mu, NULL);
   pthread_mutex_init(&r->repl_run_mu, NULL);
   r->repl_run.k = -1;

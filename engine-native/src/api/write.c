@@ -1,5 +1,6 @@
 /* The write path: size classes and placement, the WAL record, the L0
  * insert, and the stall when L0 is full (batches are in batch.c). */
+#include <assert.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,19 +242,23 @@ int region_apply(par_region *r, const wal_op *ops, uint32_t n, unsigned flags) {
   return region_apply_at(r, ops, n, flags, 0);
 }
 
-/* A writer that finds write_mu taken spins for up to WRITE_SPIN_NS before
- * it sleeps on the mutex. The lock is held for a few microseconds per write
- * (WAL append, L0 link), and a writer asleep on it costs the holder a futex
- * wake at unlock (on a VM, an inter-processor interrupt) and itself a
- * reschedule: with two writers that hand-off took 8-10% of Load A's
- * samples. glibc's adaptive mutex spins too briefly to help, and a spinner
- * that retries the lock itself (a compare-and-swap on the holder's cache
- * line) helped less than one that polls write_held, which holders taking
- * the lock here set (docs/benchmarks.md, "write_mu"). One writer spins at a
- * time; the others sleep at once, so that on a small machine spinners never
- * take the cores from the holder and the background threads. */
-#define WRITE_SPIN_NS 100000u
-
+/* A writer that finds write_mu taken spins a while before it sleeps on the
+ * mutex. The lock is held for a few microseconds per write (WAL append, L0
+ * link), and a writer asleep on it costs the holder a futex wake at unlock
+ * (on a VM, an inter-processor interrupt) and itself a reschedule: with two
+ * writers that hand-off took 8-10% of Load A's samples. glibc's adaptive
+ * mutex spins too briefly to help, and a spinner that retries the lock
+ * itself (a compare-and-swap on the holder's cache line) helped less than
+ * one that polls write_held, which holders taking the lock here set.
+ *
+ * How long to spin adapts, per region, between WRITE_SPIN_MIN_NS and
+ * WRITE_SPIN_MAX_NS: doubled when a spin got the lock, halved when it gave
+ * up. Under a memory limit a holder can stay long (a fault that reclaims, a
+ * buffer written in its place), and a fixed 100 us spin then cost Run A 12%
+ * of its throughput while it made Load A 19-31% faster (docs/benchmarks.md,
+ * "Writers spin for write_mu"). One writer spins at a time; the others
+ * sleep at once, so that on a small machine spinners never take the cores
+ * from the holder and the background threads. */
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
   __builtin_ia32_pause();
@@ -268,20 +273,30 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
+/* Spins up to r->write_spin_ns for write_mu (one spinner per region);
+ * 1 with the lock taken, and the bound adapted to how it went. */
+static int spin_for_writes(par_region *r) {
+  uint32_t bound = atomic_load_explicit(&r->write_spin_ns, memory_order_relaxed);
+  assert(bound >= WRITE_SPIN_MIN_NS && bound <= WRITE_SPIN_MAX_NS);
+  uint64_t deadline = now_ns() + bound;
+  for (uint32_t i = 1;; i++) {
+    cpu_relax();
+    if (!atomic_load_explicit(&r->write_held, memory_order_relaxed) && !pthread_mutex_trylock(&r->write_mu)) {
+      bound = bound * 2 < WRITE_SPIN_MAX_NS ? bound * 2 : WRITE_SPIN_MAX_NS;
+      atomic_store_explicit(&r->write_spin_ns, bound, memory_order_relaxed);
+      return 1;
+    }
+    if (i % 16 == 0 && now_ns() > deadline) {
+      bound = bound / 2 > WRITE_SPIN_MIN_NS ? bound / 2 : WRITE_SPIN_MIN_NS;
+      atomic_store_explicit(&r->write_spin_ns, bound, memory_order_relaxed);
+      return 0;
+    }
+  }
+}
+
 static void lock_writes(par_region *r) {
   if (pthread_mutex_trylock(&r->write_mu)) {
-    int spun = 0;
-    if (atomic_fetch_add(&r->write_spinners, 1) == 0) {
-      uint64_t deadline = now_ns() + WRITE_SPIN_NS;
-      for (uint32_t i = 1;; i++) {
-        cpu_relax();
-        if (!atomic_load_explicit(&r->write_held, memory_order_relaxed) && !pthread_mutex_trylock(&r->write_mu)) {
-          spun = 1;
-          break;
-        }
-        if (i % 64 == 0 && now_ns() > deadline) break;
-      }
-    }
+    int spun = atomic_fetch_add(&r->write_spinners, 1) == 0 && spin_for_writes(r);
     atomic_fetch_sub(&r->write_spinners, 1);
     if (!spun) pthread_mutex_lock(&r->write_mu);
   }
