@@ -173,6 +173,40 @@ typedef struct audit_totals {
   uint64_t live, uncounted;
 } audit_totals;
 
+/* Where key points now, for a leak's report. */
+static void describe_key(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len, char *out,
+                         size_t cap) {
+  tree_entry e;
+  int rc = region_lookup(r, w, lsn, key, key_len, NULL, &e);
+  if (rc == PAR_NOT_FOUND) snprintf(out, cap, "absent");
+  else if (rc) snprintf(out, cap, "lookup failed");
+  else if (e.cat != CAT_LARGE || e.value_len != VPTR_SIZE) snprintf(out, cap, "in place (category %d)", e.cat);
+  else {
+    vptr p = vptr_decode(e.value);
+    snprintf(out, cap, "at %u:%u (incarnation %u)", p.seg, p.off, p.inc);
+  }
+}
+
+/* The records of a leaking segment that nobody points at: their LSNs tell
+ * a write the crash lost from one the levels dropped without counting. */
+static void report_dead(par_region *r, const view *w, uint64_t lsn, const vlog_seg *s, const uint8_t *buf) {
+  uint32_t off = 0, seed = vlog_seed(r->id, s->inc), shown = 0;
+  vlog_record rec;
+  for (; vlog_next(buf, &off, seed, &rec) == PAR_OK; off += rec.size) {
+    if (points_at(r, w, lsn, rec.key, rec.key_len, (vptr){s->seg, off, s->inc, rec.size})) continue;
+    char now[64];
+    describe_key(r, w, lsn, rec.key, rec.key_len, now, sizeof now);
+    if (shown++ < 12)
+      fprintf(stderr, "  dead at %u: LSN %llu, key %.*s, %u bytes; the key is %s\n", off,
+              (unsigned long long)rec.lsn, (int)rec.key_len, (const char *)rec.key, rec.size, now);
+  }
+  pthread_mutex_lock(&r->vol->meta_mu);
+  uint64_t covered = catalog_find_id(&r->vol->cat, r->id)->covered_lsn;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  fprintf(stderr, "  %u dead records; the levels cover LSNs to %llu, the region's last is %llu\n", shown,
+          (unsigned long long)covered, (unsigned long long)lsn);
+}
+
 /* A single segment: its records nobody points at, and its tail once the log
  * closed it, are garbage; padding between flushes is never counted. */
 static uint64_t audit_segment(par_region *r, const view *w, uint64_t lsn, const vlog_seg *s, uint8_t *buf,
@@ -186,7 +220,9 @@ static uint64_t audit_segment(par_region *r, const view *w, uint64_t lsn, const 
     else dead += rec.size;
   }
   uint64_t should = dead + (s->open ? 0 : SEG - ALIGN_UP(off, PAR_BLOCK));
-  return s->garbage < should ? should - s->garbage : 0;
+  if (s->garbage >= should) return 0;
+  report_dead(r, w, lsn, s, buf);
+  return should - s->garbage;
 }
 
 /* A run holds one value: nobody pointing at it, it must count some garbage
