@@ -465,6 +465,7 @@ static void make_desc(region_desc *d, uint32_t id, const char *name, uint32_t va
     assert_ok(region_desc_add_vlog(d, v));
   }
   d->next_inc = 7 + nvlog;
+  if (variant % 2) d->inc_reserved = d->next_inc + 1024 * variant; /* the format 5 section */
 }
 
 static void assert_tree_desc_equal(const tree_desc *a, const tree_desc *b) {
@@ -493,6 +494,7 @@ static void assert_desc_equal(const region_desc *a, const region_desc *b) {
   for (int l = 1; l <= PAR_MAX_LEVELS; l++)
     for (int j = 0; j < LEVEL_TREES; j++) assert_tree_desc_equal(&a->level[l][j], &b->level[l][j]);
   assert_int_equal(a->next_inc, b->next_inc);
+  assert_int_equal(a->inc_reserved, b->inc_reserved);
   assert_int_equal(a->nvlog, b->nvlog);
   for (uint32_t i = 0; i < a->nvlog; i++) {
     assert_int_equal(a->vlog[i].seg, b->vlog[i].seg);
@@ -561,10 +563,21 @@ static void test_catalog_roundtrip(void **state) {
       for (int j = 0; j < LEVEL_TREES; j++)
         for (uint32_t k = 0; k < d.level[l][j].msegs.n; k++) assert_int_equal(got.v[i++], d.level[l][j].msegs.v[k]);
 
-    /* Every truncation, and a trailing byte, are corrupt. */
+    /* Every truncation, and a trailing byte, are corrupt; but for the one
+     * at the reservation's sections, which leaves a description of format
+     * 4 (the redo record's checksum catches that cut). */
+    region_desc unreserved = d;
+    unreserved.inc_reserved = 0;
+    size_t format4 = d.inc_reserved ? region_desc_encode(&unreserved, NULL) : len;
     for (size_t cut = 0; cut < len; cut++) {
       region_desc bad;
-      assert_par(region_desc_decode(&bad, buf, cut), PAR_ECORRUPT);
+      if (cut != format4) {
+        assert_par(region_desc_decode(&bad, buf, cut), PAR_ECORRUPT);
+        continue;
+      }
+      assert_ok(region_desc_decode(&bad, buf, cut));
+      assert_int_equal(bad.inc_reserved, 0);
+      region_desc_free(&bad);
     }
     uint8_t *longer = xmalloc(len + 1);
     memcpy(longer, buf, len);
@@ -671,6 +684,21 @@ static void test_catalog_garbled(void **state) {
   }
   free(tbuf);
   region_desc_free(&two);
+
+  /* A reservation is written only past next_inc: one at or below it is damage. */
+  region_desc r = {0};
+  r.id = 1;
+  snprintf(r.name, sizeof r.name, "r");
+  r.next_inc = 9;
+  r.inc_reserved = 10;
+  size_t rlen;
+  uint8_t *rbuf = encode_desc(&r, &rlen);
+  assert_ok(region_desc_decode(&out, rbuf, rlen));
+  assert_int_equal(out.inc_reserved, 10);
+  region_desc_free(&out);
+  enc32(rbuf + rlen - 4, 9);
+  assert_par(region_desc_decode(&out, rbuf, rlen), PAR_ECORRUPT);
+  free(rbuf);
 
   /* Counts that promise far more than the buffer holds. */
   memcpy(buf, orig, len);

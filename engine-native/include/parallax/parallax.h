@@ -198,8 +198,9 @@ PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned 
  * A region keeps at most PAR_MAX_RANGE_TOMBSTONE_BYTES of live range
  * tombstones (4 bytes plus both bounds each; adjacent and overlapping ones
  * merge once flushed): beyond it the call fails with PAR_ELIMIT until
- * par_compact has taken them to the last level. A volume holding range
- * tombstones has format 4; earlier engines refuse it (PAR_ENOTVOLUME). */
+ * par_compact has taken them to the last level. A volume this engine has
+ * opened has format 5 (range tombstones came with format 4): older engines
+ * refuse it (PAR_ENOTVOLUME). */
 #define PAR_MAX_RANGE_TOMBSTONE_BYTES (256u * 1024)
 PAR_API int par_delete_range(par_region *r, const void *begin, size_t begin_len, const void *end,
                              size_t end_len, unsigned flags);

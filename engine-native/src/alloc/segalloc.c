@@ -294,7 +294,7 @@ static uint32_t highest_kept_run(const segalloc *a, uint32_t max, uint32_t *firs
   return e - s;
 }
 
-static _Atomic uint32_t min_floor = 32;
+static _Atomic uint32_t min_floor = SEGALLOC_MIN_FLOOR;
 
 void segalloc_set_min_floor(uint32_t segs) { min_floor = segs; }
 

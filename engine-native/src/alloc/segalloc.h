@@ -94,10 +94,12 @@ void segalloc_trim(segalloc *a, int at_rest);
  * is not stored); one the file system cannot hold counts as released. */
 void segalloc_settle(segalloc *a);
 /* The least number of free segments that keep their blocks: a sixteenth
- * of those in use, at least 32 (64 MiB). */
+ * of those in use, at least SEGALLOC_MIN_FLOOR (64 MiB). */
+#define SEGALLOC_MIN_FLOOR 32u
 uint32_t segalloc_trim_floor(uint32_t used);
-/* For tests: the floor's minimum instead of 32, so that their small
- * volumes release segments too (0 releases all but a sixteenth). */
+/* For tests: the floor's minimum instead of SEGALLOC_MIN_FLOOR, so that
+ * their small volumes release segments too (0 releases all but a
+ * sixteenth). */
 void segalloc_set_min_floor(uint32_t segs);
 /* Segments of a volume that user writes' values leave to compaction and GC
  * (api/region.c), which go first when the room left is below it

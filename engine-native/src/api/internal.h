@@ -90,6 +90,8 @@ struct par_region {
   atomic_uint_fast64_t last_lsn;     /* newest LSN inserted into L0 */
   atomic_uint_fast64_t unlogged_lsn; /* newest LSN written with PAR_NO_WAL (0: none) */
   atomic_uint next_inc;              /* the last large-log incarnation taken (region.c) */
+  atomic_uint inc_reserved;          /* the catalog's reservation: takes stay within it */
+  pthread_mutex_t inc_mu;            /* one reservation at a time */
   wal wal;
   atomic_int logging;                /* wal started (not during replay) */
   vlog hot;                          /* large log: user writes          */

@@ -133,12 +133,64 @@ static int drop_dead_wal(par_region *r, const region_desc *d, uint64_t last) {
 
 /* Segments are taken in memory (with an incarnation from the region's
  * counter, which the listing carries into the description) and listed
- * later by the WAL's writer thread (log/vlog.h). An incarnation taken by a
- * session that crashed before listing it may be taken again: nothing
- * durable ever pointed at it. */
+ * later by the WAL's writer thread (log/vlog.h); a sorted run's at its
+ * merge's commit. Records may reach a segment before its listing (a full
+ * buffer is written at once), and a crash before it leaves them there, in
+ * a segment free again. An incarnation is never taken twice, or the next
+ * use of such a segment under it would find those records valid (it seeds
+ * their checksums): a walk of the new head after a crash would take them
+ * for its own, and their LSNs, below the recovered end, for writes that
+ * were replayed, leaving them uncounted as garbage for good. So the
+ * counter moves within a reservation the catalog holds (inc_reserved): an
+ * open starts past it and reserves INC_RESERVATION, the WAL thread's
+ * listings extend it while half of it is left, and a take that would pass
+ * it anyway (a burst that outran the listings) extends it itself. */
+#define INC_RESERVATION 1024u
+
+/* Raises the reservation in memory to upto, once persisted. */
+static void raise_reserved(par_region *r, uint32_t upto) {
+  uint32_t cur = atomic_load(&r->inc_reserved);
+  while (cur < upto && !atomic_compare_exchange_weak(&r->inc_reserved, &cur, upto)) {
+  }
+}
+
+/* The reservation a listing should extend to (0: none due). */
+static uint32_t reservation_due(par_region *r) {
+  uint32_t next = atomic_load(&r->next_inc), reserved = atomic_load(&r->inc_reserved);
+  if (reserved >= next && reserved - next >= INC_RESERVATION / 2) return 0;
+  return next <= UINT32_MAX - INC_RESERVATION ? next + INC_RESERVATION : 0;
+}
+
+static int edit_reserve_incs(region_desc *d, void *arg, seg_list *freed) {
+  (void)freed;
+  uint32_t upto = *(const uint32_t *)arg;
+  if (upto > d->inc_reserved) d->inc_reserved = upto;
+  return PAR_OK;
+}
+
+/* Makes inc part of the catalog's reservation: a redo record and its
+ * fdatasync when it is not yet. */
+static int reserve_inc(par_region *r, uint32_t inc) {
+  if (inc <= atomic_load(&r->inc_reserved)) return PAR_OK;
+  pthread_mutex_lock(&r->inc_mu);
+  int rc = PAR_OK;
+  if (inc > atomic_load(&r->inc_reserved)) {
+    if (inc > UINT32_MAX - INC_RESERVATION)
+      rc = par_error(PAR_ELIMIT, "region %s has used up its large-log incarnations", r->name);
+    uint32_t upto = inc + INC_RESERVATION - 1;
+    if (!rc) rc = region_persist(r, edit_reserve_incs, &upto);
+    if (!rc) raise_reserved(r, upto);
+  }
+  pthread_mutex_unlock(&r->inc_mu);
+  return rc;
+}
+
 static int take_segments(par_region *r, uint32_t n, uint32_t *seg, uint32_t *inc) {
   int rc = segalloc_alloc_run(&r->vol->alloc, n, seg);
-  if (!rc) *inc = atomic_fetch_add(&r->next_inc, 1) + 1;
+  if (rc) return rc;
+  *inc = atomic_fetch_add(&r->next_inc, 1) + 1;
+  if ((rc = reserve_inc(r, *inc)))
+    for (uint32_t k = 0; k < n; k++) segalloc_free(&r->vol->alloc, *seg + k);
   return rc;
 }
 
@@ -197,6 +249,7 @@ typedef struct vlog_listing {
   const vlog_taken *taken;
   const vptr *left;
   uint32_t ntaken, nleft;
+  uint32_t reserve; /* the incarnation reservation's new end, or 0 */
 } vlog_listing;
 
 static int edit_list_vlog(region_desc *d, void *arg, seg_list *freed) {
@@ -204,21 +257,26 @@ static int edit_list_vlog(region_desc *d, void *arg, seg_list *freed) {
   const vlog_listing *a = arg;
   for (uint32_t i = 0; i < a->ntaken; i++) {
     const vlog_taken *t = &a->taken[i];
+    assert(t->inc <= d->inc_reserved); /* taken within the reservation (take_segments) */
     if (t->inc > d->next_inc) d->next_inc = t->inc;
     /* A single segment becomes a head; a run holds one huge value, written whole. */
     int rc = region_desc_add_vlog(d, (vlog_seg){t->seg, t->inc, 0, t->n, t->n == 1});
     if (rc) return rc;
   }
   for (uint32_t i = 0; i < a->nleft; i++) garbage_close_head(d, a->left[i]);
+  if (a->reserve > d->inc_reserved) d->inc_reserved = a->reserve;
   return PAR_OK;
 }
 
 static int list_vlog(void *ctx, const vlog_taken *taken, uint32_t ntaken, const vptr *left, uint32_t nleft) {
-  vlog_listing a = {taken, left, ntaken, nleft};
+  par_region *r = ctx;
+  vlog_listing a = {taken, left, ntaken, nleft, reservation_due(r)};
   /* Before the tails count: GC must never see one of its own segments'
    * tails as garbage worth a collection (gc.h, gc_note_left_tail). */
-  for (uint32_t i = 0; i < nleft; i++) gc_note_left_tail(ctx, left[i].inc, left[i].size);
-  return region_persist(ctx, edit_list_vlog, &a);
+  for (uint32_t i = 0; i < nleft; i++) gc_note_left_tail(r, left[i].inc, left[i].size);
+  int rc = region_persist(r, edit_list_vlog, &a);
+  if (!rc && a.reserve) raise_reserved(r, a.reserve);
+  return rc;
 }
 
 static void give_back_vlog(void *ctx, uint32_t seg, uint32_t n) {
@@ -290,6 +348,7 @@ static void region_free(par_region *r) {
   pthread_mutex_destroy(&r->view_mu);
   pthread_mutex_destroy(&r->cur_mu);
   pthread_mutex_destroy(&r->live_mu);
+  pthread_mutex_destroy(&r->inc_mu);
   pthread_cond_destroy(&r->view_cv);
   free(r);
 }
@@ -351,6 +410,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   pthread_mutex_init(&r->cur_mu, NULL);
   pthread_mutex_init(&r->live_mu, NULL);
   pthread_mutex_init(&r->settled_mu, NULL);
+  pthread_mutex_init(&r->inc_mu, NULL);
   pthread_cond_init(&r->view_cv, NULL);
 
   /* Claim the region in the catalog and copy its description. */
@@ -384,9 +444,14 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   uint64_t last;
   crash_losses lost = {0};
   /* Before the replay: its merges into the last level take incarnations
-   * for their sorted runs. */
-  atomic_store(&r->next_inc, d.next_inc);
-  rc = region_recover(r, &d, &last, &lost);
+   * for their sorted runs. Past the reservation: the last session may have
+   * taken any of it. */
+  uint32_t inc_start = d.inc_reserved > d.next_inc ? d.inc_reserved : d.next_inc;
+  atomic_store(&r->next_inc, inc_start);
+  atomic_store(&r->inc_reserved, inc_start);
+  /* On a full volume the takes reserve, or fail as they would anyway. */
+  if ((rc = reserve_inc(r, inc_start + 1)) == PAR_ENOSPC) rc = PAR_OK;
+  if (!rc) rc = region_recover(r, &d, &last, &lost);
   if (!rc) rc = drop_dead_wal(r, &d, last);
   uint32_t gen = d.wal_gen + 1;
   uint32_t replayed_segments = d.nwal;

@@ -171,7 +171,8 @@ static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
   /* A run's segments, closed: the unused tail of each is garbage. */
   for (uint32_t i = 0; e->sorted && i < e->sorted->nsegs; i++) {
     const sorted_run_seg *s = &e->sorted->segs[i];
-    assert(!region_desc_find_vlog(d, s->inc)); /* incarnations are unique */
+    assert(!region_desc_find_vlog(d, s->inc)); /* incarnations are unique: */
+    assert(s->inc <= d->inc_reserved);           /* taken within the reservation */
     if (s->inc > d->next_inc) d->next_inc = s->inc;
     int rc = region_desc_add_vlog(d, (vlog_seg){s->seg, s->inc, PAR_SEGMENT_SIZE - s->used, 1, 0});
     if (rc) return rc;

@@ -181,8 +181,10 @@ void region_desc_prune_parts(region_desc *d) {
  *   parts keep the older layout |
  * [nrt u16 | nrt x (level u8, slot u8, count u32,
  *                   count x (begin_len u16, begin, end_len u16, end))] — the
- *   trees' range tombstones (format 4), only when some tree has any; a tree
- *   holding only range tombstones is listed above with root 0 */
+ *   trees' range tombstones (format 4), only when some tree has any or an
+ *   incarnation reservation follows; a tree holding only range tombstones
+ *   is listed above with root 0 |
+ * [inc_reserved u32] — (format 5) only when past next_inc */
 size_t region_desc_encode(const region_desc *d, uint8_t *out) {
   size_t n = 0;
   size_t name_len = strlen(d->name);
@@ -232,14 +234,15 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
     PUT(32, d->vlog[i].nsegs);
     PUT(32, d->vlog[i].open);
   }
-  if (d->nparts || nrt) {
+  int reserved = d->inc_reserved > d->next_inc;
+  if (d->nparts || nrt || reserved) {
     PUT(32, d->nparts);
     for (uint32_t i = 0; i < d->nparts; i++) {
       PUT(64, d->parts[i].first);
       PUT(64, d->parts[i].last);
     }
   }
-  if (nrt) {
+  if (nrt || reserved) {
     PUT(16, nrt);
     for (int i = 1; i <= PAR_MAX_LEVELS; i++)
       for (int j = 0; j < LEVEL_TREES; j++) {
@@ -258,6 +261,7 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
         }
       }
   }
+  if (reserved) PUT(32, d->inc_reserved);
 #undef PUT
   return n;
 }
@@ -340,12 +344,12 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
       if (last < first || last <= d->covered_lsn) goto bad;
       if (region_desc_add_part(d, first, last)) goto oom;
     }
-    if (nparts == 0 && n == len) goto bad; /* an empty list only precedes range tombstones */
+    if (nparts == 0 && n == len) goto bad; /* an empty list only precedes what follows */
   }
   if (n < len) {
     uint16_t nrt;
     GET(16, nrt);
-    if (nrt == 0) goto bad;
+    if (nrt == 0 && n == len) goto bad; /* an empty list only precedes a reservation */
     for (uint16_t t = 0; t < nrt; t++) {
       NEED(2);
       uint8_t lvl = in[n], slot = in[n + 1];
@@ -372,6 +376,10 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
         if (range_set_add(rs, b, bl, e, el)) goto oom;
       }
     }
+  }
+  if (n < len) {
+    GET(32, d->inc_reserved);
+    if (d->inc_reserved <= d->next_inc) goto bad;
   }
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)

@@ -74,7 +74,13 @@ typedef struct region_desc {
   uint32_t nwal, wal_cap;
   wal_seg *wal;
   tree_desc level[PAR_MAX_LEVELS + 1][LEVEL_TREES]; /* [0] unused */
-  uint32_t next_inc;    /* next large-log segment incarnation */
+  uint32_t next_inc;    /* the newest large-log incarnation listed */
+  /* Incarnations up to here may be taken already, by a session that died
+   * before listing them and wrote records into their segments all the same:
+   * a session takes only incarnations past both, reserved here first, so
+   * that no segment is ever taken again under an incarnation (the seed of
+   * its records' checksums) an earlier use had (api/region.c). */
+  uint32_t inc_reserved;
   uint32_t nvlog, vlog_cap;
   vlog_seg *vlog;       /* in allocation order */
   /* The LSN ranges of this region's parts of committed cross-region
