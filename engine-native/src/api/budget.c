@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "api/internal.h"
+#include "util/clock.h"
 
 #define BUDGET_PATIENCE_MS 5000u
 #define BUDGET_WAIT_MS 10u
@@ -56,17 +57,11 @@ static int relieve(par_volume *v) {
   return 1;
 }
 
-static uint64_t now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 void budget_admit(par_volume *v) {
   mem_budget *b = &v->budget;
   uint64_t low = atomic_load(&b->used), since = 0;
   while (membudget_over(b) && relieve(v)) {
-    uint64_t used = atomic_load(&b->used), t = now_ms();
+    uint64_t used = atomic_load(&b->used), t = clock_mono_ms();
     if (!since || used < low) {
       low = used;
       since = t;

@@ -389,13 +389,12 @@ int region_recover(par_region *r, const region_desc *d, uint64_t *last, crash_lo
 int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len,
                   uint8_t *leaf_buf, tree_entry *e);
 /* Reads that wait on the device (docs/architecture.md, Read path): a read
- * that began at t0 (read_clock_ns) and took longer than read_wait_ns marks
+ * that began at t0 (clock_mono_ns) and took longer than read_wait_ns marks
  * the region for READS_WAITED_NS; region_reads_wait says whether it is
  * marked. Tests set read_wait_ns to 0 (every read waits) or UINT64_MAX
  * (none does). */
 #define READS_WAITED_NS (5ull * 1000000000u)
 extern uint64_t read_wait_ns;
-uint64_t read_clock_ns(void);
 void region_note_read(par_region *r, uint64_t t0);
 int region_reads_wait(par_region *r);
 /* Whether L0 m is full (write.c): l0_size bytes of memory, or its entries

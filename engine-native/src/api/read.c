@@ -9,6 +9,7 @@
 
 #include "api/internal.h"
 #include "io/mapguard.h"
+#include "util/clock.h"
 #include "util/status.h"
 
 /* A large record still in a tail buffer: 1 and a copy in *owned, 0 if the
@@ -159,21 +160,15 @@ PAR_API int par_snapshot_get_view(par_snapshot *s, const void *key, size_t key_l
 
 uint64_t read_wait_ns = 50000;
 
-uint64_t read_clock_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 void region_note_read(par_region *r, uint64_t t0) {
-  uint64_t now = read_clock_ns();
+  uint64_t now = clock_mono_ns();
   if (now - t0 > read_wait_ns)
     atomic_store_explicit(&r->reads_waited_until, now + READS_WAITED_NS, memory_order_relaxed);
 }
 
 int region_reads_wait(par_region *r) {
   if (read_wait_ns == 0 || read_wait_ns == UINT64_MAX) return read_wait_ns == 0;
-  return read_clock_ns() < atomic_load_explicit(&r->reads_waited_until, memory_order_relaxed);
+  return clock_mono_ns() < atomic_load_explicit(&r->reads_waited_until, memory_order_relaxed);
 }
 
 /* Sources newest first; the first that has the key decides. A range
@@ -251,7 +246,7 @@ static int read_common(par_region *r, const par_snapshot *snap, const void *key,
    * search they serve. */
   uint8_t leaf_buf[LEAF_SIZE];
   g.leaf_buf = region_reads_wait(r) ? leaf_buf : NULL;
-  uint64_t t0 = read_clock_ns();
+  uint64_t t0 = clock_mono_ns();
   rc = mapguard_run(get_guarded, &g);
   region_note_read(r, t0);
   free(g.owned);

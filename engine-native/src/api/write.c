@@ -8,6 +8,7 @@
 
 #include "api/internal.h"
 #include "parallax/replication.h"
+#include "util/clock.h"
 #include "util/coding.h"
 #include "util/status.h"
 
@@ -267,18 +268,12 @@ static inline void cpu_relax(void) {
 #endif
 }
 
-static uint64_t now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Spins up to r->write_spin_ns for write_mu (one spinner per region);
  * 1 with the lock taken, and the bound adapted to how it went. */
 static int spin_for_writes(par_region *r) {
   uint32_t bound = atomic_load_explicit(&r->write_spin_ns, memory_order_relaxed);
   assert(bound >= WRITE_SPIN_MIN_NS && bound <= WRITE_SPIN_MAX_NS);
-  uint64_t deadline = now_ns() + bound;
+  uint64_t deadline = clock_mono_ns() + bound;
   for (uint32_t i = 1;; i++) {
     cpu_relax();
     if (!atomic_load_explicit(&r->write_held, memory_order_relaxed) && !pthread_mutex_trylock(&r->write_mu)) {
@@ -286,7 +281,7 @@ static int spin_for_writes(par_region *r) {
       atomic_store_explicit(&r->write_spin_ns, bound, memory_order_relaxed);
       return 1;
     }
-    if (i % 16 == 0 && now_ns() > deadline) {
+    if (i % 16 == 0 && clock_mono_ns() > deadline) {
       bound = bound / 2 > WRITE_SPIN_MIN_NS ? bound / 2 : WRITE_SPIN_MIN_NS;
       atomic_store_explicit(&r->write_spin_ns, bound, memory_order_relaxed);
       return 0;

@@ -8,6 +8,7 @@
 #include "api/internal.h"
 #include "io/mapguard.h"
 #include "parallax/replication.h"
+#include "util/clock.h"
 #include "util/sorted_u32.h"
 #include "util/status.h"
 
@@ -360,12 +361,6 @@ void gc_note_owed(par_region *r) {
   atomic_store(&r->gc_owed, owed);
 }
 
-static uint64_t now_ms(int clock) {
-  struct timespec t;
-  clock_gettime(clock, &t);
-  return (uint64_t)t.tv_sec * 1000u + (uint64_t)t.tv_nsec / 1000000u;
-}
-
 void gc_admit(par_region *r) {
   uint64_t now_owed = atomic_load(&r->gc_owed);
   if (now_owed <= GC_OWED_MAX || now_owed == atomic_load(&r->gc_owed_waited_out)) return;
@@ -375,7 +370,7 @@ void gc_admit(par_region *r) {
   uint64_t owed, low = UINT64_MAX, since = 0;
   while ((owed = atomic_load(&r->gc_owed)) > GC_OWED_MAX && !r->closing && !r->failed && !r->gc_stalled &&
          r->repl_role == PAR_REPL_PRIMARY && atomic_load(&r->logging)) {
-    uint64_t t = now_ms(CLOCK_MONOTONIC);
+    uint64_t t = clock_mono_ms();
     if (owed < low) {
       low = owed;
       since = t;
@@ -385,7 +380,7 @@ void gc_admit(par_region *r) {
     }
     /* view_cv keeps the default (realtime) clock; the run that lowers the
      * debt broadcasts it, the timeout only bounds a missed wake-up. */
-    uint64_t until = now_ms(CLOCK_REALTIME) + 10;
+    uint64_t until = clock_ns(CLOCK_REALTIME) / 1000000u + 10;
     struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
     pthread_cond_timedwait(&r->view_cv, &r->view_mu, &ts);
   }

@@ -8,6 +8,7 @@
 
 #include "alloc/segalloc.h"
 #include "log/vlog.h"
+#include "util/clock.h"
 #include "util/coding.h"
 #include "util/crc32c.h"
 #include "util/status.h"
@@ -23,12 +24,6 @@ static uint32_t crc_seed(uint32_t region_id, uint32_t gen) {
   enc32(b, region_id);
   enc32(b + 4, gen);
   return crc32c(0, b, 8);
-}
-
-static uint64_t now_ns(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void deadline_in(struct timespec *ts, uint64_t ns) {
@@ -110,7 +105,7 @@ static void *writer_main(void *arg) {
           w->first_unsynced_ns = 0;
           w->syncs++;
         } else if (!w->first_unsynced_ns) {
-          w->first_unsynced_ns = now_ns();
+          w->first_unsynced_ns = clock_mono_ns();
         }
       }
       /* A buffer grown for one huge record goes back to the chunk size. */
@@ -145,7 +140,7 @@ static void *writer_main(void *arg) {
      * or at once for a sync writer. */
     uint64_t sync_due = w->first_unsynced_ns + interval;
     int unsynced = w->written_lsn > w->durable_lsn;
-    uint64_t now = now_ns();
+    uint64_t now = clock_mono_ns();
     if (w->fill && !w->failed && (w->sync_wanted || w->stop || now >= due || (unsynced && now >= sync_due))) {
       w->sync_wanted = w->push_wanted = 0;
       seal(w, 1);
@@ -331,7 +326,7 @@ static int append_record(wal *w, uint64_t lsn, const wal_op *ops, uint32_t n, in
     p += op->value_len;
   }
   enc32(r, crc32c(w->seed, r + 4, size - 4));
-  if (!w->fill) w->first_unflushed_ns = now_ns();
+  if (!w->fill) w->first_unflushed_ns = clock_mono_ns();
   w->fill += (uint32_t)size;
   w->bytes += size;
   w->fill_lsn = lsn + n - 1;

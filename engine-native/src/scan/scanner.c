@@ -9,6 +9,7 @@
 #include "scan/merge.h"
 #include "scan/rangedel.h"
 #include "scan/readahead.h"
+#include "util/clock.h"
 #include "util/status.h"
 
 #define MAX_SOURCES (2 + PAR_MAX_LEVELS * LEVEL_TREES)
@@ -168,7 +169,7 @@ static int move_guarded(void *arg) {
 static int move(par_scanner *s, enum move how, const void *key, size_t key_len, int exclusive) {
   drop_value(s);
   move_call c = {s, how, key, key_len, exclusive};
-  uint64_t t0 = read_clock_ns();
+  uint64_t t0 = clock_mono_ns();
   s->error = mapguard_run(move_guarded, &c);
   if (s->error) s->m.cur = -1;
   step_done(s, t0, how == MOVE_SEEK || how == MOVE_SEEK_REV);
@@ -252,7 +253,7 @@ PAR_API int par_scanner_value(par_scanner *s, const void **value, size_t *value_
     return PAR_OK;
   }
   if (!s->value) {
-    uint64_t t0 = read_clock_ns();
+    uint64_t t0 = clock_mono_ns();
     int rc = mapguard_run(value_guarded, s);
     if (rc) { /* a copy made before a fault is the scanner's (region_read_value_copy) */
       drop_value(s);
