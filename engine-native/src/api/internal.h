@@ -388,6 +388,10 @@ int region_recover(par_region *r, const region_desc *d, uint64_t *last, crash_lo
  * may point into it (tree_get). */
 int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len,
                   uint8_t *leaf_buf, tree_entry *e);
+/* How many large-log incarnations a reservation adds (region.c); tests
+ * lower it, so that their sessions extend it, in listings and in takes. */
+extern uint32_t inc_reservation;
+
 /* Reads that wait on the device (docs/architecture.md, Read path): a read
  * that began at t0 (clock_mono_ns) and took longer than read_wait_ns marks
  * the region for READS_WAITED_NS; region_reads_wait says whether it is

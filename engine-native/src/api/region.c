@@ -142,10 +142,10 @@ static int drop_dead_wal(par_region *r, const region_desc *d, uint64_t last) {
  * for its own, and their LSNs, below the recovered end, for writes that
  * were replayed, leaving them uncounted as garbage for good. So the
  * counter moves within a reservation the catalog holds (inc_reserved): an
- * open starts past it and reserves INC_RESERVATION, the WAL thread's
+ * open starts past it and reserves inc_reservation, the WAL thread's
  * listings extend it while half of it is left, and a take that would pass
  * it anyway (a burst that outran the listings) extends it itself. */
-#define INC_RESERVATION 1024u
+uint32_t inc_reservation = 1024;
 
 /* Raises the reservation in memory to upto, once persisted. */
 static void raise_reserved(par_region *r, uint32_t upto) {
@@ -157,8 +157,9 @@ static void raise_reserved(par_region *r, uint32_t upto) {
 /* The reservation a listing should extend to (0: none due). */
 static uint32_t reservation_due(par_region *r) {
   uint32_t next = atomic_load(&r->next_inc), reserved = atomic_load(&r->inc_reserved);
-  if (reserved >= next && reserved - next >= INC_RESERVATION / 2) return 0;
-  return next <= UINT32_MAX - INC_RESERVATION ? next + INC_RESERVATION : 0;
+  uint32_t n = inc_reservation;
+  if (reserved >= next && reserved - next >= n / 2) return 0;
+  return next <= UINT32_MAX - n ? next + n : 0;
 }
 
 static int edit_reserve_incs(region_desc *d, void *arg, seg_list *freed) {
@@ -175,9 +176,10 @@ static int reserve_inc(par_region *r, uint32_t inc) {
   pthread_mutex_lock(&r->inc_mu);
   int rc = PAR_OK;
   if (inc > atomic_load(&r->inc_reserved)) {
-    if (inc > UINT32_MAX - INC_RESERVATION)
+    uint32_t n = inc_reservation;
+    if (inc > UINT32_MAX - n)
       rc = par_error(PAR_ELIMIT, "region %s has used up its large-log incarnations", r->name);
-    uint32_t upto = inc + INC_RESERVATION - 1;
+    uint32_t upto = inc + n - 1;
     if (!rc) rc = region_persist(r, edit_reserve_incs, &upto);
     if (!rc) raise_reserved(r, upto);
   }
