@@ -538,7 +538,10 @@ static const mt_node *seek_before(const memtable *m, const void *key, size_t key
                                   int *idx) {
   target t = target_of(key, key_len, lsn);
   const mt_node *n = m->root;
-  while (!n->leaf) n = n->c[child_for(n, &t)];
+  while (!n->leaf) {
+    n = n->c[child_for(n, &t)];
+    prefetch_node(n, 1);
+  }
   int i = lower_bound(n, &t) - 1;
   while (n && i < 0) {
     n = n->prev;
