@@ -129,7 +129,22 @@ typedef struct par_options {
                                      and read back by the merge. 0 (default):
                                      never (docs/benchmarks.md: scans gain,
                                      loads and updates lose more)             */
+  uint32_t warm_mib;              /* MiB of the levels' B+-tree nodes that
+                                     regions read into the page cache, in the
+                                     background, when they open (upper levels
+                                     first; values are not read), so that the
+                                     gets after a restart do not each wait for
+                                     a leaf from the device. Shared by the
+                                     volume's regions in the order they open.
+                                     Default PAR_WARM_AUTO: half of the memory
+                                     the process can still take when the volume
+                                     opens (its memory cgroup's limit less its
+                                     usage, or the machine's MemAvailable);
+                                     0: none                                   */
 } par_options;
+
+/* par_options.warm_mib: sized from the memory available at open. */
+#define PAR_WARM_AUTO UINT32_MAX
 
 /* Fills *opts with the defaults above. */
 PAR_API void par_options_init(par_options *opts);
@@ -398,6 +413,9 @@ typedef struct par_stats {
   /* Large-log record bytes merges copied into the last level in key order
    * (par_options.sort_large_values), since the region opened. */
   uint64_t large_log_bytes_sorted;
+  /* Bytes of the levels' nodes the warm-up after the open read
+   * (par_options.warm_mib). */
+  uint64_t warm_bytes_read;
 } par_stats;
 
 PAR_API int par_region_stats(par_region *r, par_stats *out);

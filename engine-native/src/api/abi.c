@@ -45,6 +45,8 @@ PAR_API size_t par_abi_layout(int64_t *out, size_t cap) {
       (int64_t)offsetof(par_volume_stats, segments_released),
       (int64_t)offsetof(par_options, sort_large_values),
       (int64_t)offsetof(par_stats, large_log_bytes_sorted),
+      (int64_t)offsetof(par_options, warm_mib),
+      (int64_t)offsetof(par_stats, warm_bytes_read),
   };
   size_t n = sizeof v / sizeof v[0];
   for (size_t i = 0; out && i < n && i < cap; i++) out[i] = v[i];

@@ -162,6 +162,7 @@ struct par_region {
     atomic_uint_fast64_t medium_written;
     atomic_uint_fast64_t large_sorted; /* record bytes merges copied into sorted runs */
     atomic_uint_fast64_t log_value_reads[2]; /* by user reads: [0] medium, [1] large */
+    atomic_uint_fast64_t warm_bytes;   /* read by the warm-up (api/warm.c) */
     level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
   /* Until when reads read as for data that is not in memory: one of them
@@ -173,6 +174,11 @@ struct par_region {
    * api/region.c); pins held by writers that asked it, which close waits for. */
   atomic_int freeze_wanted;
   atomic_int budget_pins;
+  /* The warm-up after the open (api/warm.c): the segments of the trees it
+   * reads, and its thread while warm_running. */
+  seg_list warm_segs;
+  pthread_t warm_thread;
+  int warm_running;
 
   /* Replication (src/repl). role is a par_repl_role, changed under write_mu
    * and view_mu. A send-index backup appends shipped records to its WAL only
@@ -273,6 +279,9 @@ struct par_volume {
    * wholly open and none is freed under it. Taken before txn_mu. */
   pthread_mutex_t ckpt_mu;
   pthread_rwlock_t region_lock;
+
+  /* What the regions' warm-ups may still read (api/warm.c), set at open. */
+  atomic_uint_fast64_t warm_left;
 
   pthread_mutex_t sched_mu;
   pthread_cond_t sched_cv;
@@ -412,6 +421,15 @@ int l0_full(const par_region *r, memtable *m);
  * caller then drops write_mu and waits in region_wait_room. */
 memtable *region_make_room(par_region *r, int *rc);
 int region_wait_room(par_region *r);
+
+/* Warm-up after an open (api/warm.c). The volume's budget in bytes, from
+ * its options; the warm-up of a region that just opened (nothing when the
+ * budget is spent or the levels are empty); and the wait for it to end,
+ * which close makes after setting closing (the warm-up then stops at the
+ * next segment), and tests make to see what it read. */
+uint64_t warm_budget(const par_options *o);
+void region_warm_start(par_region *r);
+void region_warm_join(par_region *r);
 
 /* Reference to the current view and the LSN it is consistent at. */
 view *region_acquire_view(par_region *r, uint64_t *lsn);

@@ -81,6 +81,7 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->gc_bytes_relocated = atomic_load(&r->stats.gc_relocated);
   out->gc_segments_freed = atomic_load(&r->stats.gc_freed);
   out->large_log_bytes_sorted = atomic_load(&r->stats.large_sorted);
+  out->warm_bytes_read = atomic_load(&r->stats.warm_bytes);
   out->medium_log_bytes_written = atomic_load(&r->stats.medium_written);
   out->medium_log_value_reads = atomic_load(&r->stats.log_value_reads[0]);
   out->large_log_value_reads = atomic_load(&r->stats.log_value_reads[1]);

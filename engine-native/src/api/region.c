@@ -485,6 +485,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     region_free(r);
     return par_error(rc, "cannot open region '%s': %s", name, msg);
   }
+  region_warm_start(r);
   compaction_schedule(r);
   *out = r;
   return PAR_OK;
@@ -532,6 +533,7 @@ static int region_close(par_region *r) {
   __atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED); /* a spill in its first half stops */
   pthread_mutex_unlock(&r->view_mu);
   pthread_mutex_unlock(&v->sched_mu);
+  region_warm_join(r); /* it stops at its next segment */
   compaction_drain(r);
   int rc = wal_stop(&r->wal); /* also writes the large logs' buffers */
   /* On a full volume the count waits for a later session: nothing is lost. */

@@ -22,6 +22,7 @@ PAR_API void par_options_init(par_options *o) {
   o->small_threshold = 120;
   o->large_threshold = 1024;
   o->gc_threshold_pct = 10;
+  o->warm_mib = PAR_WARM_AUTO;
 }
 
 static int check_options(const par_options *o) {
@@ -78,6 +79,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   if (!v) return par_error(PAR_ENOMEM, "volume");
   v->opts = o;
   membudget_init(&v->budget, (uint64_t)o.memory_budget_mib << 20);
+  atomic_store(&v->warm_left, warm_budget(&o));
   rc = file_open(&v->file, path, o.create_if_missing, o.use_direct_io, o.max_volume_size);
   if (rc) {
     free(v);

@@ -30,6 +30,7 @@ public final class Options {
   final Integer mediumMergeLevel;
   final Integer memoryBudgetMiB;
   final Boolean sortLargeValues;
+  final Integer warmMiB;
 
   /** Where values live ({@code par_placement}). */
   public enum Placement {
@@ -49,6 +50,7 @@ public final class Options {
     mediumMergeLevel = b.mediumMergeLevel;
     memoryBudgetMiB = b.memoryBudgetMiB;
     sortLargeValues = b.sortLargeValues;
+    warmMiB = b.warmMiB;
     l0Size = b.l0Size;
     growthFactor = b.growthFactor;
     durabilityIntervalMs = b.durabilityIntervalMs;
@@ -71,7 +73,7 @@ public final class Options {
         + ", placement=" + placement + ", smallThreshold=" + smallThreshold + ", largeThreshold="
         + largeThreshold + ", gcThresholdPercent=" + gcThresholdPercent + ", mediumMergeLevel="
         + mediumMergeLevel + ", memoryBudgetMiB=" + memoryBudgetMiB + ", sortLargeValues="
-        + sortLargeValues + "}";
+        + sortLargeValues + ", warmMiB=" + warmMiB + "}";
   }
 
   /** Builds {@link Options}; every setter validates its argument (InvalidArgumentException). */
@@ -90,6 +92,7 @@ public final class Options {
     private Integer mediumMergeLevel;
     private Integer memoryBudgetMiB;
     private Boolean sortLargeValues;
+    private Integer warmMiB;
 
     private Builder() {}
 
@@ -233,6 +236,20 @@ public final class Options {
      */
     public Builder sortLargeValues(boolean sort) {
       sortLargeValues = sort;
+      return this;
+    }
+
+    /**
+     * MiB of the levels' B+-tree nodes that regions read into the page cache, in the background,
+     * when they open (upper levels first; values are not read), shared by the volume's regions in
+     * the order they open; 0: none. Unset (default): half of the memory the process can still
+     * take when the volume opens (its memory cgroup's limit less its usage, or the machine's
+     * available memory). After a restart the gets then find most leaves in memory instead of each
+     * waiting for a random read; {@link RegionStats#warmBytesRead()} says how much was read.
+     */
+    public Builder warmMiB(int mib) {
+      require(mib >= 0, "warmMiB must not be negative");
+      warmMiB = mib;
       return this;
     }
 

@@ -131,6 +131,7 @@ public final class Parallax implements AutoCloseable {
       if (options.sortLargeValues != null) {
         b.putInt(o + Layout.OPT_SORT_LARGE_VALUES, options.sortLargeValues ? 1 : 0);
       }
+      if (options.warmMiB != null) b.putInt(o + Layout.OPT_WARM_MIB, options.warmMiB);
       b.put(Scratch.DATA + pathOff, p);
       b.put(Scratch.DATA + pathOff + p.length, (byte) 0);
       b.putLong(Scratch.OUT, 0);

@@ -556,7 +556,8 @@ public final class Region implements AutoCloseable {
         return new RegionStats(c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10],
             c[11], c[12], deepest, List.copyOf(levels), placement,
             b.getLong(o + Layout.STATS_ESTIMATED_KEYS),
-            b.getLong(o + Layout.STATS_ESTIMATED_KEYS + 8));
+            b.getLong(o + Layout.STATS_ESTIMATED_KEYS + 8),
+            b.getLong(o + Layout.STATS_WARM_BYTES_READ));
       } finally {
         s.release();
       }

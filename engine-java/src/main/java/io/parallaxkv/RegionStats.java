@@ -29,11 +29,13 @@ import java.util.List;
  *                         each level over its capacity and the level below, and the spills these
  *                         would in turn cause; they write about as much): 0 when compaction has
  *                         caught up (RocksDB's {@code estimate-pending-compaction-bytes})
+ * @param warmBytesRead    bytes of the levels' nodes the warm-up after the open read into the
+ *                         page cache ({@link Options.Builder#warmMiB})
  */
 public record RegionStats(long puts, long deletes, long gets, long scans, long userBytesWritten,
     long walBytesAppended, long walSyncs, long walSegments, long l0Bytes, long l0Entries,
     long compactions, long writeStalls, long lastLsn, int deepestLevel, List<LevelStats> levels,
-    Placement placement, long estimatedKeys, long pendingCompactionBytes) {
+    Placement placement, long estimatedKeys, long pendingCompactionBytes, long warmBytesRead) {
 
   /**
    * Hybrid-placement counters of {@code par_stats}, by the size class of each put.

@@ -226,6 +226,31 @@ class BasicTest {
     assertThrows(InvalidArgumentException.class, () -> Options.builder().l0Size(0));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().growthFactor(1));
     assertThrows(InvalidArgumentException.class, () -> Options.builder().memoryBudget(100 << 10));
+    assertThrows(InvalidArgumentException.class, () -> Options.builder().warmMiB(-1));
+  }
+
+  @Test
+  void aReopenedRegionWarmsItsTreesUnlessTold() throws Exception {
+    Path vol = dir.resolve("warm.vol");
+    Options small = Options.builder().l0Size(256 << 10).growthFactor(4).build();
+    try (Parallax db = Parallax.open(vol, small); Region r = db.region("r")) {
+      byte[] v = new byte[100];
+      for (int i = 0; i < 50000; i++) r.put(b(String.format("k%06d", i)), v);
+      r.flush();
+      assertEquals(0, r.stats().warmBytesRead(), "nothing to warm when the region was created");
+    }
+    try (Parallax db = Parallax.open(vol, Options.builder().warmMiB(0).build());
+        Region r = db.region("r")) {
+      assertEquals(0, r.stats().warmBytesRead());
+    }
+    // By default the warm-up reads the trees' segments (2 MiB each) in the background.
+    try (Parallax db = Parallax.open(vol); Region r = db.region("r")) {
+      long deadline = System.nanoTime() + 10_000_000_000L;
+      while (r.stats().warmBytesRead() == 0 && System.nanoTime() < deadline) Thread.sleep(10);
+      long read = r.stats().warmBytesRead();
+      assertTrue(read > 0 && read % (2 << 20) == 0, "warmBytesRead " + read);
+      assertArrayEquals(new byte[100], r.get(b("k012345")));
+    }
   }
 
   @Test

@@ -50,6 +50,8 @@ import site.ycsb.DBException;
  *   <tr><td>{@code parallax.directio}</td><td>O_DIRECT for log and level writes (true)</td></tr>
  *   <tr><td>{@code parallax.maxvolumesize}</td><td>largest size of the volume file, 0 = the
  *       largest supported (0)</td></tr>
+ *   <tr><td>{@code parallax.warmmib}</td><td>MiB of the levels' nodes read into the page
+ *       cache when the region opens, 0 = none (engine default: half of the memory available)</td></tr>
  *   <tr><td>{@code parallax.sync}</td><td>true: every write waits until durable (false)</td></tr>
  *   <tr><td>{@code parallax.scanreadahead}</td><td>true: a scan tells its scanner how many
  *       entries it reads ({@link ScanOptions.Builder#readahead(int)}) (true)</td></tr>
@@ -106,6 +108,7 @@ public class ParallaxClient extends KvClient {
       b.sortLargeValues(Boolean.parseBoolean(v.trim()));
     }
     if ((v = p.getProperty("parallax.maxvolumesize")) != null) b.maxVolumeSize(parseBytes(v));
+    if ((v = p.getProperty("parallax.warmmib")) != null) b.warmMiB(Integer.parseInt(v.trim()));
     return b.build();
   }
 
@@ -190,6 +193,7 @@ public class ParallaxClient extends KvClient {
           Long.toString(r.levels().stream().mapToLong(LevelStats::compactionBytesWritten).sum()));
       VolumeStats v = db.stats();
       m.put("engine.segmentsUsed", Long.toString(v.segmentsUsed()));
+      m.put("engine.warmBytesRead", Long.toString(r.warmBytesRead()));
       return m;
     }
 

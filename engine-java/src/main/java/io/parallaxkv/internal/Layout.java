@@ -27,8 +27,9 @@ public final class Layout {
   public static final int OPT_MEDIUM_MERGE_LEVEL = 56;
   public static final int OPT_MEMORY_BUDGET_MIB = 60;
   public static final int OPT_SORT_LARGE_VALUES = 64;
+  public static final int OPT_WARM_MIB = 68;
 
-  public static final int STATS_SIZE = 920;
+  public static final int STATS_SIZE = 928;
   public static final int STATS_PUTS = 0;
   public static final int STATS_LAST_LSN = 96;
   public static final int STATS_LEVELS = 104;
@@ -44,6 +45,8 @@ public final class Layout {
   public static final int STATS_ESTIMATED_KEYS = 896;
   /** u64: large-log bytes merges copied into the last level in key order. */
   public static final int STATS_LARGE_LOG_BYTES_SORTED = 912;
+  /** u64: bytes of the levels' nodes the warm-up after the open read. */
+  public static final int STATS_WARM_BYTES_READ = 920;
   public static final int LEVEL_STATS_SIZE = 48;
   public static final int LEVEL_HEIGHT = 40;
   public static final int VOLUME_STATS_SIZE = 64;
@@ -74,7 +77,7 @@ public final class Layout {
         LEVEL_HEIGHT, VOLUME_STATS_SIZE, MAX_KEY_SIZE, MAX_VALUE_SIZE, MAX_BATCH_SIZE,
         MAX_REGION_NAME, MAX_LEVELS, STATS_ESTIMATED_KEYS, RANGE_ESTIMATE_SIZE,
         CHECKPOINT_STATS_SIZE, OPT_MEMORY_BUDGET_MIB, VOLUME_STATS_MEMORY, VOLUME_STATS_RELEASED,
-        OPT_SORT_LARGE_VALUES, STATS_LARGE_LOG_BYTES_SORTED};
+        OPT_SORT_LARGE_VALUES, STATS_LARGE_LOG_BYTES_SORTED, OPT_WARM_MIB, STATS_WARM_BYTES_READ};
   }
 
   /**
