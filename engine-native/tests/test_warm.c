@@ -200,7 +200,9 @@ static void test_warm_reads_the_trees(void **state) {
             (unsigned long long)l.large_resident, (unsigned long long)st.warm_bytes_read);
     assert_true(l.tree_segs > 0 && l.large_segs > l.tree_segs);
     assert_int_equal(st.warm_bytes_read, l.tree_segs * SEG);
-    assert_true(l.tree_resident == l.tree_segs * (SEG / 4096));
+    /* All of them, but for the odd page reclaim may take back meanwhile
+     * (ctest runs other tests beside this one). */
+    assert_true(l.tree_resident * 100 >= l.tree_segs * (SEG / 4096) * 99);
     /* Values are not warmed: only what the open itself reads of the log. */
     assert_true(l.large_resident < l.large_segs * (SEG / 4096) / 20);
   }
@@ -227,7 +229,7 @@ static void test_warm_budget_is_shared(void **state) {
     assert_int_equal(st.warm_bytes_read, g ? 0 : SEG);
     read += layout_of(reg[g]).tree_resident;
   }
-  assert_true(read >= SEG / 4096 && read < 2 * SEG / 4096);
+  assert_true(read * 100 >= SEG / 4096 * 99 && read < 2 * SEG / 4096);
   for (int g = 0; g < 2; g++) assert_ok(par_region_close(reg[g]));
   assert_ok(par_close(v));
 }
