@@ -38,6 +38,7 @@ if [[ $# -eq 0 ]]; then
 fi
 
 # The runner's child JVMs run on the same JDK 25 (FFM backend) and preload jemalloc when it is
-# installed (--allocator auto).
+# installed (--allocator auto). Its console output is UTF-8 (the tables' "×") whatever the
+# locale, as its result files are: without a locale Java would print "?".
 echo "run.sh: YCSB runner on $jdk25 $*"
-exec "$jdk25/bin/java" -cp benchmarks/target/benchmarks.jar io.parallaxkv.ycsb.runner.YcsbRunner "$@"
+exec "$jdk25/bin/java" -Dstdout.encoding=UTF-8 -cp benchmarks/target/benchmarks.jar io.parallaxkv.ycsb.runner.YcsbRunner "$@"

@@ -6,7 +6,8 @@
  * closed and its file's pages dropped from the page cache. Then, by byte
  * counts (mincore over the file, read_bytes of /proc/self/io), never times:
  *
- *  warm_reads_the_trees   with room for all of them, the warm-up reads every
+ *  warm_reads_the_trees   without a residency record (below) and with room
+ *                         for all of them, the warm-up reads every
  *                         segment of both regions' trees (warm_bytes_read),
  *                         they are then resident, and the large log's
  *                         segments are not (values are not warmed). Gets of
@@ -15,6 +16,20 @@
  *  warm_budget_is_shared  a budget of one segment is read once in all, by
  *                         the region that opens first.
  *  warm_off               warm_mib 0 reads nothing.
+ *  warm_follows_the_record
+ *                         a close records which of the volume's pages are
+ *                         in the page cache (<path>.warm), the next open
+ *                         reads and removes it, and its warm-up reads those
+ *                         pages first, values included: with a budget much
+ *                         smaller than the trees, the gets the last session
+ *                         made (leaves all over the key space, large values)
+ *                         then read a tenth of the device bytes they read
+ *                         after a warm-up in key order with the same budget.
+ *  bad_records_are_ignored
+ *                         garbage, a flipped byte, a truncated record, one
+ *                         of an earlier state of the volume and one of
+ *                         another volume are not used (the warm-up reads
+ *                         the trees in key order) and are removed.
  *  close_stops_warm       regions closed right after they open, over and
  *                         over: close waits for the warm-up (no use after
  *                         free or leak under the sanitizers).
@@ -40,7 +55,7 @@
 #define VALUE_LARGE 2000
 #define SEG ((uint64_t)PAR_SEGMENT_SIZE)
 
-static char *dir, *path;
+static char *dir, *path, *record;
 
 /* Keys in an order unlike the pairs' (an odd multiplier is a bijection). */
 static void key_of(char *k, int region, int i) { snprintf(k, 32, "r%d-key%08x", region, (uint32_t)i * 2654435761u); }
@@ -117,6 +132,7 @@ static int group_setup(void **state) {
   (void)state;
   dir = tu_make_dir("warm");
   path = tu_path(dir, "vol");
+  record = tu_path(dir, "vol.warm");
   par_volume *v = open_volume(0);
   uint8_t val[VALUE_LARGE];
   char key[32];
@@ -141,13 +157,18 @@ static int group_setup(void **state) {
 static int group_teardown(void **state) {
   (void)state;
   tu_rm_rf(dir);
+  free(record);
   free(path);
   free(dir);
   return 0;
 }
 
-/* Drops the file's pages; skips where that leaves them in memory. */
+static int record_exists(void) { return access(record, F_OK) == 0; }
+
+/* Drops the file's pages and the residency record; skips where that leaves
+ * the pages in memory. */
 static void drop_or_skip(void) {
+  (void)unlink(record);
   drop_pages();
   struct stat st;
   assert_int_equal(stat(path, &st), 0);
@@ -158,13 +179,14 @@ static void drop_or_skip(void) {
   }
 }
 
-/* Device bytes the gets of region g's small pairs read. */
-static uint64_t get_small_pairs(par_region *r, int g) {
+/* Device bytes the gets of region g's pairs first, first + step, ... read
+ * (only the small ones if small_only), each value checked. */
+static uint64_t get_pairs(par_region *r, int g, int first, int step, int small_only) {
   uint64_t before = tu_device_read_bytes();
   uint8_t want[VALUE_LARGE], got[VALUE_LARGE];
   char key[32];
-  for (int i = 0; i < PAIRS; i++) {
-    if (i % 5 == 0) continue;
+  for (int i = first; i < PAIRS; i += step) {
+    if (small_only && i % 5 == 0) continue;
     key_of(key, g, i);
     size_t n = value_of(want, g, i), len = 0;
     assert_ok(par_get(r, NULL, key, strlen(key), got, sizeof got, &len));
@@ -174,20 +196,29 @@ static uint64_t get_small_pairs(par_region *r, int g) {
   return tu_device_read_bytes() - before;
 }
 
+static uint64_t get_small_pairs(par_region *r, int g) { return get_pairs(r, g, 0, 1, 1); }
+
+/* A session without a warm-up that makes region a's gets: the device bytes
+ * they read (its close leaves their pages in the residency record). */
+static uint64_t cold_session(uint64_t (*gets)(par_region *, int)) {
+  par_volume *v = open_volume(0);
+  par_region *r;
+  assert_ok(par_region_open(v, "a", 0, &r));
+  uint64_t bytes = gets(r, 0);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  return bytes;
+}
+
 static void test_warm_reads_the_trees(void **state) {
   (void)state;
   if (tu_device_read_bytes() == UINT64_MAX) skip(); /* no I/O accounting */
   /* Without: the gets read their leaves from the device. */
   drop_or_skip();
-  par_volume *v = open_volume(0);
-  par_region *r;
-  assert_ok(par_region_open(v, "a", 0, &r));
-  uint64_t cold = get_small_pairs(r, 0);
-  assert_ok(par_region_close(r));
-  assert_ok(par_close(v));
+  uint64_t cold = cold_session(get_small_pairs);
 
   drop_or_skip();
-  v = open_volume(1024);
+  par_volume *v = open_volume(1024);
   par_region *reg[2];
   for (int g = 0; g < 2; g++) assert_ok(par_region_open(v, g ? "b" : "a", 0, &reg[g]));
   for (int g = 0; g < 2; g++) {
@@ -261,6 +292,141 @@ static void test_close_stops_warm(void **state) {
   }
 }
 
+/* Gets of region g's pairs i with i % SCATTER == 3: about a hundred keys all
+ * over the key space, a fifth of them large; the device bytes they read. */
+#define SCATTER 997
+static uint64_t get_scattered(par_region *r, int g) { return get_pairs(r, g, 3, SCATTER, 0); }
+
+/* Opens with a budget of budget_mib, waits for region a's warm-up, and
+ * returns the device bytes the scattered gets read after it. */
+static uint64_t warmed_gets(uint32_t budget_mib, int expect_record) {
+  par_volume *v = open_volume(budget_mib);
+  assert_int_equal(v->resident_bits != NULL, expect_record);
+  assert_false(record_exists()); /* an open reads it once */
+  par_region *r;
+  assert_ok(par_region_open(v, "a", 0, &r));
+  region_warm_join(r);
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  assert_true(st.warm_bytes_read > 0 && st.warm_bytes_read <= (uint64_t)budget_mib << 20);
+  uint64_t bytes = get_scattered(r, 0);
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  return bytes;
+}
+
+static void test_warm_follows_the_record(void **state) {
+  (void)state;
+  if (tu_device_read_bytes() == UINT64_MAX) skip();
+  /* The budget: one segment of region a's trees, which are several. */
+  const uint32_t budget = (uint32_t)(SEG >> 20);
+  drop_or_skip();
+  uint64_t cold = cold_session(get_scattered);
+  assert_true(record_exists());
+  drop_pages();
+  uint64_t from_record = warmed_gets(budget, 1);
+  drop_or_skip();
+  uint64_t key_order = warmed_gets(budget, 0);
+  fprintf(stderr, "scattered gets read %llu device bytes cold, %llu after a warm-up in key order, %llu after "
+          "one from the record\n", (unsigned long long)cold, (unsigned long long)key_order,
+          (unsigned long long)from_record);
+  assert_true(cold >= 100 * 4096);
+  assert_true(key_order * 3 > cold); /* a segment in key order holds few of them */
+  assert_true(from_record * 10 < key_order);
+}
+
+/* The record the last close wrote, read into *len bytes (malloc'd). */
+static uint8_t *read_record(size_t *len) {
+  FILE *f = fopen(record, "rb");
+  assert_non_null(f);
+  uint8_t *b = malloc(1 << 20);
+  *len = fread(b, 1, 1 << 20, f);
+  fclose(f);
+  assert_true(*len > 0 && *len < (1 << 20));
+  return b;
+}
+
+static void write_record(const uint8_t *b, size_t len) {
+  FILE *f = fopen(record, "wb");
+  assert_non_null(f);
+  assert_int_equal(fwrite(b, 1, len, f), len);
+  fclose(f);
+}
+
+/* Opens with the record in place: whether the open used it, and that it
+ * is gone. The close leaves a fresh one. */
+static int record_used(void) {
+  par_volume *v = open_volume((uint32_t)(SEG >> 20));
+  int used = v->resident_bits != NULL;
+  assert_false(record_exists());
+  par_region *r;
+  assert_ok(par_region_open(v, "a", 0, &r));
+  region_warm_join(r);
+  par_stats st;
+  assert_ok(par_region_stats(r, &st));
+  if (!used) assert_int_equal(st.warm_bytes_read, SEG); /* key order: the first segment, whole */
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  return used;
+}
+
+static void test_bad_records_are_ignored(void **state) {
+  (void)state;
+  (void)unlink(record);
+  (void)cold_session(get_scattered);
+  size_t len;
+  uint8_t *stale = read_record(&len);
+  assert_true(record_used()); /* the control: an intact, current record is used */
+
+  uint8_t *b = read_record(&len);
+  for (size_t i = 0; i < 4096; i++) b[i] = (uint8_t)(i * 7 + 1);
+  write_record(b, 4096);
+  assert_false(record_used()); /* garbage */
+  free(b);
+
+  b = read_record(&len);
+  b[len / 2] ^= 0x10;
+  write_record(b, len);
+  assert_false(record_used()); /* a flipped bit */
+  free(b);
+
+  b = read_record(&len);
+  write_record(b, len - 8);
+  assert_false(record_used()); /* truncated */
+  free(b);
+
+  write_record(stale, len);
+  assert_false(record_used()); /* of an earlier state: the opens since moved the superblock */
+  free(stale);
+
+  /* Another volume's, as current as this one's. */
+  char *other = tu_path(dir, "other"), *other_record = tu_path(dir, "other.warm");
+  par_options o = tu_options(1u << 20, 4);
+  par_volume *v;
+  assert_ok(par_open(other, &o, &v));
+  par_region *r;
+  assert_ok(par_region_open(v, "a", 1, &r));
+  uint8_t val[VALUE_LARGE];
+  char key[32];
+  for (int i = 0; i < 1000; i++) {
+    key_of(key, 0, i);
+    size_t n = value_of(val, 0, i);
+    assert_ok(par_put(r, key, strlen(key), val, n, 0));
+  }
+  assert_ok(par_flush(r));
+  for (int i = 1; i < 1000; i += 100) { /* pages in memory for its record */
+    size_t n = 0;
+    key_of(key, 0, i);
+    assert_ok(par_get(r, NULL, key, strlen(key), val, sizeof val, &n));
+  }
+  assert_ok(par_region_close(r));
+  assert_ok(par_close(v));
+  tu_copy_file(other_record, record);
+  assert_false(record_used());
+  free(other_record);
+  free(other);
+}
+
 static void test_memavail_parsers(void **state) {
   (void)state;
   assert_int_equal(meminfo_available("MemTotal:       24000000 kB\nMemFree: 1 kB\nMemAvailable:    1024 kB\n"),
@@ -289,7 +455,8 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_memavail_parsers),      cmocka_unit_test(test_warm_reads_the_trees),
       cmocka_unit_test(test_warm_budget_is_shared), cmocka_unit_test(test_warm_off),
-      cmocka_unit_test(test_close_stops_warm),
+      cmocka_unit_test(test_close_stops_warm),      cmocka_unit_test(test_warm_follows_the_record),
+      cmocka_unit_test(test_bad_records_are_ignored),
   };
   return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

@@ -129,13 +129,19 @@ typedef struct par_options {
                                      and read back by the merge. 0 (default):
                                      never (docs/benchmarks.md: scans gain,
                                      loads and updates lose more)             */
-  uint32_t warm_mib;              /* MiB of the levels' B+-tree nodes that
-                                     regions read into the page cache, in the
-                                     background, when they open (upper levels
-                                     first; values are not read), so that the
-                                     gets after a restart do not each wait for
-                                     a leaf from the device. Shared by the
-                                     volume's regions in the order they open.
+  uint32_t warm_mib;              /* MiB of the volume that regions read
+                                     into the page cache, in the background,
+                                     when they open, so that the gets after a
+                                     restart do not each wait for a leaf from
+                                     the device: first the pages of their
+                                     trees and values that were in the page
+                                     cache when the volume last closed (a
+                                     clean par_close records them in the file
+                                     <path>.warm, which the next par_open
+                                     reads and removes), then the rest of
+                                     their B+-tree nodes, upper levels first.
+                                     Shared by the volume's regions in the
+                                     order they open.
                                      Default PAR_WARM_AUTO: half of the memory
                                      the process can still take when the volume
                                      opens (its memory cgroup's limit less its

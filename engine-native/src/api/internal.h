@@ -175,8 +175,10 @@ struct par_region {
   atomic_int freeze_wanted;
   atomic_int budget_pins;
   /* The warm-up after the open (api/warm.c): the segments of the trees it
-   * reads, and its thread while warm_running. */
+   * reads, of the values whose recorded pages it reads (only with a
+   * residency record), and its thread while warm_running. */
   seg_list warm_segs;
+  seg_list warm_vsegs;
   pthread_t warm_thread;
   int warm_running;
 
@@ -282,6 +284,11 @@ struct par_volume {
 
   /* What the regions' warm-ups may still read (api/warm.c), set at open. */
   atomic_uint_fast64_t warm_left;
+  /* The residency record (api/resident.c): its file (NULL: none is kept),
+   * and the pages the one this open read names, a bit each (NULL: none). */
+  char *resident_path;
+  uint64_t *resident_bits;
+  uint64_t resident_pages;
 
   pthread_mutex_t sched_mu;
   pthread_cond_t sched_cv;
@@ -426,10 +433,21 @@ int region_wait_room(par_region *r);
  * its options; the warm-up of a region that just opened (nothing when the
  * budget is spent or the levels are empty); and the wait for it to end,
  * which close makes after setting closing (the warm-up then stops at the
- * next segment), and tests make to see what it read. */
+ * next run of pages), and tests make to see what it read. */
 uint64_t warm_budget(const par_options *o);
 void region_warm_start(par_region *r);
 void region_warm_join(par_region *r);
+/* The residency record (api/resident.c), advisory throughout: resident_init
+ * names its file after the volume's path; resident_load reads it (once the
+ * superblock is loaded) and removes it; resident_save writes what of the
+ * volume is in the page cache now (at close, the superblock final);
+ * resident_seg_bits is the record's bitmap of segment seg's pages (bit i:
+ * its page i, of 4 KiB), or NULL when the open read no record. */
+int resident_init(par_volume *v, const char *path);
+void resident_load(par_volume *v);
+void resident_save(par_volume *v);
+const uint64_t *resident_seg_bits(const par_volume *v, uint32_t seg);
+void resident_free(par_volume *v);
 
 /* Reference to the current view and the LSN it is consistent at. */
 view *region_acquire_view(par_region *r, uint64_t *lsn);

@@ -94,6 +94,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
                    "format it, which overwrites it", path, PAR_SEGMENT_SIZE);
   else if (!rc && fresh && !v->file.size && !o.create_if_missing)
     rc = par_error(PAR_ENOTVOLUME, "%s is empty and create_if_missing is off", path);
+  if (!rc) rc = resident_init(v, path);
   if (!rc && fresh) rc = file_grow(&v->file, PAR_SEGMENT_SIZE);
   if (!rc) rc = segalloc_init(&v->alloc, &v->file);
   if (!rc && fresh) {
@@ -105,6 +106,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     }
   }
   if (!rc) rc = redolog_load(&v->log, &v->file, &v->alloc, &v->cat);
+  if (!rc) resident_load(v); /* before the open's superblock update below */
   for (uint32_t i = 0; !rc && i < v->cat.n; i++)
     rc = region_desc_for_each_seg(v->cat.regions[i], mark_seg, &v->alloc);
   /* A full volume opens with the recovered stream; the first catalog change
@@ -124,6 +126,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     redolog_close(&v->log);
     segalloc_destroy(&v->alloc);
     file_close(&v->file);
+    resident_free(v);
     pthread_mutex_destroy(&v->meta_mu);
     pthread_mutex_destroy(&v->txn_mu);
     pthread_mutex_destroy(&v->ckpt_mu);
@@ -154,10 +157,12 @@ PAR_API int par_close(par_volume *v) {
   pthread_mutex_unlock(&v->meta_mu);
   if (rc2 && rc2 != PAR_ENOSPC && !rc) rc = rc2;
   segalloc_trim(&v->alloc, 1); /* a closed volume holds only the floor free */
+  if (!rc) resident_save(v); /* the superblock is final */
   catalog_free(&v->cat);
   redolog_close(&v->log);
   segalloc_destroy(&v->alloc);
   file_close(&v->file);
+  resident_free(v);
   pthread_mutex_destroy(&v->meta_mu);
   pthread_mutex_destroy(&v->txn_mu);
   pthread_mutex_destroy(&v->ckpt_mu);

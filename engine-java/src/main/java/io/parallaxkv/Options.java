@@ -240,9 +240,11 @@ public final class Options {
     }
 
     /**
-     * MiB of the levels' B+-tree nodes that regions read into the page cache, in the background,
-     * when they open (upper levels first; values are not read), shared by the volume's regions in
-     * the order they open; 0: none. Unset (default): half of the memory the process can still
+     * MiB of the volume that regions read into the page cache, in the background, when they open:
+     * first the pages of their trees and values that were in the page cache when the volume last
+     * closed (a clean close records them in the file {@code <volume>.warm}, which the next open
+     * reads and removes), then the rest of their B+-tree nodes, upper levels first. Shared by the
+     * volume's regions in the order they open; 0: none. Unset (default): half of the memory the process can still
      * take when the volume opens (its memory cgroup's limit less its usage, or the machine's
      * available memory). After a restart the gets then find most leaves in memory instead of each
      * waiting for a random read; {@link RegionStats#warmBytesRead()} says how much was read.
