@@ -442,7 +442,9 @@ void region_warm_join(par_region *r);
  * superblock is loaded) and removes it; resident_save writes what of the
  * volume is in the page cache now (at close, the superblock final);
  * resident_seg_bits is the record's bitmap of segment seg's pages (bit i:
- * its page i, of 4 KiB), or NULL when the open read no record. */
+ * its page i, of RESIDENT_PAGE bytes), or NULL when the open read no record. */
+#define RESIDENT_PAGE 4096u /* the machine's must match, else no record is kept */
+#define RESIDENT_SEG_PAGES (PAR_SEGMENT_SIZE / RESIDENT_PAGE)
 int resident_init(par_volume *v, const char *path);
 void resident_load(par_volume *v);
 void resident_save(par_volume *v);

@@ -43,11 +43,9 @@ enum {
 };
 /* Pages asked of mincore at a time: its vector stays small. */
 #define CHUNK_PAGES (16u << 10)
-/* The record's page: the machine's must be the same (else no record is
- * kept), so that a segment's pages are whole words of the bitmap. */
-#define PAGE 4096u
-#define SEG_PAGES (PAR_SEGMENT_SIZE / PAGE)
-_Static_assert(SEG_PAGES % 64 == 0, "a segment's pages fill words of the bitmap");
+#define PAGE RESIDENT_PAGE
+#define SEG_PAGES RESIDENT_SEG_PAGES
+_Static_assert(SEG_PAGES % 64 == 0, "a segment's pages fill whole words of the bitmap");
 
 /* What a record must match: this state of this volume file. */
 typedef struct identity {

@@ -33,8 +33,8 @@
 #include "util/memavail.h"
 
 #define SEG ((uint64_t)PAR_SEGMENT_SIZE)
-#define PAGE 4096u
-#define SEG_PAGES (PAR_SEGMENT_SIZE / PAGE)
+#define PAGE RESIDENT_PAGE
+#define SEG_PAGES RESIDENT_SEG_PAGES
 /* Pages of a gap between two runs read through rather than asked for apart. */
 #define GAP_PAGES 2u
 
