@@ -1083,9 +1083,13 @@ static void test_gc_bounded(void **state) {
    * (garbage not found yet), the garbage GC may owe before writers wait and
    * one write per writer past that check, and the levels, WAL and redo log;
    * twice that, because the segments a checkpoint copies (at most all those
-   * in use when it starts) are not reused until it ends. */
+   * in use when it starts) are not reused until it ends. GC may owe
+   * GC_OWED_FLOOR, or an eighth (GC_OWED_SHARE) of a log no larger than the
+   * volume: a volume v <= 2 * (rest + v / 8) is at most 8/3 of the rest. */
   uint64_t live = (uint64_t)BOUNDED_WRITERS * BOUNDED_KEYS * 2 * SEGSZ;
-  uint64_t bound = 2 * (live + 2 * L0_LARGE_MIN + GC_OWED_MAX + BOUNDED_WRITERS * 2 * SEGSZ + 16 * SEGSZ);
+  uint64_t rest = live + 2 * L0_LARGE_MIN + BOUNDED_WRITERS * 2 * SEGSZ + 16 * SEGSZ;
+  uint64_t by_floor = 2 * (rest + GC_OWED_FLOOR), by_share = 2 * rest * GC_OWED_SHARE / (GC_OWED_SHARE - 2);
+  uint64_t bound = by_floor > by_share ? by_floor : by_share;
   fprintf(stderr,
           "gc_bounded: %.0f MiB written; volume file %.0f MiB (bound %.0f MiB, live at most %.0f MiB), %llu "
           "segments in use; %llu checkpoints; %llu compactions, %llu GC runs, %llu segments freed, %llu write stalls\n",

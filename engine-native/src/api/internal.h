@@ -123,6 +123,7 @@ struct par_region {
   uint32_t gc_skip_inc;              /* a segment whose collection failed */
   int gc_stalled;                    /* GC failed while the region is failed (view_mu) */
   atomic_uint_fast64_t gc_owed;      /* garbage GC could collect now (gc/gc.h)     */
+  atomic_uint_fast64_t gc_log_bytes; /* the large log's bytes at gc_note_owed      */
   atomic_uint_fast64_t gc_owed_waited_out; /* a debt writers waited on in vain */
   struct {
     uint32_t seg, inc;

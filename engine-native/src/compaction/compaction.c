@@ -254,7 +254,7 @@ static int pick(par_region *r, task *t) {
   /* Writers wait while GC owes too much (gc/gc.h): collect before spilling. */
   if (r->repl_role == PAR_REPL_PRIMARY) {
     gc_note_owed(r);
-    if (dst != 1 && atomic_load(&r->gc_owed) > GC_OWED_MAX && pick_gc(r, t)) return PAR_OK;
+    if (dst != 1 && gc_over_debt(r, atomic_load(&r->gc_owed)) && pick_gc(r, t)) return PAR_OK;
   }
   if (dst == 1) {
     t->kind = TASK_FLUSH;

@@ -347,28 +347,35 @@ int gc_pick(par_region *r, gc_task *t, int dry) {
 void gc_note_owed(par_region *r) {
   held_segs held;
   held_by_logs(r, &held);
-  uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100, owed = 0;
+  uint64_t threshold = (uint64_t)SEG * r->vol->opts.gc_threshold_pct / 100, owed = 0, log_bytes = 0;
   pthread_mutex_lock(&r->vol->meta_mu);
   pthread_mutex_lock(&r->settled_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   for (uint32_t i = 0; d && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
     uint64_t score = pick_score(r, s);
+    log_bytes += (uint64_t)SEG * s->nsegs;
     if (!is_held(&held, s->inc) && !is_pending(r, s->inc) && score >= threshold) owed += score;
   }
   pthread_mutex_unlock(&r->settled_mu);
   pthread_mutex_unlock(&r->vol->meta_mu);
+  atomic_store(&r->gc_log_bytes, log_bytes);
   atomic_store(&r->gc_owed, owed);
+}
+
+int gc_over_debt(par_region *r, uint64_t owed) {
+  uint64_t share = atomic_load(&r->gc_log_bytes) / GC_OWED_SHARE;
+  return owed > (share > GC_OWED_FLOOR ? share : GC_OWED_FLOOR);
 }
 
 void gc_admit(par_region *r) {
   uint64_t now_owed = atomic_load(&r->gc_owed);
-  if (now_owed <= GC_OWED_MAX || now_owed == atomic_load(&r->gc_owed_waited_out)) return;
+  if (!gc_over_debt(r, now_owed) || now_owed == atomic_load(&r->gc_owed_waited_out)) return;
   compaction_schedule(r);
   pthread_mutex_lock(&r->view_mu);
   atomic_fetch_add(&r->stats.stalls, 1);
   uint64_t owed, low = UINT64_MAX, since = 0;
-  while ((owed = atomic_load(&r->gc_owed)) > GC_OWED_MAX && !r->closing && !r->failed && !r->gc_stalled &&
+  while (gc_over_debt(r, owed = atomic_load(&r->gc_owed)) && !r->closing && !r->failed && !r->gc_stalled &&
          r->repl_role == PAR_REPL_PRIMARY && atomic_load(&r->logging)) {
     uint64_t t = clock_mono_ms();
     if (owed < low) {

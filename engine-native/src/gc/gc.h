@@ -131,8 +131,9 @@ void gc_note_left_tail(par_region *r, uint32_t inc, uint32_t tail);
 
 /* Back-pressure. What GC owes is the garbage of the segments it could
  * collect now (scored as gc_pick scores them; a collected segment waiting
- * for readers is no longer owed). While a region owes more than
- * GC_OWED_MAX, its writers wait (gc_admit, holding no lock) and its
+ * for readers is no longer owed). While a region owes more than its bound
+ * (gc_over_debt: the large log's bytes over GC_OWED_SHARE, at least
+ * GC_OWED_FLOOR), its writers wait (gc_admit, holding no lock) and its
  * compaction worker collects before it spills (after the flush of a frozen
  * L0, whose room the relocations need): writers that outrun GC slow down to
  * its pace instead of growing the volume without bound. A writer goes on
@@ -140,11 +141,18 @@ void gc_note_left_tail(par_region *r, uint32_t inc, uint32_t tail);
  * failing, or a long merge holding the only worker, must not stop writes),
  * and so do the region's later writers until the debt changes; also when
  * the region failed, is closing, or is not a replication primary (a backup
- * never collects). */
-#define GC_OWED_MAX (32ull * PAR_SEGMENT_SIZE)
+ * never collects). The bound grows with the log: a merge that finds the
+ * garbage of many updates at once makes many segments cross the threshold
+ * together, and a fixed 64 MiB stopped every writer of a 1-3 GB log for
+ * seconds at a time (docs/benchmarks.md, "GC's debt bound grows with the
+ * log"). */
+#define GC_OWED_FLOOR (32ull * PAR_SEGMENT_SIZE)
+#define GC_OWED_SHARE 8u
 #define GC_PATIENCE_MS 5000u
-/* Recomputes r->gc_owed (view_mu held). */
+/* Recomputes r->gc_owed and the bound it is held to (view_mu held). */
 void gc_note_owed(par_region *r);
+/* Whether owed is over the region's bound. */
+int gc_over_debt(par_region *r, uint64_t owed);
 void gc_admit(par_region *r);
 
 #endif
