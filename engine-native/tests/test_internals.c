@@ -461,7 +461,10 @@ static void make_desc(region_desc *d, uint32_t id, const char *name, uint32_t va
   }
   uint32_t nvlog = variant % 3;
   for (uint32_t i = 0; i < nvlog; i++) {
-    vlog_seg v = {take_seg(src), 7 + i, 12345ull * (i + variant), 1, (i + variant) % 2};
+    /* Every head state; a parked head with where its records end. */
+    uint32_t state = (i + variant) % 4;
+    uint32_t end = state >= VLOG_PARKED_HOT ? 4096 * variant + 17 * i : 0;
+    vlog_seg v = {take_seg(src), 7 + i, 12345ull * (i + variant), 1, state, end};
     assert_ok(region_desc_add_vlog(d, v));
   }
   d->next_inc = 7 + nvlog;
@@ -502,6 +505,7 @@ static void assert_desc_equal(const region_desc *a, const region_desc *b) {
     assert_int_equal(a->vlog[i].garbage, b->vlog[i].garbage);
     assert_int_equal(a->vlog[i].nsegs, b->vlog[i].nsegs);
     assert_int_equal(a->vlog[i].open, b->vlog[i].open);
+    assert_int_equal(a->vlog[i].end, b->vlog[i].end);
   }
 }
 

@@ -220,7 +220,7 @@ PAR_API int par_delete(par_region *r, const void *key, size_t key_len, unsigned 
  * tombstones (4 bytes plus both bounds each; adjacent and overlapping ones
  * merge once flushed): beyond it the call fails with PAR_ELIMIT until
  * par_compact has taken them to the last level. A volume this engine has
- * opened has format 5 (range tombstones came with format 4): older engines
+ * opened has format 6 (range tombstones came with format 4): older engines
  * refuse it (PAR_ENOTVOLUME). */
 #define PAR_MAX_RANGE_TOMBSTONE_BYTES (256u * 1024)
 PAR_API int par_delete_range(par_region *r, const void *begin, size_t begin_len, const void *end,

@@ -393,6 +393,12 @@ void repl_mirror_free(par_region *r);
 /* txn.c: whether replay applies the cross-region part [first, last]. */
 int txn_part_committed(const region_desc *d, uint64_t first, uint64_t last);
 
+/* large_heads.c: at a clean close, once the WAL stopped, closes the heads
+ * the logs left and parks their current heads in the catalog; at an open,
+ * after the crash count, makes the parked heads the logs' heads again. */
+int large_heads_park(par_region *r);
+int large_heads_resume(par_region *r);
+
 /* recovery.c: builds the view from d and replays the WAL into L0; *last is
  * the newest LSN recovered. What the crash lost and only a count at the
  * open can find is added to lost (gc/gc.h). */

@@ -262,7 +262,7 @@ static int edit_list_vlog(region_desc *d, void *arg, seg_list *freed) {
     assert(t->inc <= d->inc_reserved); /* taken within the reservation (take_segments) */
     if (t->inc > d->next_inc) d->next_inc = t->inc;
     /* A single segment becomes a head; a run holds one huge value, written whole. */
-    int rc = region_desc_add_vlog(d, (vlog_seg){t->seg, t->inc, 0, t->n, t->n == 1});
+    int rc = region_desc_add_vlog(d, (vlog_seg){.seg = t->seg, .inc = t->inc, .nsegs = t->n, .open = t->n == 1 ? VLOG_OPEN : VLOG_CLOSED});
     if (rc) return rc;
   }
   for (uint32_t i = 0; i < a->nleft; i++) garbage_close_head(d, a->left[i]);
@@ -466,6 +466,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
     if (!rc) rc = vlog_init(&r->cold, &v->file, r->id, take_cold, list_vlog, give_back_vlog, r);
     /* On a full volume the count waits for a later session: nothing is lost. */
     if (!rc && (rc = gc_count_crash_garbage(r, last, &lost)) == PAR_ENOSPC) rc = PAR_OK;
+    if (!rc && (rc = large_heads_resume(r)) == PAR_ENOSPC) rc = PAR_OK;
     if (!rc) rc = wal_start(&r->wal, &v->file, r->id, gen, v->opts.durability_interval_ms, last,
                             take_wal_segment, list_wal_segment, flush_large_logs, write_sealed_large, r);
     if (!rc) atomic_store(&r->logging, 1);
@@ -489,28 +490,6 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   compaction_schedule(r);
   *out = r;
   return PAR_OK;
-}
-
-/* At a clean close, once the WAL stopped (every record durable): the heads
- * left and still open are closed (but for unlogged values no flush covered:
- * the close's flush failed), and the current heads' unwritten tails,
- * never appended to again (the next session starts fresh segments), count as
- * garbage: GC then collects a segment that short sessions left mostly empty.
- * (After a crash the next open does both: gc_count_crash_garbage.) */
-static int count_head_tails(par_region *r) {
-  garbage_list g = {0};
-  vlog *heads[2] = {&r->hot, &r->cold};
-  for (int i = 0; i < 2; i++) {
-    int rc = vlog_list_pending(heads[i], UINT64_MAX, covered_lsn(r));
-    if (rc) return rc;
-    assert(!heads[i]->sealed); /* the WAL's last flush wrote it */
-    uint32_t used = (uint32_t)ALIGN_UP(heads[i]->base + heads[i]->fill, PAR_BLOCK);
-    if (heads[i]->seg)
-      garbage_add(&g, (vptr){heads[i]->seg, used, heads[i]->inc, PAR_SEGMENT_SIZE - used});
-  }
-  int rc = g.n ? garbage_close_heads(r, &g) : PAR_OK;
-  garbage_free(&g);
-  return rc;
 }
 
 static int region_close(par_region *r);
@@ -537,7 +516,7 @@ static int region_close(par_region *r) {
   compaction_drain(r);
   int rc = wal_stop(&r->wal); /* also writes the large logs' buffers */
   /* On a full volume the count waits for a later session: nothing is lost. */
-  if (!rc && (rc = count_head_tails(r)) == PAR_ENOSPC) rc = PAR_OK;
+  if (!rc && (rc = large_heads_park(r)) == PAR_ENOSPC) rc = PAR_OK;
   vlog_destroy(&r->hot);
   vlog_destroy(&r->cold);
   unlink_open(v, r);

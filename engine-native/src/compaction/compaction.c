@@ -174,7 +174,7 @@ static int edit_layout(region_desc *d, void *arg, seg_list *freed) {
     assert(!region_desc_find_vlog(d, s->inc)); /* incarnations are unique: */
     assert(s->inc <= d->inc_reserved);           /* taken within the reservation */
     if (s->inc > d->next_inc) d->next_inc = s->inc;
-    int rc = region_desc_add_vlog(d, (vlog_seg){s->seg, s->inc, PAR_SEGMENT_SIZE - s->used, 1, 0});
+    int rc = region_desc_add_vlog(d, (vlog_seg){.seg = s->seg, .inc = s->inc, .garbage = PAR_SEGMENT_SIZE - s->used, .nsegs = 1});
     if (rc) return rc;
   }
   if (e->garbage) garbage_apply(e->garbage, d);

@@ -52,7 +52,8 @@ void garbage_close_head(region_desc *d, vptr tail) {
   assert(s->nsegs == 1 && tail.size <= SEG);
   s->garbage += tail.size;
   if (s->garbage > SEG) s->garbage = SEG;
-  s->open = 0;
+  s->open = VLOG_CLOSED;
+  s->end = 0;
 }
 
 static int edit_close_heads(region_desc *d, void *arg, seg_list *freed) {
@@ -158,7 +159,7 @@ static int edit_crash_garbage(region_desc *d, void *arg, seg_list *freed) {
   garbage_apply(c->g, d);
   for (uint32_t i = 0; i < c->nopen; i++) {
     vlog_seg *s = c->open[i].nsegs ? region_desc_find_vlog(d, c->open[i].inc) : NULL;
-    if (s) s->open = 0;
+    if (s) s->open = VLOG_CLOSED;
   }
   return PAR_OK;
 }
@@ -173,7 +174,7 @@ int gc_count_crash_garbage(par_region *r, uint64_t last, crash_losses *lost) {
   gc_task *runs = d && d->nvlog ? malloc(d->nvlog * sizeof *runs) : NULL;
   for (uint32_t i = 0; open && runs && i < d->nvlog; i++) {
     const vlog_seg *s = &d->vlog[i];
-    if (s->open) open[nopen++] = (gc_task){s->seg, s->inc, 1};
+    if (s->open == VLOG_OPEN) open[nopen++] = (gc_task){s->seg, s->inc, 1};
     else if (s->nsegs > 1 && !s->garbage) runs[nruns++] = (gc_task){s->seg, s->inc, s->nsegs};
   }
   pthread_mutex_unlock(&r->vol->meta_mu);

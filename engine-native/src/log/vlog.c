@@ -76,6 +76,29 @@ static int reserve_pending(vlog *l) {
   return PAR_OK;
 }
 
+int vlog_resume(vlog *l, uint32_t seg, uint32_t inc, uint32_t end) {
+  assert(!l->seg && !l->ntaken && end < SEG);
+  uint32_t base = end - end % PAR_BLOCK;
+  /* The partial last block, to be written again with the records after it
+   * (as after a seal); seal zeroed the bytes past end. */
+  int rc = end > base ? file_read(l->file, l->buf, PAR_BLOCK, seg_offset(seg) + base) : PAR_OK;
+  if (rc) return rc;
+  pthread_mutex_lock(&l->mu);
+  rc = reserve_pending(l); /* room to leave it, as for a head taken */
+  if (rc) {
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+  }
+  l->seg = seg;
+  l->inc = inc;
+  l->seed = vlog_seed(l->region_id, inc);
+  l->head_lsn = l->head_unlogged = 0; /* every record in it is durable and covered */
+  l->base = base;
+  l->fill = l->flushed = end - base;
+  pthread_mutex_unlock(&l->mu);
+  return PAR_OK;
+}
+
 /* The head stops being appended to: its tail from `used` on is garbage. */
 static void leave_head(vlog *l, uint32_t used) {
   assert(l->nleft < l->pending_cap);

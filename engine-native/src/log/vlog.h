@@ -123,6 +123,11 @@ static inline size_t vlog_record_size(size_t klen, size_t vlen);
 int vlog_init(vlog *l, par_file *f, uint32_t region_id, vlog_take_fn take, vlog_list_fn list,
               vlog_give_back_fn give_back, void *ctx);
 void vlog_destroy(vlog *l);
+/* Makes segment seg (incarnation inc), listed already, the head again,
+ * appends going on at end (< a segment): a head parked at a clean close,
+ * whose records [0, end) are all durable (catalog.h, VLOG_PARKED_HOT). Call
+ * before the first append. PAR_EIO when its last block cannot be read. */
+int vlog_resume(vlog *l, uint32_t seg, uint32_t inc, uint32_t end);
 /* unlogged: the write has no WAL record (PAR_NO_WAL); only a flush makes it
  * durable. */
 int vlog_append(vlog *l, uint64_t lsn, int unlogged, const void *key, uint16_t key_len, const void *value,

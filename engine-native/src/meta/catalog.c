@@ -175,7 +175,7 @@ void region_desc_prune_parts(region_desc *d) {
  * ntrees x (level u8, slot u8, root u64, height u32, entries u64, bytes u64,
  *           nsegs u32, nsegs x u32, nmsegs u32, nmsegs x u32, medium_bytes u64) |
  * next_inc u32 | nvlog u32 |
- * nvlog x (seg u32, inc u32, garbage u64, nsegs u32, open u32) |
+ * nvlog x (seg u32, inc u32, garbage u64, nsegs u32, open u32: state | end << 2) |
  * [nparts u32 | nparts x (first u64, last u64)] — only when nparts > 0 or
  *   range tombstones follow, so descriptions without committed cross-region
  *   parts keep the older layout |
@@ -232,7 +232,7 @@ size_t region_desc_encode(const region_desc *d, uint8_t *out) {
     PUT(32, d->vlog[i].inc);
     PUT(64, d->vlog[i].garbage);
     PUT(32, d->vlog[i].nsegs);
-    PUT(32, d->vlog[i].open);
+    PUT(32, d->vlog[i].open | d->vlog[i].end << 2);
   }
   int reserved = d->inc_reserved > d->next_inc;
   if (d->nparts || nrt || reserved) {
@@ -330,7 +330,11 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
     GET(64, v.garbage);
     GET(32, v.nsegs);
     GET(32, v.open);
-    if (v.nsegs == 0 || v.nsegs > len || v.open > 1 || (v.open && v.nsegs != 1)) goto bad;
+    v.end = v.open >> 2;
+    v.open &= 3;
+    int parked = v.open == VLOG_PARKED_HOT || v.open == VLOG_PARKED_COLD;
+    if (v.nsegs == 0 || v.nsegs > len || (v.open && v.nsegs != 1) || v.end > (parked ? PAR_SEGMENT_SIZE : 0))
+      goto bad;
     if (region_desc_add_vlog(d, v)) goto oom;
   }
   if (n < len) {

@@ -56,11 +56,19 @@ typedef struct vlog_seg {
   uint32_t inc;
   uint64_t garbage; /* record bytes known to be dead */
   uint32_t nsegs;   /* 1, or the length of a run holding one huge value */
-  uint32_t open;    /* a log's head when last persisted: the unwritten tail
-                       after its records is not counted as garbage yet (the
-                       log counts it when it moves on or closes; after a
-                       crash, the next open does: gc_count_crash_garbage) */
+  uint32_t open;    /* a vlog_head_state: whether the segment is a log's head */
+  uint32_t end;     /* a parked head: where its records end */
 } vlog_seg;
+
+/* A head's unwritten tail is not counted as garbage while it is a head.
+ *  VLOG_OPEN: a log's head when last persisted; the log counts the tail
+ *    when it moves on, and after a crash the next open counts it with the
+ *    records the crash lost (gc_count_crash_garbage).
+ *  VLOG_PARKED_HOT, VLOG_PARKED_COLD (format 6): the hot or cold log's head
+ *    at a clean close, whose records [0, end) are all durable and covered;
+ *    the next open resumes appending at end (api/large_heads.c), so sessions
+ *    do not each leave a tail for GC to collect. */
+enum vlog_head_state { VLOG_CLOSED = 0, VLOG_OPEN = 1, VLOG_PARKED_HOT = 2, VLOG_PARKED_COLD = 3 };
 
 /* Trees per level: [0] is the level's active tree, [1] the older tree being
  * spilled into the next level (empty most of the time). */

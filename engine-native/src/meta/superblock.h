@@ -13,15 +13,16 @@
 
 #include "io/file.h"
 
-#define PAR_FORMAT_VERSION 5u /* 2: leaves keep key prefixes of log pairs;
+#define PAR_FORMAT_VERSION 6u /* 2: leaves keep key prefixes of log pairs;
                                  3: large-log segments say whether they are a head;
                                  4: range tombstones (a WAL op, the trees' lists in
                                     the catalog);
-                                 5: a region's large-log incarnation reservation */
-/* The oldest format this engine opens: a format 3 volume is format 5
- * without range tombstones and reservations, a format 4 one without
- * reservations; both become format 5 at the superblock update every open
- * makes. */
+                                 5: a region's large-log incarnation reservation;
+                                 6: large-log heads parked at a clean close */
+/* The oldest format this engine opens: a format 3 volume is format 6
+ * without range tombstones, reservations and parked heads, a format 4 one
+ * without the last two, a format 5 one without parked heads; each becomes
+ * format 6 at the superblock update every open makes. */
 #define PAR_FORMAT_VERSION_MIN 3u
 
 typedef struct superblock {
