@@ -1205,7 +1205,7 @@ static void test_sessions_share_heads(void **state) {
   char when[64];
   for (int s = 0; s < 30; s++) {
     par_region *r = open_gc(path, &o, &v);
-    char prefix[8];
+    char prefix[16];
     snprintf(prefix, sizeof prefix, "w%02d-", s);
     put_large_values(r, &m, prefix, 20, 0);
     snprintf(when, sizeof when, "writing session %d", s);
