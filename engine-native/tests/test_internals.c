@@ -596,6 +596,25 @@ static void test_catalog_roundtrip(void **state) {
     region_desc_free(&copy);
   }
 
+  /* An end for a head not parked, and a parked head's end at its
+   * segment's end (a full head is never parked), are corrupt. */
+  const struct {
+    uint32_t state, end;
+  } bad_heads[] = {{VLOG_OPEN, 4096}, {VLOG_CLOSED, 1}, {VLOG_PARKED_COLD, PAR_SEGMENT_SIZE}};
+  for (size_t i = 0; i < sizeof bad_heads / sizeof *bad_heads; i++) {
+    region_desc d = {0}, bad;
+    d.id = 9;
+    snprintf(d.name, sizeof d.name, "heads");
+    assert_ok(region_desc_add_vlog(&d, (vlog_seg){.seg = 3, .inc = 1, .nsegs = 1, .open = bad_heads[i].state,
+                                                  .end = bad_heads[i].end}));
+    d.next_inc = 1;
+    size_t len;
+    uint8_t *buf = encode_desc(&d, &len);
+    assert_par(region_desc_decode(&bad, buf, len), PAR_ECORRUPT);
+    free(buf);
+    region_desc_free(&d);
+  }
+
   /* An empty description (no WAL, no trees) round-trips too. */
   region_desc e = {0}, e2;
   e.id = 1;

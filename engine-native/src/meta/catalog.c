@@ -333,7 +333,7 @@ int region_desc_decode(region_desc *d, const uint8_t *in, size_t len) {
     v.end = v.open >> 2;
     v.open &= 3;
     int parked = v.open == VLOG_PARKED_HOT || v.open == VLOG_PARKED_COLD;
-    if (v.nsegs == 0 || v.nsegs > len || (v.open && v.nsegs != 1) || v.end > (parked ? PAR_SEGMENT_SIZE : 0))
+    if (v.nsegs == 0 || v.nsegs > len || (v.open && v.nsegs != 1) || v.end >= (parked ? PAR_SEGMENT_SIZE : 1))
       goto bad;
     if (region_desc_add_vlog(d, v)) goto oom;
   }
