@@ -271,7 +271,9 @@ static void test_space_goes_back_to_the_file_system(void **state) {
   par_volume_stats vs;
   assert_ok(par_volume_stats_get(f->vol, &vs));
   uint64_t held = blocks_on_disk(f->path);
-  if (vs.segments_released == 0 || held > (vs.segments_used + 32) * PAR_SEGMENT_SIZE + (1u << 20))
+  /* At rest the volume keeps a 64th of its segments in use free with their
+   * blocks, at least 4 (segalloc_rest_floor): 4 here. */
+  if (vs.segments_released == 0 || held > (vs.segments_used + 4) * PAR_SEGMENT_SIZE + (1u << 20))
     fail_msg("the file holds %llu bytes on disk for %llu segments in use (%llu released, volume %llu bytes)",
              (unsigned long long)held, (unsigned long long)vs.segments_used,
              (unsigned long long)vs.segments_released, (unsigned long long)vs.volume_bytes);

@@ -287,9 +287,10 @@ static void expect_blocks_of(const scratch *s, uint32_t segs) {
              (unsigned long long)want);
 }
 
-/* segalloc_trim at rest releases the free segments beyond segalloc_trim_floor, the
- * highest first; allocation prefers a segment that kept its blocks, and
- * reserves a released one again first, so a full file system shows there. */
+/* segalloc_trim at rest releases the free segments beyond
+ * segalloc_rest_floor, the highest first; allocation prefers a segment that
+ * kept its blocks, and reserves a released one again first, so a full file
+ * system shows there. */
 static void test_segalloc_trim(void **state) {
   (void)state;
   scratch s;
@@ -297,27 +298,29 @@ static void test_segalloc_trim(void **state) {
   segalloc *a = &s.alloc;
   for (uint32_t want = 1; want <= 150; want++) assert_int_equal(alloc_seg(a), want);
   for (uint32_t seg = 1; seg <= 100; seg++) segalloc_free(a, seg);
-  /* 51 in use (segment 0 too), 149 free: 32 are kept, 117 released. */
+  /* 51 in use (segment 0 too), 149 free: 4 are kept, 145 released. */
   expect_blocks_of(&s, 200);
   segalloc_trim(a, 1);
-  assert_int_equal(segalloc_trim_floor(51), 32);
-  assert_int_equal(segalloc_released(a), 117);
+  assert_int_equal(segalloc_rest_floor(51), SEGALLOC_REST_MIN);
+  assert_int_equal(segalloc_rest_floor(64 * 40), 40);
+  assert_int_equal(segalloc_trim_floor(51), 32); /* while open */
+  assert_int_equal(segalloc_released(a), 145);
   assert_int_equal(seg_used(a), 51);
   assert_int_equal(seg_total(a), 200);
   assert_int_equal(s.file.size, 200 * SEGSZ); /* the size stays */
-  expect_blocks_of(&s, 83);
+  expect_blocks_of(&s, 55);
   segalloc_trim(a, 1); /* nothing beyond the reserve: nothing changes */
-  assert_int_equal(segalloc_released(a), 117);
+  assert_int_equal(segalloc_released(a), 145);
 
-  /* Released: 33..100 and 151..199 (highest first); kept: 1..32. A segment
+  /* Released: 5..100 and 151..199 (highest first); kept: 1..4. A segment
    * freed now keeps its blocks and goes before the lower released ones. */
   segalloc_free(a, 120);
-  for (uint32_t want = 1; want <= 32; want++) assert_int_equal(alloc_seg(a), want);
+  for (uint32_t want = 1; want <= 4; want++) assert_int_equal(alloc_seg(a), want);
   assert_int_equal(alloc_seg(a), 120);
-  expect_blocks_of(&s, 83);
-  assert_int_equal(alloc_seg(a), 33); /* released: reserved again */
-  assert_int_equal(segalloc_released(a), 116);
-  expect_blocks_of(&s, 84);
+  expect_blocks_of(&s, 55);
+  assert_int_equal(alloc_seg(a), 5); /* released: reserved again */
+  assert_int_equal(segalloc_released(a), 144);
+  expect_blocks_of(&s, 56);
 
   /* A full file system fails the reservation: PAR_ENOSPC, nothing taken. */
   fault_rule rule = {.op = FAULT_FALLOCATE, .err = ENOSPC};
@@ -328,21 +331,21 @@ static void test_segalloc_trim(void **state) {
   assert_int_equal(fault_fired(id), 2);
   fault_reset();
   assert_int_equal(seg, 12345);
-  assert_int_equal(segalloc_released(a), 116);
-  assert_int_equal(seg_used(a), 50 + 34); /* 120 was freed and taken again */
-  assert_int_equal(alloc_seg(a), 34);
+  assert_int_equal(segalloc_released(a), 144);
+  assert_int_equal(seg_used(a), 50 + 6); /* 120 was freed and taken again */
+  assert_int_equal(alloc_seg(a), 6);
 
   /* A run across released segments is reserved as a whole and holds what is written. */
   assert_ok(segalloc_alloc_run(a, 3, &seg));
-  assert_int_equal(seg, 35);
-  assert_int_equal(segalloc_released(a), 112);
-  expect_blocks_of(&s, 88);
+  assert_int_equal(seg, 7);
+  assert_int_equal(segalloc_released(a), 140);
+  expect_blocks_of(&s, 60);
   uint8_t *buf = file_buf_alloc(SEGSZ);
   assert_non_null(buf);
   tu_fill_pattern(buf, SEGSZ, 7);
-  assert_ok(file_write(&s.file, buf, SEGSZ, seg_offset(36)));
+  assert_ok(file_write(&s.file, buf, SEGSZ, seg_offset(8)));
   memset(buf, 0, SEGSZ);
-  assert_ok(file_read(&s.file, buf, SEGSZ, seg_offset(36)));
+  assert_ok(file_read(&s.file, buf, SEGSZ, seg_offset(8)));
   assert_true(tu_check_pattern(buf, SEGSZ, 7));
   free(buf);
   scratch_close(&s);

@@ -472,8 +472,8 @@ typedef struct par_volume_stats {
    * (holes): the file occupies volume_bytes less these on the device.
    * Free segments beyond a reserve are released after merges, GC and
    * region drops: while the volume is open the reserve is what recent
-   * merges needed, at rest (after open, at close) a sixteenth of the
-   * segments in use, at least 32 (64 MiB). */
+   * merges needed, at rest (after open, at close) a 64th of the segments
+   * in use, at least 4 (8 MiB). */
   uint64_t segments_released;
 } par_volume_stats;
 

@@ -300,11 +300,17 @@ void segalloc_set_min_floor(uint32_t segs) { min_floor = segs; }
 
 uint32_t segalloc_trim_floor(uint32_t used) { return used / 16 > min_floor ? used / 16 : min_floor; }
 
+uint32_t segalloc_rest_floor(uint32_t used) {
+  uint32_t keep = used / 64 > SEGALLOC_REST_MIN ? used / 64 : SEGALLOC_REST_MIN;
+  uint32_t floor = segalloc_trim_floor(used);
+  return keep < floor ? keep : floor;
+}
+
 /* The reserve of free segments that keep their blocks (lock held); ends
  * the current stretch of allocations unless at_rest. */
 static uint32_t trim_keep(segalloc *a, int at_rest) {
+  if (at_rest) return segalloc_rest_floor(a->used);
   uint32_t keep = segalloc_trim_floor(a->used);
-  if (at_rest) return keep;
   uint32_t window = sizeof a->demand / sizeof *a->demand;
   a->demand[a->ndemand++ % window] = a->allocs;
   a->allocs = 0;

@@ -21,7 +21,9 @@
  * its destination level whole, so the frequent small merges cycle through
  * kept segments, and what a rare large merge freed goes back once a few
  * small ones showed it is not needed. At rest (open, close) the reserve is
- * only the floor. */
+ * smaller still, segalloc_rest_floor: a closed volume's file holds little
+ * more than its segments in use, and the first merges of the next session
+ * reserve what they take again. */
 #ifndef PAR_ALLOC_SEGALLOC_H
 #define PAR_ALLOC_SEGALLOC_H
 
@@ -84,8 +86,8 @@ uint32_t segalloc_released(segalloc *a);
 /* Gives the blocks of free segments back to the file system while more
  * than the reserve hold theirs, highest segments first, a run at a time
  * without the lock held. The reserve is the floor, segalloc_trim_floor, and
- * unless at_rest also the most allocated between two trims lately (see
- * above). Called where a thread may wait on the file system: after a merge
+ * also the most allocated between two trims lately (see above); at_rest it
+ * is segalloc_rest_floor. Called where a thread may wait on the file system: after a merge
  * or GC frees space and after a region drop, and at rest at open and close.
  * Advisory: a failure stops it for the life of the allocator. */
 void segalloc_trim(segalloc *a, int at_rest);
@@ -97,6 +99,10 @@ void segalloc_settle(segalloc *a);
  * of those in use, at least SEGALLOC_MIN_FLOOR (64 MiB). */
 #define SEGALLOC_MIN_FLOOR 32u
 uint32_t segalloc_trim_floor(uint32_t used);
+/* The free segments that keep their blocks at rest: a 64th of those in
+ * use, at least SEGALLOC_REST_MIN (8 MiB), never more than the floor. */
+#define SEGALLOC_REST_MIN 4u
+uint32_t segalloc_rest_floor(uint32_t used);
 /* For tests: the floor's minimum instead of SEGALLOC_MIN_FLOOR, so that
  * their small volumes release segments too (0 releases all but a
  * sixteenth). */

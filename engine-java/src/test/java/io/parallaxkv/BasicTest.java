@@ -62,9 +62,10 @@ class BasicTest {
     }
     try (Parallax db = TestSupport.open(dir)) {
       VolumeStats vs = db.stats();
-      // 200 MB were written; at rest the volume keeps at most 32 free segments with their blocks.
+      // 200 MB were written; at rest the volume keeps a 64th of its segments in use free with
+      // their blocks, at least 4: 4 here.
       assertTrue(vs.segmentsReleased() > 0, vs.toString());
-      assertTrue(vs.segmentsTotal() - vs.segmentsUsed() - vs.segmentsReleased() <= 32, vs.toString());
+      assertTrue(vs.segmentsTotal() - vs.segmentsUsed() - vs.segmentsReleased() <= 4, vs.toString());
     }
   }
 
