@@ -108,8 +108,9 @@ typedef struct par_options {
   uint32_t large_threshold;       /* ... and large from this on; default 1024    */
   uint32_t gc_threshold_pct;      /* collect a large-log segment once this share
                                      of it is garbage; default 10. A region's
-                                     writers wait while such segments hold over
-                                     64 MiB of garbage that GC has not collected
+                                     writers wait while such segments hold more
+                                     garbage that GC has not collected than an
+                                     eighth of the large log, at least 64 MiB
                                      (back-pressure: the volume stays bounded
                                      when writers outrun GC)                     */
   uint32_t medium_merge_level;    /* where medium values leave the transient log

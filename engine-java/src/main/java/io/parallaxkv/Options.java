@@ -197,8 +197,8 @@ public final class Options {
 
     /**
      * Garbage share (percent) at which a large-log segment is collected (default 10). A region's
-     * writers wait while such segments hold over 64 MiB of garbage not yet collected, so the
-     * volume stays bounded when writers outrun GC.
+     * writers wait while such segments hold more garbage not yet collected than an eighth of the
+     * large log (at least 64 MiB), so the volume stays bounded when writers outrun GC.
      */
     public Builder gcThresholdPercent(int percent) {
       require(percent >= 1 && percent <= 100, "gcThresholdPercent must be 1..100");

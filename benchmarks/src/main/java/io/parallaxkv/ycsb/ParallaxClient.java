@@ -184,6 +184,8 @@ public class ParallaxClient extends KvClient {
       m.put("engine.deepestLevel", Integer.toString(r.deepestLevel()));
       m.put("engine.largeLogBytesAppended", Long.toString(r.placement().largeLogBytesAppended()));
       m.put("engine.gcBytesRelocated", Long.toString(r.placement().gcBytesRelocated()));
+      // With parallax.sortlargevalues: the large values merges copied into the last level.
+      m.put("engine.largeLogBytesSorted", Long.toString(r.placement().largeLogBytesSorted()));
       // Where the device bytes go (docs/benchmarks.md, "Where Load A's bytes go"): beside the
       // WAL and the large log, the merges' reads and writes and the medium log's flushes.
       m.put("engine.userBytesWritten", Long.toString(r.userBytesWritten()));
