@@ -29,7 +29,9 @@
  *  memtable   versions at each snapshot LSN, memtable_collect's start
  *             (inclusive/exclusive), snapshot and max; 50k random inserts
  *             against a sorted reference; memtable_get_many agrees with
- *             memtable_get for present, absent and out-of-range keys.
+ *             memtable_get for present, absent and out-of-range keys; a
+ *             memtable source's growing batches walk every key once, in
+ *             both directions, from any start.
  *  WAL        single ops and batches, values of 0 B .. 300 KB, rotation over
  *             several segments, replay from 0 and from a covered LSN inside a
  *             segment and inside a batch; a flipped byte in record k makes
@@ -1823,6 +1825,60 @@ static void test_memtable_random(void **state) {
   memtable_random("internals/memtable_random", 0);
 }
 
+/* A memtable source (scan/merge.c) reads its memtable in batches that
+ * grow from 8 entries after a seek to 64: every walk, forward or reverse,
+ * from any start, visits each key's newest version at the snapshot exactly
+ * once, in order, across the batches' seams, and a forward walk reports
+ * every older version it passes as shadowed. */
+static void count_shadowed_versions(void *arg, const tree_entry *e) {
+  (void)e;
+  (*(int *)arg)++;
+}
+
+static void test_memtable_source_batches(void **state) {
+  (void)state;
+  enum { KEYS = 300 };
+  memtable *m = memtable_create();
+  assert_non_null(m);
+  uint64_t lsn = 0;
+  int versions = 0;
+  char key[16];
+  for (int round = 0; round < 3; round++) /* keys k % 3 >= round get round + 1 versions */
+    for (int k = 0; k < KEYS; k++)
+      if (k % 3 >= round) {
+        snprintf(key, sizeof key, "k%04d", k);
+        mt_put(m, ++lsn, WAL_PUT, key, "v");
+        versions++;
+      }
+  const int starts[] = {-1, 0, 7, 8, 9, 150, 298, 299};
+  for (size_t si = 0; si < sizeof starts / sizeof *starts; si++)
+    for (int reverse = 0; reverse < 2; reverse++)
+      for (int exclusive = 0; exclusive < 2; exclusive++) {
+        int shadowed = 0;
+        kv_source *src = memtable_source(m, UINT64_MAX, reverse ? NULL : count_shadowed_versions, &shadowed);
+        assert_non_null(src);
+        int start = starts[si];
+        if (start >= 0) snprintf(key, sizeof key, "k%04d", start);
+        const char *kp = start >= 0 ? key : NULL;
+        size_t kl = start >= 0 ? strlen(key) : 0;
+        assert_ok(reverse ? src->seek_rev(src, kp, kl, exclusive) : src->seek(src, kp, kl, exclusive));
+        int want = start < 0 ? (reverse ? KEYS - 1 : 0) : start + (exclusive ? (reverse ? -1 : 1) : 0);
+        int seen = 0;
+        while (src->valid) {
+          char expect[16];
+          snprintf(expect, sizeof expect, "k%04d", want);
+          assert_bytes(src->e.key, src->e.key_len, expect, strlen(expect));
+          want += reverse ? -1 : 1;
+          seen++;
+          assert_ok(reverse ? src->prev(src) : src->next(src));
+        }
+        assert_int_equal(want, reverse ? -1 : KEYS); /* to the end: no key skipped at a seam */
+        if (!reverse && start < 0) assert_int_equal(shadowed, versions - seen);
+        src->close(src);
+      }
+  memtable_unref(m);
+}
+
 static void test_memtable_shared_starts(void **state) {
   (void)state;
   memtable_random("internals/memtable_shared_starts", 1);
@@ -2607,6 +2663,7 @@ int main(void) {
       cmocka_unit_test(test_scan_readahead_span),
       cmocka_unit_test(test_memtable_versions),
       cmocka_unit_test(test_memtable_random),
+      cmocka_unit_test(test_memtable_source_batches),
       cmocka_unit_test(test_memtable_shared_starts),
       cmocka_unit_test(test_vlog_sealed_buffer),
       cmocka_unit_test(test_vlog_flush_races_appends),

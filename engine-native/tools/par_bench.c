@@ -18,7 +18,7 @@
  *                  [--dir DIR] [--l0-size BYTES] [--growth F]
  *                  [--report-every N] [--verify] [--scans R] [--ordered]
  *                  [--multi-get B] [--estimates R] [--in-l0] [--keep]
- *                  [--value-size BYTES]
+ *                  [--value-size BYTES] [--short-scans R]
  *
  * --updates N overwrites N random keys after the load (each with a new
  * value of a size drawn from the mix, so a key may change class) and then
@@ -30,6 +30,10 @@
  * key and value, and reports the best round of each in CPU ns per entry
  * (the thread's CPU time: steadier than wall time on a shared machine; with
  * the data in the page cache after the load, that is what it measures).
+ * --short-scans R: R rounds of 100 000 scans of 50 entries each from a
+ * random loaded key (YCSB's Run E, short of its inserts), one thread,
+ * reading every key and value, and the best round in CPU ns per scan. With
+ * --updates, the updates' L0 takes part in every scan's merge.
  * --ordered loads keys in key order (sequence numbers instead of their
  * hashes), so the large log holds values in key order too.
  *
@@ -82,7 +86,7 @@ typedef struct config {
   uint32_t growth;
   uint64_t report_every;
   int verify, keep, in_l0;
-  int scans, ordered;
+  int scans, short_scans, ordered;
   int multi_get;
   int estimates;
   uint32_t placement;
@@ -302,6 +306,44 @@ static void run_scans(void) {
          sink % 10);
 }
 
+/* n scans of len entries from random loaded keys; returns the thread's CPU
+ * seconds. */
+static double short_scans(uint64_t n, int len, uint64_t seed, uint64_t *sink) {
+  char key[32];
+  double t0 = thread_cpu_seconds();
+  for (uint64_t i = 0; i < n; i++) {
+    int kl = make_key(mix64(seed + i) % cfg.keys, key);
+    par_scanner *s;
+    int rc = par_scanner_open(region, NULL, &s);
+    if (!rc) rc = par_scanner_set_readahead(s, (uint32_t)len);
+    if (!rc) rc = par_scanner_seek(s, key, (size_t)kl, PAR_SEEK_GE);
+    for (int k = 0; !rc && k < len && par_scanner_valid(s); k++) {
+      const void *kp, *vp;
+      size_t klen, vlen;
+      rc = par_scanner_key(s, &kp, &klen);
+      if (!rc) rc = par_scanner_value(s, &vp, &vlen);
+      if (!rc) *sink += ((const uint8_t *)kp)[klen - 1] + (vlen ? ((const uint8_t *)vp)[vlen - 1] : 0);
+      if (!rc) rc = par_scanner_next(s);
+    }
+    if (rc) die("short scan", rc);
+    par_scanner_close(s);
+  }
+  return thread_cpu_seconds() - t0;
+}
+
+static void run_short_scans(void) {
+  const uint64_t n = 100000;
+  const int len = 50;
+  double best = 0;
+  uint64_t sink = 0;
+  for (int round = 0; round < cfg.short_scans; round++) {
+    double t = short_scans(n, len, (uint64_t)round << 40, &sink);
+    if (round == 0 || t < best) best = t;
+  }
+  printf("short scans: %" PRIu64 " scans of %d entries from random keys, best of %d: %.0f CPU ns/scan [%" PRIu64
+         "]\n", n, len, cfg.short_scans, best * 1e9 / (double)n, sink % 10);
+}
+
 /* Lookups of n random loaded keys, one at a time (batch 0) or batch at a
  * time with par_multi_get; returns the thread's CPU seconds. */
 static double lookups(uint64_t n, int batch, uint64_t seed) {
@@ -453,7 +495,7 @@ static void usage(void) {
           "                 [--placement hybrid|in-place|in-log] [--updates N]\n"
           "                 [--l0-size BYTES] [--growth F] [--report-every N] [--verify] [--scans R]\n"
           "                 [--ordered] [--multi-get B] [--estimates R] [--in-l0] [--keep]\n"
-          "                 [--value-size BYTES]\n");
+          "                 [--value-size BYTES] [--short-scans R]\n");
   exit(2);
 }
 
@@ -468,6 +510,7 @@ int main(int argc, char **argv) {
       {"scans", required_argument, 0, 's'},   {"ordered", no_argument, 0, 'o'},
       {"multi-get", required_argument, 0, 'M'}, {"estimates", required_argument, 0, 'E'},
       {"in-l0", no_argument, 0, 'z'},         {"value-size", required_argument, 0, 'V'},
+      {"short-scans", required_argument, 0, 'S'},
       {0, 0, 0, 0}};
   int c;
   while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -494,6 +537,7 @@ int main(int argc, char **argv) {
       break;
     case 'u': cfg.updates = strtoull(optarg, NULL, 10); break;
     case 's': cfg.scans = atoi(optarg); break;
+    case 'S': cfg.short_scans = atoi(optarg); break;
     case 'o': cfg.ordered = 1; break;
     case 'M': cfg.multi_get = atoi(optarg); break;
     case 'E': cfg.estimates = atoi(optarg); break;
@@ -595,6 +639,7 @@ int main(int argc, char **argv) {
   printf("\n");
   if (cfg.verify && !cfg.updates) run_phase("verify", verify_thread, cfg.keys);
   if (cfg.scans > 0) run_scans();
+  if (cfg.short_scans > 0) run_short_scans();
   if (cfg.multi_get) run_multi_get();
   if (cfg.estimates) run_estimates();
 
