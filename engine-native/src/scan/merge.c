@@ -173,9 +173,9 @@ static void cur_readahead_span(kv_source *b, int reverse, uint32_t n, const uint
   scan_readahead_span(&s->ra, &s->c, reverse, n, bound, bound_len);
 }
 
-static void cur_span_end(kv_source *b, int reverse, uint32_t n, const uint8_t **key, uint16_t *key_len) {
+static int cur_key_ahead(kv_source *b, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len) {
   cursor_source *s = (cursor_source *)b;
-  scan_span_end(&s->c, reverse, n, key, key_len);
+  return scan_key_ahead(&s->c, reverse, j, key, key_len);
 }
 
 static void cur_close(kv_source *b) {
@@ -198,7 +198,7 @@ kv_source *tree_cursor_source(const key_source *ks, dtree *t) {
   s->base.close = cur_close;
   s->base.readahead = cur_readahead;
   s->base.readahead_span = cur_readahead_span;
-  s->base.span_end = cur_span_end;
+  s->base.key_ahead = cur_key_ahead;
   s->base.entries = t->d.entries;
   return &s->base;
 }

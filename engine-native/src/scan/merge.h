@@ -30,10 +30,11 @@ struct kv_source {
    * NULL where there is nothing to ask for. Call only while valid. */
   void (*readahead)(kv_source *s, int reverse);
   /* After a seek, the caller reading about n entries: asks for their reads
-   * at once (scan_readahead_span), and tells where its own n entries end
-   * (scan_span_end). NULL where readahead is. Call only while valid. */
+   * at once (scan_readahead_span); and the key j entries ahead within the
+   * current leaf (scan_key_ahead), from which the caller sets where the
+   * span ends. NULL where readahead is. Call only while valid. */
   void (*readahead_span)(kv_source *s, int reverse, uint32_t n, const uint8_t *bound, uint16_t bound_len);
-  void (*span_end)(kv_source *s, int reverse, uint32_t n, const uint8_t **key, uint16_t *key_len);
+  int (*key_ahead)(kv_source *s, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len);
   uint64_t entries; /* a device tree's entries, else 0: the largest tree bounds a span */
   int valid;
   tree_entry e; /* its key may be a prefix (index/entry.h) */

@@ -111,15 +111,17 @@ void scan_readahead_span(scan_readahead *ra, const tree_cursor *c, int reverse, 
   flush(ra);
 }
 
-void scan_span_end(const tree_cursor *c, int reverse, uint32_t n, const uint8_t **key, uint16_t *key_len) {
-  assert(tree_cursor_valid(c) && n > 0);
+int scan_key_ahead(const tree_cursor *c, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len) {
+  assert(tree_cursor_valid(c));
   const typeof(c->path[0]) *p = &c->path[c->depth - 1];
-  uint32_t i = reverse ? (p->idx + 1 > n ? p->idx + 1 - n : 0)
-                       : (p->h.nslots - p->idx > n ? p->idx + n - 1 : p->h.nslots - 1);
+  uint32_t left = reverse ? p->idx : p->h.nslots - 1 - p->idx; /* entries after the current one */
+  uint32_t step = j <= left ? j : left;
   tree_entry e;
-  if (leaf_entry(p->node, &p->h, i, &e)) e = c->cur; /* damaged: the cursor's own key bounds it */
+  if (leaf_entry(p->node, &p->h, reverse ? p->idx - step : p->idx + step, &e))
+    e = c->cur; /* damaged: the cursor's own key bounds it */
   *key = e.key;
   *key_len = e.key_len;
+  return j <= left;
 }
 
 static void grow(scan_readahead *ra) {

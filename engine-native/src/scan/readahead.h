@@ -83,10 +83,11 @@ void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse);
  * past this one; the rest of the span when the cursor enters it. */
 void scan_readahead_span(scan_readahead *ra, const tree_cursor *c, int reverse, uint32_t n,
                          const uint8_t *bound, uint16_t bound_len);
-/* The key of c's entry n - 1 steps ahead in the scan's direction, or of
- * its leaf's last (first, in reverse) entry if the leaf ends first: where
- * a span of n entries of this level ends, as far as its leaf tells. The
- * key may be a prefix (index/entry.h). */
-void scan_span_end(const tree_cursor *c, int reverse, uint32_t n, const uint8_t **key, uint16_t *key_len);
+/* The key of c's entry j steps ahead in the scan's direction (j = 0: the
+ * current one): 1 with it, or 0 if c's leaf ends first, with the key of the
+ * leaf's last (first, in reverse) entry. With j = n - 1, where a span of n
+ * entries of this level ends, as far as its leaf tells. The key may be a
+ * prefix (index/entry.h). */
+int scan_key_ahead(const tree_cursor *c, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len);
 
 #endif

@@ -41,13 +41,69 @@ static int ask_ahead(void *arg) {
   return PAR_OK;
 }
 
+/* Compares keys that may be prefixes (index/entry.h) in the scan's
+ * direction; keys equal over their common length are one. */
+static int span_cmp(const uint8_t *a, uint16_t al, const uint8_t *b, uint16_t bl, int reverse) {
+  int c = memcmp(a, b, al < bl ? al : bl);
+  return reverse ? -c : c;
+}
+
+/* Where the span's s->span entries end in the merge, if the device levels'
+ * current leaves tell: walks those leaves from the cursors in the scan's
+ * order, a key found in several levels once (the scan returns it once), to
+ * the s->span-th key. 1 with it in *end, or 0 if the leaf of source big
+ * (the largest tree) ends first. A smaller level whose leaf ends first
+ * leaves the walk: what follows in it is not known yet, and it is asked
+ * for up to where the others end the span, a little past the scan's end.
+ * L0's entries are not counted either, so the span ends a little after
+ * the scan; tombstones are, and the scan skips them: where they are, it
+ * ends a little before. */
+static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_t *end_len) {
+  const int rev = s->m.reverse;
+  uint32_t pos[MAX_SOURCES];
+  const uint8_t *head[MAX_SOURCES];
+  uint16_t head_len[MAX_SOURCES];
+  int level[MAX_SOURCES], n = 0;
+  for (int i = 0; i < s->m.n; i++)
+    if (s->src[i]->valid && s->src[i]->key_ahead) {
+      level[n] = i;
+      pos[n] = 0;
+      (void)s->src[i]->key_ahead(s->src[i], rev, 0, &head[n], &head_len[n]);
+      n++;
+    }
+  for (uint32_t taken = 0;;) {
+    int min = 0;
+    for (int j = 1; j < n; j++)
+      if (span_cmp(head[j], head_len[j], head[min], head_len[min], rev) < 0) min = j;
+    const uint8_t *k = head[min];
+    uint16_t kl = head_len[min];
+    if (++taken == s->span) {
+      *end = k;
+      *end_len = kl;
+      return 1;
+    }
+    for (int j = 0; j < n; j++)
+      if (span_cmp(head[j], head_len[j], k, kl, rev) == 0 &&
+          !s->src[level[j]]->key_ahead(s->src[level[j]], rev, ++pos[j], &head[j], &head_len[j])) {
+        if (level[j] == big) return 0;
+        level[j] = level[n - 1]; /* this level's leaf ends: it leaves the walk */
+        pos[j] = pos[n - 1];
+        head[j] = head[n - 1];
+        head_len[j] = head_len[n - 1];
+        n--;
+        j--;
+      }
+  }
+}
+
 /* After a seek, the caller reading about s->span entries: every level's
- * cursor asks for the reads of its share of them at once. Which entries of
- * each level the merge will reach is known only by merging, so the tree
- * with the most entries (the last level, as a rule, which holds most of any
- * range) sets the key where the span ends; each other level asks for its
- * entries up to that key, and the largest for its next s->span entries.
- * Guarded (io/mapguard.h), as ask_ahead. */
+ * cursor asks for the reads of its share of them at once, up to the key
+ * where the span ends. Where the levels' leaves tell that key
+ * (merged_span_end), every level asks up to it: the levels together ask
+ * for s->span entries. Where they do not, the tree with the most entries
+ * (the last level, as a rule, which holds most of any range) sets the key:
+ * it asks for its next s->span entries, each other level for its entries
+ * up to the last of them. Guarded (io/mapguard.h), as ask_ahead. */
 static int ask_span(void *arg) {
   par_scanner *s = arg;
   int big = -1;
@@ -57,11 +113,13 @@ static int ask_span(void *arg) {
   if (big < 0) return PAR_OK; /* L0s only: in memory */
   const uint8_t *end;
   uint16_t end_len;
-  s->src[big]->span_end(s->src[big], s->m.reverse, s->span, &end, &end_len);
+  int merged = merged_span_end(s, big, &end, &end_len);
+  if (!merged) (void)s->src[big]->key_ahead(s->src[big], s->m.reverse, s->span - 1, &end, &end_len);
   memcpy(s->span_bound, end, end_len);
   for (int i = 0; i < s->m.n; i++)
     if (s->src[i]->valid && s->src[i]->readahead_span)
-      s->src[i]->readahead_span(s->src[i], s->m.reverse, s->span, i == big ? NULL : s->span_bound, end_len);
+      s->src[i]->readahead_span(s->src[i], s->m.reverse, s->span, merged || i != big ? s->span_bound : NULL,
+                                end_len);
   return PAR_OK;
 }
 
