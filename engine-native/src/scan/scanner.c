@@ -1,5 +1,6 @@
 /* Scanners: a merge over every level of one view, read at one LSN, so a
  * scan sees exactly the state at its creation while writers go on. */
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -71,6 +72,7 @@ static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_
       (void)s->src[i]->key_ahead(s->src[i], rev, 0, &head[n], &head_len[n]);
       n++;
     }
+  assert(s->span > 0 && s->src[big]->valid && s->src[big]->key_ahead); /* big walks: n > 0 throughout */
   for (uint32_t taken = 0;;) {
     int min = 0;
     for (int j = 1; j < n; j++)
@@ -92,6 +94,7 @@ static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_
         head_len[j] = head_len[n - 1];
         n--;
         j--;
+        assert(n > 0);
       }
   }
 }
