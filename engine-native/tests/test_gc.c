@@ -478,13 +478,13 @@ static void shadow_case(unsigned overwrite_flags, int record_flushed) {
   assert_true(wal_durable_lsn(&r->wal) < shadow_lsn);
 
   pthread_mutex_lock(&r->view_mu);
-  r->gc_running = 1; /* as gc_pick claims a segment */
+  r->gc.running = 1; /* as gc_pick claims a segment */
   pthread_mutex_unlock(&r->view_mu);
   gc_task t = {first.seg, first.inc, 1};
   int rc = gc_run(r, &t);
   pthread_mutex_lock(&r->view_mu);
-  r->gc_running = 0;
-  uint32_t retired = r->npending;
+  r->gc.running = 0;
+  uint32_t retired = r->gc.npending;
   pthread_mutex_unlock(&r->view_mu);
   if (overwrite_flags & PAR_NO_WAL) {
     if (retired)

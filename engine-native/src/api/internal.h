@@ -27,6 +27,8 @@
 #include <stdatomic.h>
 
 #include "alloc/segalloc.h"
+#include "api/region.h"
+#include "compaction/compaction.h"
 #include "gc/gc.h"
 #include "index/memtable.h"
 #include "index/tree.h"
@@ -55,8 +57,6 @@ typedef struct view {
 view *view_create(par_region *r);
 view *view_clone(const view *src);
 void view_unref(view *v);
-/* The seq of the oldest view still referenced (by the region or a reader). */
-uint64_t view_oldest_seq(par_region *r);
 
 typedef struct level_counters {
   atomic_uint_fast64_t read, written;
@@ -117,29 +117,9 @@ struct par_region {
   int closing;                       /* set under view_mu; merges poll it (compaction.c) */
   int failed;                        /* a compaction error stopped compactions */
   int compact_all;                   /* par_compact: spill every level downward */
-  /* Large-log GC, under view_mu: one collection at a time; collected
-   * segments wait in pending until no view older than need_seq is alive. */
-  int gc_running;
-  uint32_t gc_skip_inc;              /* a segment whose collection failed */
-  int gc_stalled;                    /* GC failed while the region is failed (view_mu) */
-  atomic_uint_fast64_t gc_owed;      /* garbage GC could collect now (gc/gc.h)     */
-  atomic_uint_fast64_t gc_log_bytes; /* the large log's bytes at gc_note_owed      */
-  atomic_uint_fast64_t gc_owed_waited_out; /* a debt writers waited on in vain */
-  struct {
-    uint32_t seg, inc;
-    uint64_t need_seq;
-    uint64_t last_lsn;               /* the newest LSN its relocations took (0: none) */
-    uint64_t newest_lsn;             /* the newest LSN of a record in it */
-    int dropping;                    /* gc_reclaim is dropping it */
-  } *pending;
-  uint32_t npending, pending_cap;
-  int reclaiming;                    /* a gc_reclaim runs (one at a time) */
-  /* The newest LSN the relocations out of a segment GC dropped (or is
-   * dropping) took; and the send-index exports open, which hold drops back
-   * (src/repl/index.c: an export's large-log segments stay until it is
-   * closed). Both under view_mu. */
-  uint64_t gc_dropped_lsn;
-  int repl_exports;
+  /* Large-log GC's state (gc/gc.h), GC's own; and the send-index exports
+   * are counted there (they hold GC's drops back). */
+  gc_state gc;
   /* The first LSN a log cursor may read (repl/log.c): a record before it
    * may point into a large-log segment that was let go and taken again —
    * one GC dropped (raised past the newest LSN of its records, which the
@@ -148,18 +128,10 @@ struct par_region {
    * (set past the levels at open). A live cursor is always past it: its
    * pin holds drops back. */
   atomic_uint_fast64_t log_readable_from;
-  /* The large-log segments, sorted, this session's GC relocations and
-   * sorted runs went to (gc.h: gc_note_settled), and beside each the
-   * unwritten tail it was left with (gc_note_left_tail; 0 until then),
-   * under settled_mu (a leaf lock). */
-  pthread_mutex_t settled_mu;
-  uint32_t *settled, *settled_tail;
-  uint32_t nsettled, settled_cap;
 
   struct {
     atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
     atomic_uint_fast64_t class_puts[3], class_bytes[3]; /* small, medium, large */
-    atomic_uint_fast64_t gc_runs, gc_scanned, gc_relocated, gc_freed;
     atomic_uint_fast64_t medium_written;
     atomic_uint_fast64_t large_sorted; /* record bytes merges copied into sorted runs */
     atomic_uint_fast64_t log_value_reads[2]; /* by user reads: [0] medium, [1] large */
@@ -379,11 +351,6 @@ wal_op *batch_resolve(const par_batch *b, par_region *const **regions);
  * log without bound. drop_all: the log restarts (an install on a backup
  * whose log it skips), every cursor is released. */
 uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t covered, int drop_all);
-/* The lowest pin of the region's live log cursors (UINT64_MAX: none), under
- * vol->meta_mu: a cursor may still read the WAL records from its pin on, and
- * the large-log values they point at, so GC frees no segment holding such a
- * value (gc_reclaim). */
-uint64_t region_cursors_pin(par_region *r);
 /* A send-index backup's large-log mirror (src/repl/mirror.c): writes what
  * apply put in it and did not write yet (the WAL writer, before it writes
  * the pointers to it); frees its state at the region's close. */
@@ -404,13 +371,6 @@ int large_heads_resume(par_region *r);
  * open can find is added to lost (gc/gc.h). */
 int region_recover(par_region *r, const region_desc *d, uint64_t *last, crash_losses *lost);
 
-/* Looks key up in w at lsn: PAR_OK with *e (any category but a
- * tombstone), or PAR_NOT_FOUND. */
-/* The newest version of key in w at lsn. With leaf_buf (LEAF_SIZE bytes),
- * device leaves are read into it with pread, not through the map, and *e
- * may point into it (tree_get). */
-int region_lookup(par_region *r, const view *w, uint64_t lsn, const void *key, size_t key_len,
-                  uint8_t *leaf_buf, tree_entry *e);
 /* How many large-log incarnations a reservation adds (region.c); tests
  * lower it, so that their sessions extend it, in listings and in takes. */
 extern uint32_t inc_reservation;
@@ -464,12 +424,7 @@ view *region_acquire_view(par_region *r, uint64_t *lsn);
  * w) and drops the region's reference to the previous one. */
 void region_set_view(par_region *r, view *w);
 
-/* Persists the region's description via fn, which edits a copy under
- * meta_mu; the catalog entry changes once the redo record is written, and
- * the call returns once it is durable (the sync runs without meta_mu). */
-typedef int (*desc_edit_fn)(region_desc *d, void *arg, seg_list *freed);
-int region_persist(par_region *r, desc_edit_fn fn, void *arg);
-/* The same without the sync: durable once redolog_sync(&r->vol->log,
+/* region_persist (api/region.h) without the sync: durable once redolog_sync(&r->vol->log,
  * *ticket) returns, and nothing outside the catalog may act on the change
  * before (meta/redolog.h). */
 int region_persist_unsynced(par_region *r, desc_edit_fn fn, void *arg, uint64_t *ticket);
@@ -491,38 +446,11 @@ void budget_admit(par_volume *v);
 /* A compaction worker's part: freezes r's L0 (if it holds entries and no
  * frozen L0 waits) once freeze_wanted was set. */
 void region_freeze_wanted(par_region *r);
-/* A compaction failure that GC can cure by freeing large-log segments: no
- * space for the merge's output, or a region description over the redo
- * record's limit (each large-log segment is listed in it). Compactions
- * stop, GC goes on and clears the failure once it freed segments. */
-static inline int failed_for_room(int failed) { return failed == PAR_ENOSPC || failed == PAR_ELIMIT; }
-
 /* Raises the LSN *a to v unless it is past it already. */
 static inline void raise_lsn(atomic_uint_fast64_t *a, uint64_t v) {
   uint_fast64_t cur = atomic_load(a);
   while (cur < v && !atomic_compare_exchange_weak(a, &cur, v)) {
   }
 }
-
-/* compaction/compaction.c */
-int compaction_start(par_volume *v);
-void compaction_stop(par_volume *v);
-/* Queues the region if it has (or may have) compaction work. */
-void compaction_schedule(par_region *r);
-/* Waits until the region has no compaction queued or running. */
-void compaction_drain(par_region *r);
-/* Whether the region has merges or collections to run (view_mu held). */
-int compaction_pending(par_region *r);
-/* Bytes the merges already due in w would read (sources and destination
- * trees; they write about as much), and the spills those would push over
- * a level's capacity in turn. par_compact's forced merges are not counted. */
-uint64_t compaction_pending_bytes(const par_region *r, const view *w);
-/* The merge a free worker runs next, from the view alone: 1 to flush the
- * frozen L0, i + 1 to spill level i's waiting tree (tree[i][1]), 0 for
- * none. A merge into a busy level (dest_busy as in par_region) waits. A
- * flush goes first unless a spill is overdue: some level i's old tree
- * waits to spill while the tree that took the level's merges since is over
- * the level's capacity (l0_size x growth^i bytes) too. */
-int compaction_next_merge(const view *w, const int *dest_busy, uint64_t l0_size, uint32_t growth);
 
 #endif

@@ -112,7 +112,7 @@ int large_heads_resume(par_region *r) {
     int hot = heads[i].open == VLOG_PARKED_HOT;
     rc = vlog_resume(hot ? &r->hot : &r->cold, heads[i].seg, heads[i].inc, heads[i].end);
     /* The cold head's records survived a collection (take_cold). */
-    if (!rc && !hot) gc_note_settled(r, heads[i].inc);
+    if (!rc && !hot) gc_note_settled(&r->gc, heads[i].inc);
   }
   free(e.set);
   free(e.closed);

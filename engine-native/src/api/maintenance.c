@@ -76,10 +76,10 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->small_bytes = atomic_load(&r->stats.class_bytes[CLASS_SMALL]);
   out->medium_bytes = atomic_load(&r->stats.class_bytes[CLASS_MEDIUM]);
   out->large_bytes = atomic_load(&r->stats.class_bytes[CLASS_LARGE]);
-  out->gc_runs = atomic_load(&r->stats.gc_runs);
-  out->gc_bytes_scanned = atomic_load(&r->stats.gc_scanned);
-  out->gc_bytes_relocated = atomic_load(&r->stats.gc_relocated);
-  out->gc_segments_freed = atomic_load(&r->stats.gc_freed);
+  out->gc_runs = atomic_load(&r->gc.stats.runs);
+  out->gc_bytes_scanned = atomic_load(&r->gc.stats.scanned);
+  out->gc_bytes_relocated = atomic_load(&r->gc.stats.relocated);
+  out->gc_segments_freed = atomic_load(&r->gc.stats.freed);
   out->large_log_bytes_sorted = atomic_load(&r->stats.large_sorted);
   out->warm_bytes_read = atomic_load(&r->stats.warm_bytes);
   out->medium_log_bytes_written = atomic_load(&r->stats.medium_written);

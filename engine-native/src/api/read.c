@@ -171,6 +171,14 @@ int region_reads_wait(par_region *r) {
   return clock_mono_ns() < atomic_load_explicit(&r->reads_waited_until, memory_order_relaxed);
 }
 
+int view_l0_holds(const view *w, uint64_t lsn, const void *key, size_t key_len) {
+  memtable *mts[2] = {w->active, w->frozen};
+  for (int i = 0; i < 2; i++)
+    if (mts[i] && (memtable_get(mts[i], key, key_len, lsn) || memtable_range_hides(mts[i], key, key_len, lsn, 0)))
+      return 1;
+  return 0;
+}
+
 /* Sources newest first; the first that has the key decides. A range
  * tombstone of an L0 hides older versions in that L0 and everything below
  * it; a tree's hides the trees below it (its own entries are newer). */

@@ -9,6 +9,8 @@
 #include <string.h>
 
 #include "api/internal.h"
+#include "parallax/replication.h"
+#include "util/clock.h"
 #include "util/status.h"
 
 view *region_acquire_view(par_region *r, uint64_t *lsn) {
@@ -34,6 +36,66 @@ void region_set_view(par_region *r, view *w) {
     if (gone[i] && gone[i] != w->active && gone[i] != w->frozen) memtable_discharge(gone[i]);
   view_unref(old);
 }
+
+uint64_t region_republish(par_region *r, int *rc) {
+  view *n = view_clone(r->view);
+  if (!n) {
+    *rc = par_error(PAR_ENOMEM, "view");
+    return 0;
+  }
+  region_set_view(r, n);
+  return n->seq;
+}
+
+/* ---- the region as GC sees it (api/region.h) ---- */
+
+uint32_t region_id(const par_region *r) { return r->id; }
+gc_state *region_gc(par_region *r) { return &r->gc; }
+par_file *region_file(par_region *r) { return &r->vol->file; }
+void region_views_lock(par_region *r) { pthread_mutex_lock(&r->view_mu); }
+void region_views_unlock(par_region *r) { pthread_mutex_unlock(&r->view_mu); }
+void region_views_wake(par_region *r) { pthread_cond_broadcast(&r->view_cv); }
+
+void region_views_wait(par_region *r, uint32_t ms) {
+  /* view_cv keeps the default (realtime) clock. */
+  uint64_t until = clock_ns(CLOCK_REALTIME) / 1000000u + ms;
+  struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
+  pthread_cond_timedwait(&r->view_cv, &r->view_mu, &ts);
+}
+
+int region_is_closing(const par_region *r) { return r->closing; }
+int region_failure(const par_region *r) { return r->failed; }
+int region_is_primary(const par_region *r) { return r->repl_role == PAR_REPL_PRIMARY; }
+int region_is_logging(par_region *r) { return atomic_load(&r->logging); }
+
+void region_room_returned(par_region *r) {
+  if (failed_for_room(r->failed)) r->failed = 0;
+}
+
+void region_note_stall(par_region *r) { atomic_fetch_add(&r->stats.stalls, 1); }
+
+void region_read_desc(par_region *r, desc_read_fn fn, void *arg) {
+  pthread_mutex_lock(&r->vol->meta_mu);
+  fn(catalog_find_id(&r->vol->cat, r->id), arg);
+  pthread_mutex_unlock(&r->vol->meta_mu);
+}
+
+void region_free_segments(par_region *r, uint32_t seg, uint32_t n) {
+  for (uint32_t k = 0; k < n; k++) segalloc_free(&r->vol->alloc, seg + k);
+}
+
+void region_trim(par_region *r) { segalloc_trim(&r->vol->alloc, 0); }
+
+uint32_t region_large_held(par_region *r, uint32_t inc[4]) {
+  uint32_t n = vlog_held(&r->hot, inc);
+  return n + vlog_held(&r->cold, inc + n);
+}
+
+void region_raise_log_readable(par_region *r, uint64_t lsn) { raise_lsn(&r->log_readable_from, lsn); }
+
+int region_sync_log(par_region *r, uint64_t lsn) { return wal_sync(&r->wal, lsn); }
+
+/* ---- the region's description ---- */
 
 static int persist(par_region *r, desc_edit_fn fn, void *arg, uint64_t *ticket) {
   par_volume *v = r->vol;
@@ -225,8 +287,9 @@ static int take_hot(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
  * description room the hot head leaves. Its records are settled: merges
  * into the last level do not copy them (gc.h). */
 static int take_cold(void *ctx, uint32_t n, uint32_t *seg, uint32_t *inc) {
-  int rc = take_segments(ctx, n, seg, inc);
-  if (!rc) gc_note_settled(ctx, *inc);
+  par_region *r = ctx;
+  int rc = take_segments(r, n, seg, inc);
+  if (!rc) gc_note_settled(&r->gc, *inc);
   return rc;
 }
 
@@ -275,7 +338,7 @@ static int list_vlog(void *ctx, const vlog_taken *taken, uint32_t ntaken, const 
   vlog_listing a = {taken, left, ntaken, nleft, reservation_due(r)};
   /* Before the tails count: GC must never see one of its own segments'
    * tails as garbage worth a collection (gc.h, gc_note_left_tail). */
-  for (uint32_t i = 0; i < nleft; i++) gc_note_left_tail(r, left[i].inc, left[i].size);
+  for (uint32_t i = 0; i < nleft; i++) gc_note_left_tail(&r->gc, left[i].inc, left[i].size);
   int rc = region_persist(r, edit_list_vlog, &a);
   if (!rc && a.reserve) raise_reserved(r, a.reserve);
   return rc;
@@ -337,12 +400,9 @@ int region_logs_listed(par_region *r) {
 
 static void region_free(par_region *r) {
   view_unref(r->view);
-  free(r->pending);
+  gc_state_free(&r->gc);
   repl_mirror_free(r);
   free(r->repl_medium);
-  free(r->settled);
-  free(r->settled_tail);
-  pthread_mutex_destroy(&r->settled_mu);
   pthread_mutex_destroy(&r->write_mu);
   pthread_mutex_destroy(&r->repl_apply_mu);
   pthread_mutex_destroy(&r->repl_run_mu);
@@ -411,7 +471,7 @@ static int region_open(par_volume *v, const char *name, int create, par_region *
   pthread_mutex_init(&r->view_mu, NULL);
   pthread_mutex_init(&r->cur_mu, NULL);
   pthread_mutex_init(&r->live_mu, NULL);
-  pthread_mutex_init(&r->settled_mu, NULL);
+  gc_state_init(&r->gc, v->opts.gc_threshold_pct);
   pthread_mutex_init(&r->inc_mu, NULL);
   pthread_cond_init(&r->view_cv, NULL);
 

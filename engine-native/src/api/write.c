@@ -371,6 +371,68 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
   return rc;
 }
 
+/* ---- GC's write (api/region.h) ---- */
+
+int region_relocate(par_region *r, const vlog_record *rec, relocate_check_fn check, void *arg,
+                    uint64_t *relocated) {
+  *relocated = 0;
+  lock_writes(r);
+  uint64_t view_lsn;
+  view *w = region_acquire_view(r, &view_lsn);
+  int live = 0;
+  int rc = check(arg, r, w, view_lsn, &live);
+  view_unref(w);
+  if (!rc && live && r->write_failed) rc = par_error(PAR_EFAILED, "the region refuses writes until a reopen");
+  /* A collection picked while the region was a primary may reach here
+   * after it became a backup (par_repl_set_role): a relocation would then
+   * take an LSN that the primary's shipped records use. The segment waits. */
+  if (!rc && live && r->repl_role != PAR_REPL_PRIMARY)
+    rc = par_error(PAR_EBUSY, "region '%s' is a backup now: GC relocates on primaries only", r->name);
+  if (!rc && live) {
+    memtable *m = region_make_room(r, &rc); /* PAR_EBUSY: never stall a compaction worker */
+    uint64_t lsn = r->next_lsn;
+    vptr np;
+    if (m) rc = vlog_append(&r->cold, lsn, 0, rec->key, rec->key_len, rec->value, rec->value_len, &np);
+    uint8_t enc[VPTR_SIZE];
+    if (m && !rc) {
+      vptr_encode(enc, np);
+      wal_op op = {WAL_PUT_LARGE, rec->key_len, VPTR_SIZE, rec->key, enc};
+      /* As a user write (region_log_and_insert): the entry first, then the
+       * record, whose LSN is spent once written. */
+      mt_entry *me = memtable_entry(m, lsn, WAL_PUT_LARGE, rec->key, rec->key_len, enc, VPTR_SIZE);
+      rc = me ? wal_append(&r->wal, lsn, &op, 1) : PAR_ENOMEM;
+      if (!rc) {
+        r->next_lsn = lsn + 1;
+        if ((rc = memtable_link(m, me))) r->write_failed = rc;
+      }
+      if (!rc) {
+        atomic_store(&r->last_lsn, lsn);
+        *relocated = lsn;
+      }
+    }
+  }
+  unlock_writes(r);
+  if (!rc) rc = vlog_write_sealed(&r->cold); /* a buffer this relocation filled */
+  return rc;
+}
+
+uint64_t region_last_given_lsn(par_region *r) {
+  pthread_mutex_lock(&r->write_mu);
+  uint64_t given = r->next_lsn - 1;
+  pthread_mutex_unlock(&r->write_mu);
+  return given;
+}
+
+int region_unlogged_in_l0(par_region *r) {
+  uint64_t unlogged = atomic_load(&r->unlogged_lsn);
+  if (!unlogged) return 0;
+  pthread_mutex_lock(&r->vol->meta_mu);
+  const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
+  int pending = !d || unlogged > d->covered_lsn;
+  pthread_mutex_unlock(&r->vol->meta_mu);
+  return pending;
+}
+
 PAR_API int par_put(par_region *r, const void *key, size_t key_len, const void *value,
                     size_t value_len, unsigned flags) {
   if (!r) return par_error(PAR_EINVAL, "par_put: NULL region");

@@ -196,14 +196,13 @@ static void publish(par_region *r, view *w) {
     for (int j = 0; j < LEVEL_TREES; j++)
       if (old->tree[i][j] && !in_view(w, old->tree[i][j])) dtree_retire(old->tree[i][j]);
   region_set_view(r, w);
-  r->gc_skip_inc = 0;
-  r->gc_stalled = 0;
+  gc_merge_published(&r->gc);
   pthread_cond_broadcast(&r->view_cv);
 }
 
 /* Picks a segment to collect (view_mu held); 1 if t is a GC task. */
 static int pick_gc(par_region *r, task *t) {
-  if (r->gc_stalled || !gc_pick(r, &t->gc, 0)) return 0;
+  if (gc_is_stalled(&r->gc) || !gc_pick(r, &t->gc, 0)) return 0;
   t->kind = TASK_GC;
   r->running++;
   return 1;
@@ -254,7 +253,7 @@ static int pick(par_region *r, task *t) {
   /* Writers wait while GC owes too much (gc/gc.h): collect before spilling. */
   if (r->repl_role == PAR_REPL_PRIMARY) {
     gc_note_owed(r);
-    if (dst != 1 && gc_over_debt(r, atomic_load(&r->gc_owed)) && pick_gc(r, t)) return PAR_OK;
+    if (dst != 1 && gc_over_debt(&r->gc, gc_owed(&r->gc)) && pick_gc(r, t)) return PAR_OK;
   }
   if (dst == 1) {
     t->kind = TASK_FLUSH;
@@ -564,11 +563,7 @@ static void run(par_region *r, task *t) {
     rc = gc_run(r, &t->gc);
     task_release(t);
     pthread_mutex_lock(&r->view_mu);
-    r->gc_running = 0;
-    if (rc) r->gc_skip_inc = t->gc.inc; /* e.g. L0 full: retry after the next merge */
-    /* Out of space, no merge runs to make L0 room: GC waits until it or a
-     * reclaim frees space, instead of cycling through its candidates. */
-    if (rc && r->failed) r->gc_stalled = 1;
+    gc_run_done(&r->gc, &t->gc, rc, r->failed);
   } else {
     dtree *nt = NULL;
     int recorded = 0;
@@ -576,7 +571,7 @@ static void run(par_region *r, task *t) {
     if (!rc) rc = commit(r, t, nt, &recorded);
     if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
     if (rc && !recorded) sorted_run_abort(&t->sorted);
-    for (uint32_t i = 0; recorded && i < t->sorted.nsegs; i++) gc_note_settled(r, t->sorted.segs[i].inc);
+    for (uint32_t i = 0; recorded && i < t->sorted.nsegs; i++) gc_note_settled(&r->gc, t->sorted.segs[i].inc);
     dtree_unref(nt);                             /* a published view holds its own reference */
     task_release(t);
     segalloc_trim(&r->vol->alloc, 0);
@@ -690,7 +685,7 @@ int compaction_pending(par_region *r) {
   if (r->repl_role == PAR_REPL_BACKUP_SEND_INDEX) return 0;
   gc_task t;
   if (failed_for_room(r->failed))
-    return r->repl_role == PAR_REPL_PRIMARY && !r->gc_stalled && (gc_pick(r, &t, 1) || gc_reclaimable(r));
+    return r->repl_role == PAR_REPL_PRIMARY && !gc_is_stalled(&r->gc) && (gc_pick(r, &t, 1) || gc_reclaimable(r));
   if (r->failed) return 0;
   if (w->frozen) return 1;
   for (int i = 1; i < PAR_MAX_LEVELS; i++)

@@ -18,12 +18,59 @@
 #ifndef PAR_GC_GC_H
 #define PAR_GC_GC_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "log/vlog.h"
 #include "meta/catalog.h"
 
 typedef struct par_region par_region;
+
+/* A region's GC state: GC's own, its fields read and written in gc.c only
+ * (the region, compaction and replication use the functions below). Under
+ * the region's view_mu, unless a field says otherwise. The region is used
+ * through api/region.h alone. */
+typedef struct gc_state {
+  uint64_t threshold;                /* garbage bytes that make a segment worth collecting */
+  int running;                       /* one collection at a time (gc_pick .. gc_run_done) */
+  uint32_t skip_inc;                 /* a segment whose collection failed, until a merge publishes */
+  int stalled;                       /* GC failed while the region is failed */
+  atomic_uint_fast64_t owed;         /* garbage GC could collect now (gc_note_owed) */
+  atomic_uint_fast64_t log_bytes;    /* the large log's bytes at gc_note_owed */
+  atomic_uint_fast64_t owed_waited_out; /* a debt writers waited on in vain */
+  /* Collected segments, waiting until no view older than need_seq is
+   * alive (and no log reader or export may still read them). */
+  struct gc_pending {
+    uint32_t seg, inc;
+    uint64_t need_seq;
+    uint64_t last_lsn;               /* the newest LSN its relocations took (0: none) */
+    uint64_t newest_lsn;             /* the newest LSN of a record in it */
+    int dropping;                    /* gc_reclaim is dropping it */
+  } *pending;
+  uint32_t npending, pending_cap;
+  int reclaiming;                    /* a gc_reclaim runs (one at a time) */
+  /* The newest LSN the relocations out of a segment GC dropped (or is
+   * dropping) took; and the send-index exports open, which hold drops back
+   * (src/repl/index.c: an export's large-log segments stay until it is
+   * closed). */
+  uint64_t dropped_lsn;
+  int exports;
+  /* The large-log segments, sorted, this session's GC relocations and
+   * sorted runs went to (gc_note_settled), and beside each the unwritten
+   * tail it was left with (gc_note_left_tail; 0 until then), under
+   * settled_mu (a leaf lock). */
+  pthread_mutex_t settled_mu;
+  uint32_t *settled, *settled_tail;
+  uint32_t nsettled, settled_cap;
+  struct {
+    atomic_uint_fast64_t runs, scanned, relocated, freed;
+  } stats;
+} gc_state;
+
+/* threshold_pct: the volume's gc_threshold_pct. */
+void gc_state_init(gc_state *g, uint32_t threshold_pct);
+void gc_state_free(gc_state *g);
 
 typedef struct garbage_list {
   struct {
@@ -90,6 +137,23 @@ typedef struct gc_task {
  * segments wait that no reader can reach any more. */
 int gc_pick(par_region *r, gc_task *t, int dry);
 int gc_reclaimable(par_region *r);
+/* A claimed collection ended with rc (view_mu held): a segment that failed
+ * waits for the next merge's publication (gc_merge_published); one that
+ * failed while the region is failed (region_failed) stalls GC until then,
+ * or until a reclaim frees space, instead of cycling through the
+ * candidates. */
+void gc_run_done(gc_state *g, const gc_task *t, int rc, int region_failed);
+void gc_merge_published(gc_state *g);
+int gc_is_stalled(const gc_state *g);
+/* Whether collected segments wait to be dropped (view_mu held). */
+int gc_has_collected(const gc_state *g);
+/* A send-index export (repl/index.c), view_mu held: while one is open GC
+ * drops nothing; gc_export_hold returns the dropped LSN (gc_state), and
+ * gc_dropping says whether inc is being dropped now (an export leaves it
+ * out). gc_export_release returns 1 when the last export let go. */
+uint64_t gc_export_hold(gc_state *g);
+int gc_dropping(const gc_state *g, uint32_t inc);
+int gc_export_release(gc_state *g);
 /* Frees those segments (no locks held: view_mu is taken to choose them and
  * to let them go, not across the synced redo record that drops them). A
  * region out of room is let retry its merges once space came back. */
@@ -114,7 +178,7 @@ int gc_run(par_region *r, const gc_task *t);
 int gc_copyable_segments(par_region *r, uint32_t **incs, uint32_t *n);
 /* Notes a segment of this session's GC relocations or sorted runs (any
  * lock but settled_mu may be held); PAR_ENOMEM only costs a later copy. */
-void gc_note_settled(par_region *r, uint32_t inc);
+void gc_note_settled(gc_state *g, uint32_t inc);
 /* A large log left its head inc with tail unwritten bytes (counted as its
  * garbage next). For a settled segment GC keeps the tail out of the
  * segment's score: its values survived a collection already, and one too
@@ -127,7 +191,7 @@ void gc_note_settled(par_region *r, uint32_t inc);
  * only: after a reopen such a segment may be collected once more for its
  * tail, and its values then settle again. Any lock but settled_mu may be
  * held. */
-void gc_note_left_tail(par_region *r, uint32_t inc, uint32_t tail);
+void gc_note_left_tail(gc_state *g, uint32_t inc, uint32_t tail);
 
 /* Back-pressure. What GC owes is the garbage of the segments it could
  * collect now (scored as gc_pick scores them; a collected segment waiting
@@ -149,10 +213,11 @@ void gc_note_left_tail(par_region *r, uint32_t inc, uint32_t tail);
 #define GC_OWED_FLOOR (32ull * PAR_SEGMENT_SIZE)
 #define GC_OWED_SHARE 8u
 #define GC_PATIENCE_MS 5000u
-/* Recomputes r->gc_owed and the bound it is held to (view_mu held). */
+/* Recomputes what GC owes and the bound it is held to (view_mu held). */
 void gc_note_owed(par_region *r);
+uint64_t gc_owed(gc_state *g);
 /* Whether owed is over the region's bound. */
-int gc_over_debt(par_region *r, uint64_t owed);
+int gc_over_debt(gc_state *g, uint64_t owed);
 void gc_admit(par_region *r);
 
 #endif

@@ -68,7 +68,7 @@
 #define SEG ((uint32_t)PAR_SEGMENT_SIZE)
 #define LAYOUT_MAGIC 0x344c5850u /* "PXL4" */
 /* magic u32 | covered u64 | ntrees u32 | region id u32 | next_inc u32 | nvlog u32 |
- * dropped_lsn u64 (gc_dropped_lsn), then the trees, then nvlog large-log segments. */
+ * dropped_lsn u64 (GC's dropped LSN, gc/gc.h), then the trees, then nvlog large-log segments. */
 #define LAYOUT_HDR 36u
 /* level u8 | slot u8 | pad u16 | id u32 | root u64 | height u32 | entries u64 | bytes u64 |
  * nsegs u32 | rtombs_len u32 | nmsegs u32 | medium_bytes u64, then nsegs x segment u32,
@@ -87,7 +87,7 @@
 struct par_repl_export {
   par_region *r;
   view *v;          /* keeps the trees and their segments alive */
-  int holds_gc;     /* counted in r->repl_exports: GC drops nothing meanwhile */
+  int holds_gc;     /* counted in GC's exports: GC drops nothing meanwhile */
   uint64_t covered; /* the LSN v's levels cover */
   uint64_t dropped_lsn;
   uint32_t next_inc;
@@ -136,24 +136,21 @@ PAR_API int par_repl_export_open(par_region *r, par_repl_export **out) {
   /* The catalog's covered LSN changes with the view under commit_mu (a
    * merge commit records the layout before it publishes the view). GC
    * marks the segments it drops under view_mu, after raising
-   * gc_dropped_lsn: from here on it drops none (gc_reclaimable), and the
+   * its dropped LSN: from here on it drops none (gc_reclaimable), and the
    * ones it is dropping are left out of the list. */
   pthread_mutex_lock(&r->commit_mu);
   pthread_mutex_lock(&r->view_mu);
   x->v = r->view;
   atomic_fetch_add(&x->v->refs, 1);
-  r->repl_exports++;
+  x->dropped_lsn = gc_export_hold(&r->gc);
   x->holds_gc = 1;
-  x->dropped_lsn = r->gc_dropped_lsn;
   pthread_mutex_lock(&r->vol->meta_mu);
   const region_desc *d = catalog_find_id(&r->vol->cat, r->id);
   x->covered = d->covered_lsn;
   x->next_inc = d->next_inc;
   x->vlog = calloc(d->nvlog ? d->nvlog : 1, sizeof *x->vlog);
   for (uint32_t i = 0; x->vlog && i < d->nvlog && !rc; i++) {
-    int dropping = 0;
-    for (uint32_t k = 0; k < r->npending; k++) dropping |= r->pending[k].dropping && r->pending[k].inc == d->vlog[i].inc;
-    if (!dropping) x->vlog[x->nvlog++] = d->vlog[i];
+    if (!gc_dropping(&r->gc, d->vlog[i].inc)) x->vlog[x->nvlog++] = d->vlog[i];
   }
   pthread_mutex_unlock(&r->vol->meta_mu);
   pthread_mutex_unlock(&r->view_mu);
@@ -307,7 +304,7 @@ PAR_API void par_repl_export_close(par_repl_export *x) {
   if (!x) return;
   if (x->holds_gc) {
     pthread_mutex_lock(&x->r->view_mu);
-    int last = --x->r->repl_exports == 0;
+    int last = gc_export_release(&x->r->gc);
     pthread_mutex_unlock(&x->r->view_mu);
     if (last) compaction_schedule(x->r); /* segments GC collected may be dropped now */
   }

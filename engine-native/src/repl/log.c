@@ -49,7 +49,7 @@ struct par_repl_cursor {
  * held for the cursor (region_cursors_pin). */
 static void wake_gc(par_region *r) {
   pthread_mutex_lock(&r->view_mu);
-  int collected = r->npending > 0;
+  int collected = gc_has_collected(&r->gc);
   pthread_mutex_unlock(&r->view_mu);
   if (collected) compaction_schedule(r);
 }
