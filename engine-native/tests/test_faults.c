@@ -524,8 +524,8 @@ static int held_or_idle(held_merge *h) {
   for (int i = 0; i < 1000; i++) {
     if (__atomic_load_n(&h->held, __ATOMIC_SEQ_CST)) return 1;
     pthread_mutex_lock(&h->r->view_mu);
-    int busy = h->r->running || h->r->inflight || compaction_pending(h->r) || atomic_load(&h->r->freeze_wanted) ||
-               __atomic_load_n(&h->r->queued, __ATOMIC_SEQ_CST);
+    int busy = h->r->comp.running || h->r->comp.inflight || compaction_pending(h->r) || atomic_load(&h->r->freeze_wanted) ||
+               __atomic_load_n(&h->r->comp.queued, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&h->r->view_mu);
     if (!busy) return 0;
     tu_sleep_ms(10);

@@ -326,7 +326,7 @@ static void check_big(par_region *r, uint32_t n, uint32_t deleted_below, const c
 static void wait_idle(par_region *r) {
   for (int i = 0; i < 2000; i++) {
     pthread_mutex_lock(&r->view_mu);
-    int busy = r->running || compaction_pending(r);
+    int busy = compaction_busy(r);
     pthread_mutex_unlock(&r->view_mu);
     if (!busy) return;
     if (i % 50 == 0) compaction_schedule(r);

@@ -108,15 +108,9 @@ struct par_region {
   pthread_mutex_t live_mu;           /* leaf lock: the live-view registry */
   view *live_head, *live_tail;
   uint64_t view_seq;
-  /* Compaction bookkeeping, under view_mu: a level's active tree is the
-   * target of at most one merge, its spilling tree the source of one. */
-  int dest_busy[PAR_MAX_LEVELS + 1];
-  int running;                       /* compactions in progress */
-  int queued;                        /* on the volume's queue (sched_mu) */
-  int inflight;                      /* workers holding this region      */
+  compaction_state comp;             /* compaction's own (compaction/compaction.h) */
   int closing;                       /* set under view_mu; merges poll it (compaction.c) */
-  int failed;                        /* a compaction error stopped compactions */
-  int compact_all;                   /* par_compact: spill every level downward */
+  int failed;                        /* a compaction error stopped compactions (view_mu) */
   /* Large-log GC's state (gc/gc.h), GC's own; and the send-index exports
    * are counted there (they hold GC's drops back). */
   gc_state gc;

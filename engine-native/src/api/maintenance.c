@@ -35,11 +35,11 @@ PAR_API int par_flush(par_region *r) {
   if (rc) return rc;
   compaction_schedule(r);
   pthread_mutex_lock(&r->view_mu);
-  while (!r->failed && (compaction_pending(r) || r->running)) {
+  while (!r->failed && compaction_busy(r)) {
     pthread_mutex_unlock(&r->view_mu);
     compaction_schedule(r);
     pthread_mutex_lock(&r->view_mu);
-    if (!r->failed && (compaction_pending(r) || r->running)) pthread_cond_wait(&r->view_cv, &r->view_mu);
+    if (!r->failed && compaction_busy(r)) pthread_cond_wait(&r->view_cv, &r->view_mu);
   }
   rc = r->failed;
   pthread_mutex_unlock(&r->view_mu);
@@ -50,11 +50,11 @@ PAR_API int par_compact(par_region *r) {
   int rc = par_flush(r);
   if (rc) return rc;
   pthread_mutex_lock(&r->view_mu);
-  r->compact_all = 1;
+  compaction_set_all(r, 1);
   pthread_mutex_unlock(&r->view_mu);
   rc = par_flush(r); /* waits until no merge is left to run */
   pthread_mutex_lock(&r->view_mu);
-  r->compact_all = 0;
+  compaction_set_all(r, 0);
   pthread_mutex_unlock(&r->view_mu);
   return rc;
 }

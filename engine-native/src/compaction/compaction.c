@@ -85,7 +85,7 @@ static uint64_t full_size(const dtree *t) { return t->d.bytes + t->d.medium_byte
 static int should_spill(const par_region *r, const view *w, int i) {
   if (!w->tree[i][0]) return 0;
   if (full_size(w->tree[i][0]) > capacity(r->vol, i)) return 1;
-  if (!r->compact_all) return 0;
+  if (!r->comp.compact_all) return 0;
   for (int j = i + 1; j <= PAR_MAX_LEVELS; j++) /* par_compact: down to the last level */
     if (w->tree[j][0] || w->tree[j][1]) return 1;
   return 0;
@@ -204,7 +204,7 @@ static void publish(par_region *r, view *w) {
 static int pick_gc(par_region *r, task *t) {
   if (gc_is_stalled(&r->gc) || !gc_pick(r, &t->gc, 0)) return 0;
   t->kind = TASK_GC;
-  r->running++;
+  r->comp.running++;
   return 1;
 }
 
@@ -215,7 +215,7 @@ static int pick_gc(par_region *r, task *t) {
 static int start_spills(par_region *r) {
   for (int i = 1; i < PAR_MAX_LEVELS; i++) {
     view *w = r->view;
-    if (w->tree[i][1] || r->dest_busy[i] || !should_spill(r, w, i)) continue;
+    if (w->tree[i][1] || r->comp.dest_busy[i] || !should_spill(r, w, i)) continue;
     view *n = view_clone(w);
     if (!n) return PAR_ENOMEM;
     n->tree[i][1] = n->tree[i][0];
@@ -249,7 +249,7 @@ static int pick(par_region *r, task *t) {
   int rc = start_spills(r);
   if (rc) return rc;
   view *w = r->view;
-  int dst = compaction_next_merge(w, r->dest_busy, v->opts.l0_size, v->opts.growth_factor);
+  int dst = compaction_next_merge(w, r->comp.dest_busy, v->opts.l0_size, v->opts.growth_factor);
   /* Writers wait while GC owes too much (gc/gc.h): collect before spilling. */
   if (r->repl_role == PAR_REPL_PRIMARY) {
     gc_note_owed(r);
@@ -277,8 +277,8 @@ static int pick(par_region *r, task *t) {
   t->sort_large = t->drop_tombstones && v->opts.sort_large_values && v->opts.placement == PAR_PLACEMENT_HYBRID;
   t->inline_medium = v->opts.placement != PAR_PLACEMENT_HYBRID || t->drop_tombstones ||
                      (v->opts.medium_merge_level == 1 && t->dst < PAR_MAX_LEVELS && is_last(w, t->dst + 1));
-  r->dest_busy[t->dst] = 1;
-  r->running++;
+  r->comp.dest_busy[t->dst] = 1;
+  r->comp.running++;
   return PAR_OK;
 }
 
@@ -578,9 +578,9 @@ static void run(par_region *r, task *t) {
     pthread_mutex_lock(&r->view_mu);
     if (!rc) atomic_fetch_add(&r->stats.compactions, 1);
     else if (rc != MERGE_CANCELLED) r->failed = rc;
-    r->dest_busy[t->dst] = 0;
+    r->comp.dest_busy[t->dst] = 0;
   }
-  r->running--;
+  r->comp.running--;
   if (r->repl_role == PAR_REPL_PRIMARY) gc_note_owed(r); /* writers in gc_admit wait for it to drop */
   pthread_cond_broadcast(&r->view_cv);
   pthread_mutex_unlock(&r->view_mu);
@@ -591,13 +591,13 @@ static void run(par_region *r, task *t) {
 void compaction_schedule(par_region *r) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->sched_mu);
-  if (!r->queued && !r->closing) {
+  if (!r->comp.queued && !r->closing) {
     /* A region is queued at most once and a volume has at most
      * PAR_MAX_REGIONS open, so the queue (sized at start) always has room:
      * scheduling never fails, which a stalled writer relies on. */
     assert(v->qlen < PAR_MAX_REGIONS);
     v->queue[v->qlen++] = r;
-    r->queued = 1;
+    r->comp.queued = 1;
     pthread_cond_signal(&v->sched_cv);
   }
   pthread_mutex_unlock(&v->sched_mu);
@@ -613,9 +613,9 @@ static void *worker_main(void *arg) {
     }
     par_region *r = v->queue[0];
     memmove(v->queue, v->queue + 1, --v->qlen * sizeof *v->queue);
-    r->queued = 0;
+    r->comp.queued = 0;
     pthread_mutex_lock(&r->view_mu);
-    r->inflight++;
+    r->comp.inflight++;
     pthread_mutex_unlock(&r->view_mu);
     pthread_mutex_unlock(&v->sched_mu);
 
@@ -633,7 +633,7 @@ static void *worker_main(void *arg) {
     }
     /* The last touch of r: region close waits for inflight to reach 0. */
     pthread_mutex_lock(&r->view_mu);
-    r->inflight--;
+    r->comp.inflight--;
     pthread_cond_broadcast(&r->view_cv);
     pthread_mutex_unlock(&r->view_mu);
     pthread_mutex_lock(&v->sched_mu);
@@ -709,6 +709,10 @@ uint64_t compaction_pending_bytes(const par_region *r, const view *w) {
   return pending;
 }
 
+int compaction_busy(par_region *r) { return compaction_pending(r) || r->comp.running; }
+
+void compaction_set_all(par_region *r, int on) { r->comp.compact_all = on; }
+
 void compaction_drain(par_region *r) {
   par_volume *v = r->vol;
   pthread_mutex_lock(&v->sched_mu);
@@ -718,9 +722,9 @@ void compaction_drain(par_region *r) {
       v->qlen--;
       break;
     }
-  r->queued = 0;
+  r->comp.queued = 0;
   pthread_mutex_unlock(&v->sched_mu);
   pthread_mutex_lock(&r->view_mu);
-  while (r->running || r->inflight) pthread_cond_wait(&r->view_cv, &r->view_mu);
+  while (r->comp.running || r->comp.inflight) pthread_cond_wait(&r->view_cv, &r->view_mu);
   pthread_mutex_unlock(&r->view_mu);
 }
