@@ -36,7 +36,7 @@ static int relieve(par_volume *v) {
     const view *w = r->view;
     uint64_t bytes = w && w->active ? atomic_load(&w->active->bytes) : 0;
     /* entries changes under the region's write_mu, not held here: a
-     * relaxed read is enough to choose (region_freeze_wanted checks again). */
+     * relaxed read is enough to choose (region_freeze_if_wanted checks again). */
     int frozen = w && w->frozen;
     int freezable = w && w->active && !frozen && __atomic_load_n(&w->active->entries, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&r->cur_mu);

@@ -11,7 +11,7 @@
  *   wal->mu           the WAL tail buffers
  *   vol->meta_mu      the catalog and the redo log
  *   segalloc->mu      the free-segment bitmap
- *   vol->sched_mu     the compaction queue (before view_mu, never inside it)
+ *   vol->workers.mu   the compaction queue (before view_mu, never inside it)
  *   region->view_mu   the current view and the compaction bookkeeping;
  *                     write_mu -> view_mu -> meta_mu
  *   region->cur_mu    the r->view pointer alone, for readers and writers'
@@ -28,6 +28,7 @@
 
 #include "alloc/segalloc.h"
 #include "api/region.h"
+#include "api/view.h"
 #include "compaction/compaction.h"
 #include "gc/gc.h"
 #include "index/memtable.h"
@@ -37,31 +38,6 @@
 #include "log/wal.h"
 #include "meta/redolog.h"
 #include "parallax/parallax.h"
-
-/* Everything a read needs, immutable once published: the two L0s and the
- * device trees. Any change (freeze, compaction) publishes a new view; a
- * reader holds a reference to the view it started with, which keeps its
- * memtables and its trees' segments alive. */
-typedef struct view {
-  atomic_int refs;
-  par_region *owner;
-  uint64_t seq;                  /* creation order within the region   */
-  struct view *prev, *next;      /* the region's live views, by seq    */
-  memtable *active;              /* takes writes                       */
-  memtable *frozen;              /* being compacted into L1, or NULL   */
-  dtree *tree[PAR_MAX_LEVELS + 1][LEVEL_TREES]; /* newest first: [i][0], [i][1], [i+1][0] ... */
-} view;
-
-/* An empty view (a fresh L0 is the caller's to add), or a copy holding
- * references to everything src holds. Both are registered as live. */
-view *view_create(par_region *r);
-view *view_clone(const view *src);
-void view_unref(view *v);
-
-typedef struct level_counters {
-  atomic_uint_fast64_t read, written;
-  atomic_uint_fast64_t class_bytes[3]; /* leaf bytes written, by class: small, medium, large */
-} level_counters;
 
 /* Bounds of how long a writer spins for a taken write_mu (write.c). */
 #define WRITE_SPIN_MIN_NS 2000u
@@ -124,13 +100,10 @@ struct par_region {
   atomic_uint_fast64_t log_readable_from;
 
   struct {
-    atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, compactions, stalls;
+    atomic_uint_fast64_t puts, deletes, gets, scans, user_bytes, stalls;
     atomic_uint_fast64_t class_puts[3], class_bytes[3]; /* small, medium, large */
-    atomic_uint_fast64_t medium_written;
-    atomic_uint_fast64_t large_sorted; /* record bytes merges copied into sorted runs */
     atomic_uint_fast64_t log_value_reads[2]; /* by user reads: [0] medium, [1] large */
     atomic_uint_fast64_t warm_bytes;   /* read by the warm-up (api/warm.c) */
-    level_counters level[PAR_MAX_LEVELS + 1];
   } stats;
   /* Until when reads read as for data that is not in memory: one of them
    * waited on the device shortly before (region_note_read). */
@@ -257,13 +230,7 @@ struct par_volume {
   uint64_t *resident_bits;
   uint64_t resident_pages;
 
-  pthread_mutex_t sched_mu;
-  pthread_cond_t sched_cv;
-  par_region **queue;                /* regions that may have compaction work */
-  uint32_t qlen;                     /* of PAR_MAX_REGIONS slots */
-  int stop;
-  uint32_t nworkers;
-  pthread_t *workers;
+  compaction_workers workers;        /* compaction/compaction.h */
 };
 
 struct par_snapshot {
@@ -276,13 +243,6 @@ struct par_snapshot {
   uint8_t **copies;
   uint32_t ncopies;
 };
-
-/* The value a pointer entry refers to (CAT_LARGE: the large log; CAT_MEDIUM:
- * a transient medium-log segment): a pointer into the memory map, or a
- * malloc'd copy in *owned (to free) when a large record is still in a
- * tail buffer. */
-int region_read_large(par_region *r, const tree_entry *e, const uint8_t **value, uint32_t *value_len,
-                      uint8_t **owned);
 
 /* region_read_large for a user's read (get, scanner), counted in
  * log_value_reads; compactions call region_read_large directly. */
@@ -337,14 +297,6 @@ enum { CLASS_SMALL, CLASS_MEDIUM, CLASS_LARGE };
  * in *regions each op's region or NULL. */
 wal_op *batch_resolve(const par_batch *b, par_region *const **regions);
 
-/* repl/log.c: how many of d's first WAL segments may be freed once levels
- * cover LSNs up to covered (vol->meta_mu held): those wholly below both
- * covered + 1 and every live log cursor's position. A cursor that would
- * keep more than its limit of segments beyond the covered ones is released
- * instead (its reads fail with PAR_ENOENT): a stalled reader cannot grow the
- * log without bound. drop_all: the log restarts (an install on a backup
- * whose log it skips), every cursor is released. */
-uint32_t region_wal_trimmable(par_region *r, const region_desc *d, uint64_t covered, int drop_all);
 /* A send-index backup's large-log mirror (src/repl/mirror.c): writes what
  * apply put in it and did not write yet (the WAL writer, before it writes
  * the pointers to it); frees its state at the region's close. */
@@ -412,20 +364,6 @@ void resident_save(par_volume *v);
 const uint64_t *resident_seg_bits(const par_volume *v, uint32_t seg);
 void resident_free(par_volume *v);
 
-/* Reference to the current view and the LSN it is consistent at. */
-view *region_acquire_view(par_region *r, uint64_t *lsn);
-/* Makes w the current view (view_mu held; the region's reference moves to
- * w) and drops the region's reference to the previous one. */
-void region_set_view(par_region *r, view *w);
-
-/* region_persist (api/region.h) without the sync: durable once redolog_sync(&r->vol->log,
- * *ticket) returns, and nothing outside the catalog may act on the change
- * before (meta/redolog.h). */
-int region_persist_unsynced(par_region *r, desc_edit_fn fn, void *arg, uint64_t *ticket);
-/* Takes a large-log segment for a spill's sorted run (a
- * sorted_run_take_fn; ctx is the region): PAR_ENOSPC or PAR_ELIMIT, without
- * an error message, when the room the hot head leaves is not there. */
-int region_take_sorted(void *ctx, uint32_t ntaken, uint32_t *seg, uint32_t *inc);
 /* Whether every WAL and large-log segment r's logs took is listed in its
  * description (a log lists one before its contents must be durable). */
 int region_logs_listed(par_region *r);
@@ -437,9 +375,6 @@ int volume_create_region(par_volume *v, const char *name);
 /* budget.c: waits (holding no lock) while the volume's L0s hold its memory
  * budget, having the largest one flushed. */
 void budget_admit(par_volume *v);
-/* A compaction worker's part: freezes r's L0 (if it holds entries and no
- * frozen L0 waits) once freeze_wanted was set. */
-void region_freeze_wanted(par_region *r);
 /* Raises the LSN *a to v unless it is past it already. */
 static inline void raise_lsn(atomic_uint_fast64_t *a, uint64_t v) {
   uint_fast64_t cur = atomic_load(a);

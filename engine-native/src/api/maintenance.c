@@ -67,7 +67,7 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->gets = atomic_load(&r->stats.gets);
   out->scans = atomic_load(&r->stats.scans);
   out->user_bytes_written = atomic_load(&r->stats.user_bytes);
-  out->compactions = atomic_load(&r->stats.compactions);
+  out->compactions = atomic_load(&r->comp.stats.merges);
   out->write_stalls = atomic_load(&r->stats.stalls);
   out->last_lsn = atomic_load(&r->last_lsn);
   out->small_puts = atomic_load(&r->stats.class_puts[CLASS_SMALL]);
@@ -80,9 +80,9 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
   out->gc_bytes_scanned = atomic_load(&r->gc.stats.scanned);
   out->gc_bytes_relocated = atomic_load(&r->gc.stats.relocated);
   out->gc_segments_freed = atomic_load(&r->gc.stats.freed);
-  out->large_log_bytes_sorted = atomic_load(&r->stats.large_sorted);
+  out->large_log_bytes_sorted = atomic_load(&r->comp.stats.large_sorted);
   out->warm_bytes_read = atomic_load(&r->stats.warm_bytes);
-  out->medium_log_bytes_written = atomic_load(&r->stats.medium_written);
+  out->medium_log_bytes_written = atomic_load(&r->comp.stats.medium_written);
   out->medium_log_value_reads = atomic_load(&r->stats.log_value_reads[0]);
   out->large_log_value_reads = atomic_load(&r->stats.log_value_reads[1]);
   pthread_mutex_lock(&r->hot.mu);
@@ -132,11 +132,11 @@ PAR_API int par_region_stats(par_region *r, par_stats *out) {
       if (t->d.height > l->height) l->height = t->d.height;
       out->levels = (uint32_t)i;
     }
-    l->compaction_bytes_read = atomic_load(&r->stats.level[i].read);
-    l->compaction_bytes_written = atomic_load(&r->stats.level[i].written);
-    out->level_small_bytes[i] = atomic_load(&r->stats.level[i].class_bytes[0]);
-    out->level_medium_bytes[i] = atomic_load(&r->stats.level[i].class_bytes[1]);
-    out->level_large_bytes[i] = atomic_load(&r->stats.level[i].class_bytes[2]);
+    l->compaction_bytes_read = atomic_load(&r->comp.stats.level[i].read);
+    l->compaction_bytes_written = atomic_load(&r->comp.stats.level[i].written);
+    out->level_small_bytes[i] = atomic_load(&r->comp.stats.level[i].class_bytes[0]);
+    out->level_medium_bytes[i] = atomic_load(&r->comp.stats.level[i].class_bytes[1]);
+    out->level_large_bytes[i] = atomic_load(&r->comp.stats.level[i].class_bytes[2]);
   }
   view_unref(w);
   return PAR_OK;

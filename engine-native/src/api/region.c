@@ -24,6 +24,8 @@ view *region_acquire_view(par_region *r, uint64_t *lsn) {
   return w;
 }
 
+view *region_view(par_region *r) { return r->view; }
+
 void region_set_view(par_region *r, view *w) {
   pthread_mutex_lock(&r->cur_mu);
   view *old = r->view;
@@ -56,14 +58,17 @@ void region_views_lock(par_region *r) { pthread_mutex_lock(&r->view_mu); }
 void region_views_unlock(par_region *r) { pthread_mutex_unlock(&r->view_mu); }
 void region_views_wake(par_region *r) { pthread_cond_broadcast(&r->view_cv); }
 
-void region_views_wait(par_region *r, uint32_t ms) {
+void region_views_wait(par_region *r) { pthread_cond_wait(&r->view_cv, &r->view_mu); }
+
+void region_views_wait_ms(par_region *r, uint32_t ms) {
   /* view_cv keeps the default (realtime) clock. */
   uint64_t until = clock_ns(CLOCK_REALTIME) / 1000000u + ms;
   struct timespec ts = {(time_t)(until / 1000), (long)(until % 1000) * 1000000L};
   pthread_cond_timedwait(&r->view_cv, &r->view_mu, &ts);
 }
 
-int region_is_closing(const par_region *r) { return r->closing; }
+int region_is_closing(const par_region *r) { return __atomic_load_n(&r->closing, __ATOMIC_RELAXED); }
+void region_mark_closing(par_region *r) { __atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED); }
 int region_failure(const par_region *r) { return r->failed; }
 int region_is_primary(const par_region *r) { return r->repl_role == PAR_REPL_PRIMARY; }
 int region_is_logging(par_region *r) { return atomic_load(&r->logging); }
@@ -94,6 +99,20 @@ uint32_t region_large_held(par_region *r, uint32_t inc[4]) {
 void region_raise_log_readable(par_region *r, uint64_t lsn) { raise_lsn(&r->log_readable_from, lsn); }
 
 int region_sync_log(par_region *r, uint64_t lsn) { return wal_sync(&r->wal, lsn); }
+
+/* ---- the region as compaction sees it (api/region.h) ---- */
+
+const par_options *region_options(const par_region *r) { return &r->vol->opts; }
+compaction_state *region_compaction(par_region *r) { return &r->comp; }
+compaction_workers *region_workers(par_region *r) { return &r->vol->workers; }
+segalloc *region_alloc(par_region *r) { return &r->vol->alloc; }
+const key_source *region_keys(par_region *r) { return &r->keys; }
+int region_role(const par_region *r) { return r->repl_role; }
+void region_set_failure(par_region *r, int rc) { r->failed = rc; }
+void region_commit_lock(par_region *r) { pthread_mutex_lock(&r->commit_mu); }
+void region_commit_unlock(par_region *r) { pthread_mutex_unlock(&r->commit_mu); }
+int region_logs_shipped(par_region *r) { return __atomic_load_n(&r->wal.cached, __ATOMIC_RELAXED); }
+int region_persist_sync(par_region *r, uint64_t ticket) { return redolog_sync(&r->vol->log, ticket); }
 
 /* ---- the region's description ---- */
 
@@ -567,11 +586,7 @@ static int region_close(par_region *r) {
   par_volume *v = r->vol;
   /* Unlogged writes exist only in L0: make them durable (PAR_NO_WAL). */
   int flushed = atomic_load(&r->unlogged_lsn) ? par_flush(r) : PAR_OK;
-  pthread_mutex_lock(&v->sched_mu);
-  pthread_mutex_lock(&r->view_mu);
-  __atomic_store_n(&r->closing, 1, __ATOMIC_RELAXED); /* a spill in its first half stops */
-  pthread_mutex_unlock(&r->view_mu);
-  pthread_mutex_unlock(&v->sched_mu);
+  compaction_begin_close(r);
   region_warm_join(r); /* it stops at its next segment */
   compaction_drain(r);
   int rc = wal_stop(&r->wal); /* also writes the large logs' buffers */

@@ -117,7 +117,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
   pthread_mutex_init(&v->txn_mu, NULL);
   pthread_mutex_init(&v->ckpt_mu, NULL);
   pthread_rwlock_init(&v->region_lock, NULL);
-  if (!rc) rc = compaction_start(v);
+  if (!rc) rc = compaction_start(&v->workers, v->opts.compaction_threads);
   if (rc) {
     int saved = rc;
     char msg[512];
@@ -150,7 +150,7 @@ PAR_API int par_close(par_volume *v) {
     int rc2 = par_region_close(r);
     if (rc2 && !rc) rc = rc2;
   }
-  compaction_stop(v);
+  compaction_stop(&v->workers);
   pthread_mutex_lock(&v->meta_mu);
   /* Only compacts the redo log: on a full volume the current stream stays. */
   int rc2 = redolog_checkpoint(&v->log, &v->cat);

@@ -30,7 +30,8 @@ int region_freeze(par_region *r) {
   return PAR_OK;
 }
 
-void region_freeze_wanted(par_region *r) {
+void region_freeze_if_wanted(par_region *r) {
+  if (!atomic_exchange(&r->freeze_wanted, 0)) return;
   pthread_mutex_lock(&r->write_mu);
   pthread_mutex_lock(&r->view_mu);
   if (!r->closing && !r->view->frozen && r->view->active->entries) (void)region_freeze(r);

@@ -20,7 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/internal.h"
+#include "compaction/compaction.h"
+
+#include "api/region.h"
+#include "api/view.h"
+#include "gc/gc.h"
 #include "index/builder.h"
 #include "io/mapguard.h"
 #include "log/sorted_run.h"
@@ -31,6 +35,8 @@
 #include "util/status.h"
 
 enum { TASK_NONE, TASK_FLUSH, TASK_SPILL, TASK_GC };
+
+static compaction_state *comp(par_region *r) { return region_compaction(r); }
 
 /* A close does not wait for a spill in its first half: the spill stops
  * between two entries and gives its new tree back. Nothing was recorded,
@@ -73,8 +79,9 @@ static uint64_t level_capacity(uint64_t l0_size, uint32_t growth, int level) {
   return c;
 }
 
-static uint64_t capacity(const par_volume *v, int level) {
-  return level_capacity(v->opts.l0_size, v->opts.growth_factor, level);
+static uint64_t capacity(const par_region *r, int level) {
+  const par_options *o = region_options(r);
+  return level_capacity(o->l0_size, o->growth_factor, level);
 }
 
 /* A level's size when it spills: its nodes plus the medium values its
@@ -82,10 +89,10 @@ static uint64_t capacity(const par_volume *v, int level) {
 static uint64_t full_size(const dtree *t) { return t->d.bytes + t->d.medium_bytes; }
 
 /* Whether a level's active tree should spill into the next level. */
-static int should_spill(const par_region *r, const view *w, int i) {
+static int should_spill(par_region *r, const view *w, int i) {
   if (!w->tree[i][0]) return 0;
-  if (full_size(w->tree[i][0]) > capacity(r->vol, i)) return 1;
-  if (!r->comp.compact_all) return 0;
+  if (full_size(w->tree[i][0]) > capacity(r, i)) return 1;
+  if (!comp(r)->compact_all) return 0;
   for (int j = i + 1; j <= PAR_MAX_LEVELS; j++) /* par_compact: down to the last level */
     if (w->tree[j][0] || w->tree[j][1]) return 1;
   return 0;
@@ -191,20 +198,20 @@ static int in_view(const view *w, const dtree *t) {
 /* Publishes w as the region's view (view_mu held; the reference to w moves
  * to the region). Trees that w no longer holds are retired. */
 static void publish(par_region *r, view *w) {
-  view *old = r->view;
+  view *old = region_view(r);
   for (int i = 1; i <= PAR_MAX_LEVELS; i++)
     for (int j = 0; j < LEVEL_TREES; j++)
       if (old->tree[i][j] && !in_view(w, old->tree[i][j])) dtree_retire(old->tree[i][j]);
   region_set_view(r, w);
-  gc_merge_published(&r->gc);
-  pthread_cond_broadcast(&r->view_cv);
+  gc_merge_published(region_gc(r));
+  region_views_wake(r);
 }
 
 /* Picks a segment to collect (view_mu held); 1 if t is a GC task. */
 static int pick_gc(par_region *r, task *t) {
-  if (gc_is_stalled(&r->gc) || !gc_pick(r, &t->gc, 0)) return 0;
+  if (gc_is_stalled(region_gc(r)) || !gc_pick(r, &t->gc, 0)) return 0;
   t->kind = TASK_GC;
-  r->comp.running++;
+  comp(r)->running++;
   return 1;
 }
 
@@ -214,8 +221,8 @@ static int pick_gc(par_region *r, task *t) {
  * free to run the spill yet. */
 static int start_spills(par_region *r) {
   for (int i = 1; i < PAR_MAX_LEVELS; i++) {
-    view *w = r->view;
-    if (w->tree[i][1] || r->comp.dest_busy[i] || !should_spill(r, w, i)) continue;
+    view *w = region_view(r);
+    if (w->tree[i][1] || comp(r)->dest_busy[i] || !should_spill(r, w, i)) continue;
     view *n = view_clone(w);
     if (!n) return PAR_ENOMEM;
     n->tree[i][1] = n->tree[i][0];
@@ -230,15 +237,16 @@ static int start_spills(par_region *r) {
  * back (Parallax runs GC when space runs short), and short of space GC goes
  * before merges, which sustained writes would otherwise keep first. */
 static int pick(par_region *r, task *t) {
-  par_volume *v = r->vol;
+  const par_options *o = region_options(r);
+  int failed = region_failure(r);
   memset(t, 0, sizeof *t);
-  if (r->closing || (r->failed && !failed_for_room(r->failed)) || r->repl_role == PAR_REPL_BACKUP_SEND_INDEX)
+  if (region_is_closing(r) || (failed && !failed_for_room(failed)) || region_role(r) == PAR_REPL_BACKUP_SEND_INDEX)
     return PAR_OK;
   /* A GC relocation takes an LSN: the primary's to give, so backups never collect. */
-  if (r->repl_role == PAR_REPL_PRIMARY && (r->failed || segalloc_room(&v->alloc) < SEGALLOC_RESERVE) &&
+  if (region_is_primary(r) && (failed || segalloc_room(region_alloc(r)) < SEGALLOC_RESERVE) &&
       pick_gc(r, t))
     return PAR_OK;
-  if (r->failed) return PAR_OK;
+  if (failed) return PAR_OK;
   /* Spills start (their trees move aside) even while flushes go first, so a
    * flush never merges into a level over its capacity; and a spill that
    * waited until the level's new tree is over capacity too goes before the
@@ -248,12 +256,12 @@ static int pick(par_region *r, task *t) {
    * of merge writes in Load A, against 6.2-8.6 GB when L1 spilled). */
   int rc = start_spills(r);
   if (rc) return rc;
-  view *w = r->view;
-  int dst = compaction_next_merge(w, r->comp.dest_busy, v->opts.l0_size, v->opts.growth_factor);
+  view *w = region_view(r);
+  int dst = compaction_next_merge(w, comp(r)->dest_busy, o->l0_size, o->growth_factor);
   /* Writers wait while GC owes too much (gc/gc.h): collect before spilling. */
-  if (r->repl_role == PAR_REPL_PRIMARY) {
+  if (region_is_primary(r)) {
     gc_note_owed(r);
-    if (dst != 1 && gc_over_debt(&r->gc, gc_owed(&r->gc)) && pick_gc(r, t)) return PAR_OK;
+    if (dst != 1 && gc_over_debt(region_gc(r), gc_owed(region_gc(r))) && pick_gc(r, t)) return PAR_OK;
   }
   if (dst == 1) {
     t->kind = TASK_FLUSH;
@@ -265,20 +273,20 @@ static int pick(par_region *r, task *t) {
     dtree_ref(t->src);
   }
   t->dst = dst;
-  if (!t->kind && r->repl_role != PAR_REPL_PRIMARY) return PAR_OK; /* a relocation takes an LSN: the primary's to give */
+  if (!t->kind && !region_is_primary(r)) return PAR_OK; /* a relocation takes an LSN: the primary's to give */
   if (!t->kind) {
     pick_gc(r, t); /* no merge to run: collect */
     return PAR_OK;
   }
   t->dst_tree = w->tree[t->dst][0];
   if (t->dst_tree) dtree_ref(t->dst_tree);
-  t->stoppable = t->kind == TASK_SPILL && full_size(t->src) <= 2 * capacity(v, t->dst - 1);
+  t->stoppable = t->kind == TASK_SPILL && full_size(t->src) <= 2 * capacity(r, t->dst - 1);
   t->drop_tombstones = is_last(w, t->dst);
-  t->sort_large = t->drop_tombstones && v->opts.sort_large_values && v->opts.placement == PAR_PLACEMENT_HYBRID;
-  t->inline_medium = v->opts.placement != PAR_PLACEMENT_HYBRID || t->drop_tombstones ||
-                     (v->opts.medium_merge_level == 1 && t->dst < PAR_MAX_LEVELS && is_last(w, t->dst + 1));
-  r->comp.dest_busy[t->dst] = 1;
-  r->comp.running++;
+  t->sort_large = t->drop_tombstones && o->sort_large_values && o->placement == PAR_PLACEMENT_HYBRID;
+  t->inline_medium = o->placement != PAR_PLACEMENT_HYBRID || t->drop_tombstones ||
+                     (o->medium_merge_level == 1 && t->dst < PAR_MAX_LEVELS && is_last(w, t->dst + 1));
+  comp(r)->dest_busy[t->dst] = 1;
+  comp(r)->running++;
   return PAR_OK;
 }
 
@@ -310,7 +318,7 @@ typedef struct merge_run {
 /* Whether the merge stops now: a stoppable spill in its first half while
  * the region closes (closing is written under view_mu, read here without). */
 static int stop_now(const merge_run *mr) {
-  return mr->t->stoppable && mr->done < mr->entries / 2 && __atomic_load_n(&mr->r->closing, __ATOMIC_RELAXED);
+  return mr->t->stoppable && mr->done < mr->entries / 2 && region_is_closing(mr->r);
 }
 
 /* Adds a large entry of the upper level to the builder pointing at a copy
@@ -322,7 +330,7 @@ static int add_sorted_copy(merge_run *mr, tree_entry *e) {
   vlog_record rec;
   vptr np;
   int rc = sorted_u32_contains(mr->copyable, mr->ncopyable, p.inc)
-               ? vlog_read_mapped(&mr->r->vol->file, mr->r->id, p, &rec)
+               ? vlog_read_mapped(region_file(mr->r), region_id(mr->r), p, &rec)
                : PAR_NOT_FOUND;
   if (!rc && (rec.key_len != e->key_len || memcmp(rec.key, e->key, e->key_len) != 0)) rc = PAR_ECORRUPT;
   if (!rc) rc = sorted_run_append(&mr->t->sorted, &rec, &np);
@@ -342,7 +350,7 @@ static int merge_entries(void *arg) {
   par_region *r = mr->r;
   task *t = mr->t;
   merge_iter *m = &mr->m;
-  const par_options *o = &r->vol->opts;
+  const par_options *o = region_options(r);
   int rc = merge_settle(m);
   while (!rc && m->cur >= 0) {
     if (stop_now(mr)) return MERGE_CANCELLED;
@@ -354,13 +362,13 @@ static int merge_entries(void *arg) {
     } else if (t->frozen && m->cur == 0 && e->cat == CAT_INLINE && !t->inline_medium &&
                pair >= o->small_threshold && pair < o->large_threshold) {
       /* A medium pair leaves L0: its value goes to the transient log, sorted. */
-      rc = builder_add_medium(mr->b, r->id, e->key, e->key_len, e->value, e->value_len);
+      rc = builder_add_medium(mr->b, region_id(r), e->key, e->key_len, e->value, e->value_len);
       mr->class_bytes[1] += leaf_entry_size(entry_stored_len(CAT_MEDIUM, e->key_len), e->key_len, VPTR_SIZE);
     } else if (e->cat == CAT_MEDIUM && t->inline_medium) {
       /* The merge level: the value and the whole key move into the leaf. */
       const uint8_t *val;
       uint32_t vl;
-      if (e->value_len == VPTR_SIZE) vlog_readahead_note(&mr->ra, &r->vol->file, vptr_decode(e->value));
+      if (e->value_len == VPTR_SIZE) vlog_readahead_note(&mr->ra, region_file(r), vptr_decode(e->value));
       rc = entry_resolve_key(e);
       if (!rc) rc = region_read_large(r, e, &val, &vl, &mr->owned);
       if (!rc) rc = builder_add(mr->b, CAT_INLINE, e->key, e->key_len, val, vl);
@@ -384,23 +392,22 @@ static int merge_entries(void *arg) {
 
 /* Merges the task's sources into a new tree. */
 static int merge(par_region *r, task *t, dtree **out) {
-  par_volume *v = r->vol;
   kv_source *src[2] = {0};
   int n = 0, rc = PAR_OK;
   /* A flushed L0 may point at large-log records still in a tail buffer:
    * they must be durable before the tree that refers to them is committed
    * (the WAL thread writes those buffers before each WAL write), and in the
    * file before a sorted run copies them. During recovery they already are. */
-  if (t->frozen && atomic_load(&r->logging)) rc = wal_sync(&r->wal, t->frozen->max_lsn);
+  if (t->frozen && region_is_logging(r)) rc = region_sync_log(r, t->frozen->max_lsn);
   if (rc) return rc;
   if (t->frozen) {
     src[n] = memtable_source(t->frozen, UINT64_MAX, count_shadowed, t);
     rc = src[n] ? src[n]->seek(src[n], NULL, 0, 0) : par_error(PAR_ENOMEM, "compaction source");
   } else {
-    rc = tree_stream_source(&v->file, &r->keys, &t->src->d, &src[n]);
+    rc = tree_stream_source(region_file(r), region_keys(r), &t->src->d, &src[n]);
   }
   n++;
-  if (!rc && t->dst_tree) rc = tree_stream_source(&v->file, &r->keys, &t->dst_tree->d, &src[n++]);
+  if (!rc && t->dst_tree) rc = tree_stream_source(region_file(r), region_keys(r), &t->dst_tree->d, &src[n++]);
   /* Range tombstones: the sources' hide what they cover in older sources
    * (dropped here), and the new tree keeps them all for the levels below,
    * unless it is the last level. */
@@ -412,9 +419,9 @@ static int merge(par_region *r, task *t, dtree **out) {
   if (!rc && !t->drop_tombstones) rc = rdel_union(&rd, &rtombs);
   tree_builder b;
   int building = 0;
-  if (!rc) rc = builder_init(&b, &v->file, &v->alloc);
+  if (!rc) rc = builder_init(&b, region_file(r), region_alloc(r));
   building = !rc;
-  if (building) b.direct = __atomic_load_n(&r->wal.cached, __ATOMIC_RELAXED); /* its log is shipped */
+  if (building) b.direct = region_logs_shipped(r);
   merge_run mr = {.r = r, .t = t, .b = &b,
                   .m = {.src = src, .n = n, .cur = -1, .shadowed = count_shadowed, .shadowed_arg = t, .rd = &rd},
                   .entries = (t->src ? t->src->d.entries : 0) + (t->dst_tree ? t->dst_tree->d.entries : 0)};
@@ -423,7 +430,7 @@ static int merge(par_region *r, task *t, dtree **out) {
   view *pin = NULL;
   uint32_t *copyable = NULL;
   if (!rc && t->sort_large) {
-    sorted_run_init(&t->sorted, &v->file, &v->alloc, r->id, region_take_sorted, r);
+    sorted_run_init(&t->sorted, region_file(r), region_alloc(r), region_id(r), region_take_sorted, r);
     pin = view_create(r);
     rc = pin ? gc_copyable_segments(r, &copyable, &mr.ncopyable) : par_error(PAR_ENOMEM, "view");
     mr.copyable = copyable;
@@ -437,7 +444,7 @@ static int merge(par_region *r, task *t, dtree **out) {
     if (!src[i]) continue;
     /* Source 0 is the upper level (a memtable reads nothing), source 1 the destination. */
     int level = i == 0 ? t->dst - 1 : t->dst;
-    atomic_fetch_add(&r->stats.level[level].read, src[i]->bytes_read);
+    atomic_fetch_add(&comp(r)->stats.level[level].read, src[i]->bytes_read);
     src[i]->close(src[i]);
   }
   rdel_free(&rd);
@@ -452,8 +459,8 @@ static int merge(par_region *r, task *t, dtree **out) {
     return rc;
   }
   d.rtombs = rtombs; /* a tree of range tombstones alone has root 0 */
-  atomic_fetch_add(&r->stats.level[t->dst].written, d.bytes);
-  for (int i = 0; i < 3; i++) atomic_fetch_add(&r->stats.level[t->dst].class_bytes[i], mr.class_bytes[i]);
+  atomic_fetch_add(&comp(r)->stats.level[t->dst].written, d.bytes);
+  for (int i = 0; i < 3; i++) atomic_fetch_add(&comp(r)->stats.level[t->dst].class_bytes[i], mr.class_bytes[i]);
   *out = NULL;
   if (!tree_desc_present(&d)) return PAR_OK;
   /* The tree's medium sets: the one this flush wrote, and, above the merge
@@ -465,10 +472,10 @@ static int merge(par_region *r, task *t, dtree **out) {
   uint32_t nsets = 0;
   if (!sets) rc = par_error(PAR_ENOMEM, "medium-log sets");
   if (!rc && d.msegs.n) {
-    atomic_fetch_add(&r->stats.medium_written, (uint64_t)d.msegs.n * PAR_SEGMENT_SIZE);
+    atomic_fetch_add(&comp(r)->stats.medium_written, (uint64_t)d.msegs.n * PAR_SEGMENT_SIZE);
     seg_list own;
     rc = seg_list_copy(&own, &d.msegs);
-    sets[nsets] = rc ? NULL : mseg_set_create(&v->alloc, &own);
+    sets[nsets] = rc ? NULL : mseg_set_create(region_alloc(r), &own);
     if (!sets[nsets]) {
       seg_list_free(&own);
       rc = par_error(PAR_ENOMEM, "medium-log set");
@@ -485,15 +492,15 @@ static int merge(par_region *r, task *t, dtree **out) {
         sets[nsets++] = ms;
       }
     }
-  if (!rc) *out = dtree_create_shared(&v->alloc, &d, sets, nsets);
+  if (!rc) *out = dtree_create_shared(region_alloc(r), &d, sets, nsets);
   if (!rc && !*out) rc = par_error(PAR_ENOMEM, "tree handle");
-  if (!rc && t->sorted.nsegs) atomic_fetch_add(&r->stats.large_sorted, t->sorted.bytes);
+  if (!rc && t->sorted.nsegs) atomic_fetch_add(&comp(r)->stats.large_sorted, t->sorted.bytes);
   if (rc) {
-    for (uint32_t i = 0; i < d.segs.n; i++) segalloc_free(&v->alloc, d.segs.v[i]);
+    for (uint32_t i = 0; i < d.segs.n; i++) segalloc_free(region_alloc(r), d.segs.v[i]);
     /* the set this flush wrote frees its own segments; inherited ones are
      * only unreferenced (their trees still use them) */
     for (uint32_t i = 0; i < nsets; i++) mseg_set_unref(sets[i]);
-    if (!nsets) for (uint32_t i = 0; i < d.msegs.n; i++) segalloc_free(&v->alloc, d.msegs.v[i]);
+    if (!nsets) for (uint32_t i = 0; i < d.msegs.n; i++) segalloc_free(region_alloc(r), d.msegs.v[i]);
     tree_desc_free(&d);
   }
   free(sets);
@@ -505,7 +512,7 @@ static int merge(par_region *r, task *t, dtree **out) {
  * its destination is busy, and its source is the frozen L0 or a spilling
  * tree; a freeze or another level's spill start may change the rest. */
 static view *merged_view(par_region *r, const task *t, dtree *nt) {
-  view *n = view_clone(r->view);
+  view *n = view_clone(region_view(r));
   if (!n) return NULL;
   if (t->kind == TASK_FLUSH) {
     assert(n->frozen == t->frozen);
@@ -528,8 +535,8 @@ static view *merged_view(par_region *r, const task *t, dtree *nt) {
  * *recorded: the record was written, so the catalog may hold nt even if the
  * sync failed (the log is failed then: nt's segments must not be reused). */
 static int commit(par_region *r, task *t, dtree *nt, int *recorded) {
-  pthread_mutex_lock(&r->commit_mu);
-  pthread_mutex_lock(&r->view_mu);
+  region_commit_lock(r);
+  region_views_lock(r);
   view *n = merged_view(r, t, nt);
   int rc = n ? PAR_OK : par_error(PAR_ENOMEM, "view");
   layout_edit e = {r, n, t->kind == TASK_FLUSH ? t->frozen->max_lsn : 0, {0}, &t->garbage, &t->sorted};
@@ -537,18 +544,18 @@ static int commit(par_region *r, task *t, dtree *nt, int *recorded) {
   if (!rc) rc = region_persist_unsynced(r, edit_layout, &e, &ticket);
   *recorded = !rc;
   view_unref(n);
-  pthread_mutex_unlock(&r->view_mu);
-  if (!rc) rc = redolog_sync(&r->vol->log, ticket);
-  pthread_mutex_lock(&r->view_mu);
+  region_views_unlock(r);
+  if (!rc) rc = region_persist_sync(r, ticket);
+  region_views_lock(r);
   if (!rc) {
-    for (uint32_t i = 0; i < e.wal_freed.n; i++) segalloc_free(&r->vol->alloc, e.wal_freed.v[i]);
+    for (uint32_t i = 0; i < e.wal_freed.n; i++) segalloc_free(region_alloc(r), e.wal_freed.v[i]);
     /* Built again: a freeze or a spill start may have changed the view. */
     n = merged_view(r, t, nt);
     if (n) publish(r, n);
     else rc = par_error(PAR_ENOMEM, "view");
   }
-  pthread_mutex_unlock(&r->view_mu);
-  pthread_mutex_unlock(&r->commit_mu);
+  region_views_unlock(r);
+  region_commit_unlock(r);
   seg_list_free(&e.wal_freed);
   return rc;
 }
@@ -562,8 +569,8 @@ static void run(par_region *r, task *t) {
   if (t->kind == TASK_GC) {
     rc = gc_run(r, &t->gc);
     task_release(t);
-    pthread_mutex_lock(&r->view_mu);
-    gc_run_done(&r->gc, &t->gc, rc, r->failed);
+    region_views_lock(r);
+    gc_run_done(region_gc(r), &t->gc, rc, region_failure(r));
   } else {
     dtree *nt = NULL;
     int recorded = 0;
@@ -571,126 +578,128 @@ static void run(par_region *r, task *t) {
     if (!rc) rc = commit(r, t, nt, &recorded);
     if (rc && nt && !recorded) dtree_retire(nt); /* never recorded: give its segments back */
     if (rc && !recorded) sorted_run_abort(&t->sorted);
-    for (uint32_t i = 0; recorded && i < t->sorted.nsegs; i++) gc_note_settled(&r->gc, t->sorted.segs[i].inc);
+    for (uint32_t i = 0; recorded && i < t->sorted.nsegs; i++) gc_note_settled(region_gc(r), t->sorted.segs[i].inc);
     dtree_unref(nt);                             /* a published view holds its own reference */
     task_release(t);
-    segalloc_trim(&r->vol->alloc, 0);
-    pthread_mutex_lock(&r->view_mu);
-    if (!rc) atomic_fetch_add(&r->stats.compactions, 1);
-    else if (rc != MERGE_CANCELLED) r->failed = rc;
-    r->comp.dest_busy[t->dst] = 0;
+    region_trim(r);
+    region_views_lock(r);
+    if (!rc) atomic_fetch_add(&comp(r)->stats.merges, 1);
+    else if (rc != MERGE_CANCELLED) region_set_failure(r, rc);
+    comp(r)->dest_busy[t->dst] = 0;
   }
-  r->comp.running--;
-  if (r->repl_role == PAR_REPL_PRIMARY) gc_note_owed(r); /* writers in gc_admit wait for it to drop */
-  pthread_cond_broadcast(&r->view_cv);
-  pthread_mutex_unlock(&r->view_mu);
+  comp(r)->running--;
+  if (region_is_primary(r)) gc_note_owed(r); /* writers in gc_admit wait for it to drop */
+  region_views_wake(r);
+  region_views_unlock(r);
 }
 
 /* ---- workers ---- */
 
 void compaction_schedule(par_region *r) {
-  par_volume *v = r->vol;
-  pthread_mutex_lock(&v->sched_mu);
-  if (!r->comp.queued && !r->closing) {
+  compaction_workers *q = region_workers(r);
+  pthread_mutex_lock(&q->mu);
+  if (!comp(r)->queued && !region_is_closing(r)) {
     /* A region is queued at most once and a volume has at most
      * PAR_MAX_REGIONS open, so the queue (sized at start) always has room:
      * scheduling never fails, which a stalled writer relies on. */
-    assert(v->qlen < PAR_MAX_REGIONS);
-    v->queue[v->qlen++] = r;
-    r->comp.queued = 1;
-    pthread_cond_signal(&v->sched_cv);
+    assert(q->qlen < PAR_MAX_REGIONS);
+    q->queue[q->qlen++] = r;
+    comp(r)->queued = 1;
+    pthread_cond_signal(&q->cv);
   }
-  pthread_mutex_unlock(&v->sched_mu);
+  pthread_mutex_unlock(&q->mu);
 }
 
 static void *worker_main(void *arg) {
-  par_volume *v = arg;
-  pthread_mutex_lock(&v->sched_mu);
-  while (!v->stop) {
-    if (!v->qlen) {
-      pthread_cond_wait(&v->sched_cv, &v->sched_mu);
+  compaction_workers *q = arg;
+  pthread_mutex_lock(&q->mu);
+  while (!q->stop) {
+    if (!q->qlen) {
+      pthread_cond_wait(&q->cv, &q->mu);
       continue;
     }
-    par_region *r = v->queue[0];
-    memmove(v->queue, v->queue + 1, --v->qlen * sizeof *v->queue);
-    r->comp.queued = 0;
-    pthread_mutex_lock(&r->view_mu);
-    r->comp.inflight++;
-    pthread_mutex_unlock(&r->view_mu);
-    pthread_mutex_unlock(&v->sched_mu);
+    par_region *r = q->queue[0];
+    memmove(q->queue, q->queue + 1, --q->qlen * sizeof *q->queue);
+    comp(r)->queued = 0;
+    region_views_lock(r);
+    comp(r)->inflight++;
+    region_views_unlock(r);
+    pthread_mutex_unlock(&q->mu);
 
-    if (atomic_exchange(&r->freeze_wanted, 0)) region_freeze_wanted(r);
+    region_freeze_if_wanted(r);
     gc_reclaim(r);
-    pthread_mutex_lock(&r->view_mu);
+    region_views_lock(r);
     task t;
     int rc = pick(r, &t);
-    if (rc) r->failed = rc;
-    pthread_mutex_unlock(&r->view_mu);
+    if (rc) region_set_failure(r, rc);
+    region_views_unlock(r);
     if (t.kind) {
       compaction_schedule(r); /* another worker may take a disjoint merge */
       run(r, &t);
       compaction_schedule(r);
     }
     /* The last touch of r: region close waits for inflight to reach 0. */
-    pthread_mutex_lock(&r->view_mu);
-    r->comp.inflight--;
-    pthread_cond_broadcast(&r->view_cv);
-    pthread_mutex_unlock(&r->view_mu);
-    pthread_mutex_lock(&v->sched_mu);
+    region_views_lock(r);
+    comp(r)->inflight--;
+    region_views_wake(r);
+    region_views_unlock(r);
+    pthread_mutex_lock(&q->mu);
   }
-  pthread_mutex_unlock(&v->sched_mu);
+  pthread_mutex_unlock(&q->mu);
   return NULL;
 }
 
-int compaction_start(par_volume *v) {
-  pthread_mutex_init(&v->sched_mu, NULL);
-  pthread_cond_init(&v->sched_cv, NULL);
-  v->nworkers = v->opts.compaction_threads ? v->opts.compaction_threads : 1;
-  v->workers = calloc(v->nworkers, sizeof *v->workers);
-  v->queue = calloc(PAR_MAX_REGIONS, sizeof *v->queue);
-  if (!v->workers || !v->queue) {
-    free(v->workers);
-    free(v->queue);
-    v->workers = NULL;
-    v->queue = NULL;
+int compaction_start(compaction_workers *q, uint32_t threads) {
+  memset(q, 0, sizeof *q);
+  pthread_mutex_init(&q->mu, NULL);
+  pthread_cond_init(&q->cv, NULL);
+  q->n = threads ? threads : 1;
+  q->threads = calloc(q->n, sizeof *q->threads);
+  q->queue = calloc(PAR_MAX_REGIONS, sizeof *q->queue);
+  if (!q->threads || !q->queue) {
+    free(q->threads);
+    free(q->queue);
+    q->threads = NULL;
+    q->queue = NULL;
     return par_error(PAR_ENOMEM, "compaction threads");
   }
-  for (uint32_t i = 0; i < v->nworkers; i++) {
-    if (pthread_create(&v->workers[i], NULL, worker_main, v) != 0) {
-      v->nworkers = i;
-      compaction_stop(v);
+  for (uint32_t i = 0; i < q->n; i++) {
+    if (pthread_create(&q->threads[i], NULL, worker_main, q) != 0) {
+      q->n = i;
+      compaction_stop(q);
       return par_error(PAR_ENOMEM, "cannot start compaction threads");
     }
-    pthread_setname_np(v->workers[i], "par-compaction"); /* for top -H and /proc/PID/task */
+    pthread_setname_np(q->threads[i], "par-compaction"); /* for top -H and /proc/PID/task */
   }
   return PAR_OK;
 }
 
-void compaction_stop(par_volume *v) {
-  pthread_mutex_lock(&v->sched_mu);
-  v->stop = 1;
-  pthread_cond_broadcast(&v->sched_cv);
-  pthread_mutex_unlock(&v->sched_mu);
-  for (uint32_t i = 0; i < v->nworkers; i++) pthread_join(v->workers[i], NULL);
-  free(v->workers);
-  free(v->queue);
-  v->workers = NULL;
-  v->queue = NULL;
-  pthread_cond_destroy(&v->sched_cv);
-  pthread_mutex_destroy(&v->sched_mu);
+void compaction_stop(compaction_workers *q) {
+  pthread_mutex_lock(&q->mu);
+  q->stop = 1;
+  pthread_cond_broadcast(&q->cv);
+  pthread_mutex_unlock(&q->mu);
+  for (uint32_t i = 0; i < q->n; i++) pthread_join(q->threads[i], NULL);
+  free(q->threads);
+  free(q->queue);
+  q->threads = NULL;
+  q->queue = NULL;
+  pthread_cond_destroy(&q->cv);
+  pthread_mutex_destroy(&q->mu);
 }
 
 int compaction_pending(par_region *r) {
-  const view *w = r->view;
-  if (r->repl_role == PAR_REPL_BACKUP_SEND_INDEX) return 0;
+  const view *w = region_view(r);
+  if (region_role(r) == PAR_REPL_BACKUP_SEND_INDEX) return 0;
   gc_task t;
-  if (failed_for_room(r->failed))
-    return r->repl_role == PAR_REPL_PRIMARY && !gc_is_stalled(&r->gc) && (gc_pick(r, &t, 1) || gc_reclaimable(r));
-  if (r->failed) return 0;
+  int failed = region_failure(r);
+  if (failed_for_room(failed))
+    return region_is_primary(r) && !gc_is_stalled(region_gc(r)) && (gc_pick(r, &t, 1) || gc_reclaimable(r));
+  if (failed) return 0;
   if (w->frozen) return 1;
   for (int i = 1; i < PAR_MAX_LEVELS; i++)
     if (w->tree[i][1] || should_spill(r, w, i)) return 1;
-  return r->repl_role == PAR_REPL_PRIMARY && (gc_pick(r, &t, 1) || gc_reclaimable(r));
+  return region_is_primary(r) && (gc_pick(r, &t, 1) || gc_reclaimable(r));
 }
 
 uint64_t compaction_pending_bytes(const par_region *r, const view *w) {
@@ -702,29 +711,38 @@ uint64_t compaction_pending_bytes(const par_region *r, const view *w) {
   for (int i = 1; i < PAR_MAX_LEVELS; i++) {
     uint64_t active = w->tree[i][0] ? full_size(w->tree[i][0]) : 0;
     uint64_t out = w->tree[i][1] ? full_size(w->tree[i][1]) : 0;
-    if (active + incoming > capacity(r->vol, i)) out += active + incoming;
+    if (active + incoming > capacity(r, i)) out += active + incoming;
     if (out) pending += out + (w->tree[i + 1][0] ? full_size(w->tree[i + 1][0]) : 0);
     incoming = out;
   }
   return pending;
 }
 
-int compaction_busy(par_region *r) { return compaction_pending(r) || r->comp.running; }
+int compaction_busy(par_region *r) { return compaction_pending(r) || comp(r)->running; }
 
-void compaction_set_all(par_region *r, int on) { r->comp.compact_all = on; }
+void compaction_set_all(par_region *r, int on) { comp(r)->compact_all = on; }
+
+void compaction_begin_close(par_region *r) {
+  compaction_workers *q = region_workers(r);
+  pthread_mutex_lock(&q->mu);
+  region_views_lock(r);
+  region_mark_closing(r); /* a spill in its first half stops */
+  region_views_unlock(r);
+  pthread_mutex_unlock(&q->mu);
+}
 
 void compaction_drain(par_region *r) {
-  par_volume *v = r->vol;
-  pthread_mutex_lock(&v->sched_mu);
-  for (uint32_t i = 0; i < v->qlen; i++)
-    if (v->queue[i] == r) {
-      memmove(v->queue + i, v->queue + i + 1, (v->qlen - i - 1) * sizeof *v->queue);
-      v->qlen--;
+  compaction_workers *q = region_workers(r);
+  pthread_mutex_lock(&q->mu);
+  for (uint32_t i = 0; i < q->qlen; i++)
+    if (q->queue[i] == r) {
+      memmove(q->queue + i, q->queue + i + 1, (q->qlen - i - 1) * sizeof *q->queue);
+      q->qlen--;
       break;
     }
-  r->comp.queued = 0;
-  pthread_mutex_unlock(&v->sched_mu);
-  pthread_mutex_lock(&r->view_mu);
-  while (r->comp.running || r->comp.inflight) pthread_cond_wait(&r->view_cv, &r->view_mu);
-  pthread_mutex_unlock(&r->view_mu);
+  comp(r)->queued = 0;
+  pthread_mutex_unlock(&q->mu);
+  region_views_lock(r);
+  while (comp(r)->running || comp(r)->inflight) region_views_wait(r);
+  region_views_unlock(r);
 }

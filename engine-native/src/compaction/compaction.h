@@ -4,6 +4,8 @@
 #ifndef PAR_COMPACTION_COMPACTION_H
 #define PAR_COMPACTION_COMPACTION_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "parallax/parallax.h"
@@ -17,13 +19,41 @@ typedef struct view view;
 typedef struct compaction_state {
   int dest_busy[PAR_MAX_LEVELS + 1]; /* a merge writes into the level */
   int running;                       /* merges and collections in progress */
-  int queued;                        /* on the volume's queue (sched_mu) */
+  int queued;                        /* on the volume's queue (compaction_workers.mu) */
   int inflight;                      /* workers holding this region */
   int compact_all;                   /* par_compact: spill every level downward */
+  struct {                           /* atomics, read by par_region_stats */
+    atomic_uint_fast64_t merges;     /* merges committed */
+    atomic_uint_fast64_t medium_written; /* medium-log bytes flushes wrote */
+    atomic_uint_fast64_t large_sorted;   /* record bytes merges copied into sorted runs */
+    struct {
+      atomic_uint_fast64_t read, written;  /* merges' bytes, by source and destination level */
+      atomic_uint_fast64_t class_bytes[3]; /* leaf bytes written, by class: small, medium, large */
+    } level[PAR_MAX_LEVELS + 1];
+  } stats;
 } compaction_state;
 
-int compaction_start(par_volume *v);
-void compaction_stop(par_volume *v);
+/* A volume's compaction workers (threads named par-compaction): they take
+ * regions from the queue, run a merge or a collection of each, and queue
+ * it again while it has more. mu comes before any region's view_mu, never
+ * inside it. */
+typedef struct compaction_workers {
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  par_region **queue;                /* regions that may have compaction work */
+  uint32_t qlen;                     /* of PAR_MAX_REGIONS slots */
+  int stop;
+  uint32_t n;
+  pthread_t *threads;
+} compaction_workers;
+
+/* Starts a volume's workers (threads of them; 0: one) and stops them, once
+ * its regions are closed. */
+int compaction_start(compaction_workers *q, uint32_t threads);
+void compaction_stop(compaction_workers *q);
+/* A region's close, first step: no merge is queued for it from here on, and
+ * a spill in its first half stops (compaction.c, MERGE_CANCELLED). */
+void compaction_begin_close(par_region *r);
 /* Queues the region if it has (or may have) compaction work. */
 void compaction_schedule(par_region *r);
 /* Waits until the region has no compaction queued or running. */

@@ -466,7 +466,7 @@ void gc_admit(par_region *r) {
     }
     /* The run that lowers the debt wakes the views' waiters; the timeout
      * only bounds a missed wake-up. */
-    region_views_wait(r, 10);
+    region_views_wait_ms(r, 10);
   }
   region_views_unlock(r);
 }

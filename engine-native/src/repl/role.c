@@ -146,7 +146,7 @@ PAR_API size_t par_repl_stats(par_region *r, uint64_t *out, size_t cap) {
   s[PAR_REPL_STAT_RECORDS_SKIPPED] = atomic_load(&r->repl_stats.skipped);
   s[PAR_REPL_STAT_TREES_INSTALLED] = atomic_load(&r->repl_stats.trees);
   s[PAR_REPL_STAT_SEGMENTS_INSTALLED] = atomic_load(&r->repl_stats.segments);
-  s[PAR_REPL_STAT_COMPACTIONS] = atomic_load(&r->stats.compactions);
+  s[PAR_REPL_STAT_COMPACTIONS] = atomic_load(&r->comp.stats.merges);
   s[PAR_REPL_STAT_MIRROR_BYTES] = atomic_load(&r->repl_stats.mirror_bytes);
   s[PAR_REPL_STAT_MEDIUM_SEGMENTS] = atomic_load(&r->repl_stats.medium_segments);
   s[PAR_REPL_STAT_SEGMENT_BYTES] = atomic_load(&r->repl_stats.segment_bytes);
