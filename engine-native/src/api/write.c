@@ -377,7 +377,9 @@ int region_apply_at(par_region *r, const wal_op *ops, uint32_t n, unsigned flags
 int region_relocate(par_region *r, const vlog_record *rec, relocate_check_fn check, void *arg,
                     uint64_t *relocated) {
   *relocated = 0;
-  lock_writes(r);
+  /* Not lock_writes: a compaction worker spinning for write_mu would take
+   * a core from the writers it waits for. */
+  pthread_mutex_lock(&r->write_mu);
   uint64_t view_lsn;
   view *w = region_acquire_view(r, &view_lsn);
   int live = 0;
@@ -412,7 +414,7 @@ int region_relocate(par_region *r, const vlog_record *rec, relocate_check_fn che
       }
     }
   }
-  unlock_writes(r);
+  pthread_mutex_unlock(&r->write_mu);
   if (!rc) rc = vlog_write_sealed(&r->cold); /* a buffer this relocation filled */
   return rc;
 }
