@@ -285,6 +285,7 @@ static int pick(par_region *r, task *t) {
   t->sort_large = t->drop_tombstones && o->sort_large_values && o->placement == PAR_PLACEMENT_HYBRID;
   t->inline_medium = o->placement != PAR_PLACEMENT_HYBRID || t->drop_tombstones ||
                      (o->medium_merge_level == 1 && t->dst < PAR_MAX_LEVELS && is_last(w, t->dst + 1));
+  assert(!comp(r)->dest_busy[t->dst]); /* compaction_next_merge skips busy levels */
   comp(r)->dest_busy[t->dst] = 1;
   comp(r)->running++;
   return PAR_OK;
@@ -585,8 +586,10 @@ static void run(par_region *r, task *t) {
     region_views_lock(r);
     if (!rc) atomic_fetch_add(&comp(r)->stats.merges, 1);
     else if (rc != MERGE_CANCELLED) region_set_failure(r, rc);
+    assert(comp(r)->dest_busy[t->dst]); /* pick claimed it for this merge */
     comp(r)->dest_busy[t->dst] = 0;
   }
+  assert(comp(r)->running > 0);
   comp(r)->running--;
   if (region_is_primary(r)) gc_note_owed(r); /* writers in gc_admit wait for it to drop */
   region_views_wake(r);
@@ -640,6 +643,7 @@ static void *worker_main(void *arg) {
     }
     /* The last touch of r: region close waits for inflight to reach 0. */
     region_views_lock(r);
+    assert(comp(r)->inflight > 0);
     comp(r)->inflight--;
     region_views_wake(r);
     region_views_unlock(r);
