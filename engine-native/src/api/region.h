@@ -46,23 +46,23 @@ uint64_t view_oldest_seq(par_region *r);
  * PAR_ENOMEM in *rc. */
 uint64_t region_republish(par_region *r, int *rc);
 
-/* The region's state as GC and its writers' wait see it (the views' lock
- * held for all but logging and closing, which a merge polls without it):
- * closing, its compactions' failure (0: none;
- * see failed_for_room), whether it is a replication primary (the only
- * role that collects: a relocation takes an LSN, the primary's to give),
- * and whether its logs take appends (not before its WAL replay ends). */
+/* The region's state as GC, its writers' wait and compaction see it (the
+ * views' lock held, but for logging, and for closing, which a merge polls
+ * without it): whether it is closing; its compactions' failure (0: none);
+ * whether it is a replication primary (the only role that collects: a
+ * relocation takes an LSN, the primary's to give); and whether its logs
+ * take appends (not before its WAL replay ends). */
 int region_is_closing(const par_region *r);
+int region_failure(const par_region *r);
+int region_is_primary(const par_region *r);
+int region_is_logging(par_region *r);
 /* The first step of a close (the views' lock held): merges stop queueing. */
 void region_mark_closing(par_region *r);
-int region_failure(const par_region *r);
 /* A compaction failure that GC can cure by freeing large-log segments: no
  * space for the merge's output, or a region description over the redo
  * record's limit (each large-log segment is listed in it). Compactions
  * stop, GC goes on and clears the failure once it freed segments. */
 static inline int failed_for_room(int failed) { return failed == PAR_ENOSPC || failed == PAR_ELIMIT; }
-int region_is_primary(const par_region *r);
-int region_is_logging(par_region *r);
 /* GC freed space (the views' lock held): a region whose compactions failed
  * for want of room lets them run again. */
 void region_room_returned(par_region *r);
