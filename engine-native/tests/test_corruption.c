@@ -129,9 +129,10 @@ static void note_wrong(outcome *o, const char *fmt, uint64_t a, uint64_t b) {
   if (!o->wrong++) snprintf(o->wrong_first, sizeof o->wrong_first, fmt, (unsigned long long)a, (unsigned long long)b);
 }
 
-/* Scans every key into o, with the scan's length told when together: its
- * log values are then read together with direct I/O (scan/valuebatch.h),
- * so damaged records meet that path's checks too. */
+/* Scans every key into o, with the scan's length told when together: as
+ * for data not in memory, the span is then asked for ahead and each log
+ * value read with pread into a copy (region_read_value_copy), so damaged
+ * records meet that path's checks too. */
 static void scan_all(par_region *r, outcome *o, int together) {
   uint64_t saved = read_wait_ns;
   if (together) read_wait_ns = 0; /* reads as for data not in memory */
