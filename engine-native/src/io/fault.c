@@ -18,6 +18,8 @@ static void (*sync_observer)(void *);
 static void *sync_observer_arg;
 static void (*read_observer)(void *);
 static void *read_observer_arg;
+static void (*prefetch_observer)(void *, uint64_t, uint64_t);
+static void *prefetch_observer_arg;
 
 int fault_arm(const fault_rule *r) {
   pthread_mutex_lock(&mu);
@@ -44,6 +46,7 @@ void fault_reset(void) {
   for (int i = 0; i < FAULT_MAX_RULES; i++) slots[i] = (slot){0};
   sync_observer = NULL;
   read_observer = NULL;
+  prefetch_observer = NULL;
   atomic_store(&armed, 0);
   pthread_mutex_unlock(&mu);
 }
@@ -58,6 +61,23 @@ static void observe(void (**observer)(void *), void **observer_arg, void (*fn)(v
 
 void fault_observe_syncs(void (*fn)(void *), void *arg) { observe(&sync_observer, &sync_observer_arg, fn, arg); }
 void fault_observe_reads(void (*fn)(void *), void *arg) { observe(&read_observer, &read_observer_arg, fn, arg); }
+
+void fault_observe_prefetches(void (*fn)(void *, uint64_t, uint64_t), void *arg) {
+  pthread_mutex_lock(&mu);
+  if (!prefetch_observer != !fn) atomic_fetch_add(&armed, fn ? 1 : -1);
+  prefetch_observer = fn;
+  prefetch_observer_arg = arg;
+  pthread_mutex_unlock(&mu);
+}
+
+void fault_prefetch_seen(uint64_t off, uint64_t len) {
+  if (!atomic_load_explicit(&armed, memory_order_relaxed)) return;
+  pthread_mutex_lock(&mu);
+  void (*observer)(void *, uint64_t, uint64_t) = prefetch_observer;
+  void *arg = prefetch_observer_arg;
+  pthread_mutex_unlock(&mu);
+  if (observer) observer(arg, off, len);
+}
 
 static int matches(const fault_rule *r, fault_op op, uint64_t off, size_t len) {
   if (r->op != op) return 0;

@@ -55,6 +55,12 @@ void fault_observe_syncs(void (*fn)(void *), void *arg);
 /* The same before every pread of the volume file. */
 void fault_observe_reads(void (*fn)(void *), void *arg);
 
+/* Calls fn(arg, off, len) for every readahead request (file_prefetch),
+ * for tests that check what scans ask for. Cleared by fault_reset too. */
+void fault_observe_prefetches(void (*fn)(void *, uint64_t off, uint64_t len), void *arg);
+/* For io/file.c: tells the prefetch observer, if any. */
+void fault_prefetch_seen(uint64_t off, uint64_t len);
+
 /* For io/file.c: 0 to proceed with *len bytes (possibly shortened), or the
  * errno the call must fail with. */
 int fault_check(fault_op op, uint64_t off, size_t *len);

@@ -256,6 +256,7 @@ void file_start_writeback(const par_file *f, uint64_t off, uint64_t len) {
 }
 
 void file_prefetch(const par_file *f, uint64_t off, uint64_t len) {
+  fault_prefetch_seen(off, len);
   (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }
 

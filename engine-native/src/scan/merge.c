@@ -106,6 +106,27 @@ static int mt_prev(kv_source *b) {
   return mt_step((mt_source *)b);
 }
 
+/* Within the batch at hand, which a look past its end regathers from the
+ * current entry as a full batch once: where L0 holds many of a span's
+ * keys, its first batch ends before the span does. Past the batch, the
+ * span learns nothing of this L0. */
+static int mt_key_ahead(kv_source *b, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len) {
+  mt_source *s = (mt_source *)b;
+  assert(b->valid && reverse == s->rev && s->i < s->n);
+  uint32_t left = s->n - 1 - s->i; /* entries after the current one */
+  if (j > left && s->n == s->want && s->want < MT_BATCH) {
+    const mt_entry *cur = s->batch[s->i]; /* arena memory: stays valid */
+    s->want = MT_BATCH;
+    mt_collect(s, mt_key(cur), cur->key_len, 0);
+    assert(b->valid && s->batch[0] == cur);
+    left = s->n - 1;
+  }
+  const mt_entry *e = s->batch[j <= left ? s->i + j : s->n - 1];
+  *key = mt_key(e);
+  *key_len = e->key_len;
+  return j <= left;
+}
+
 static void mt_close(kv_source *b) {
   mt_source *s = (mt_source *)b;
   memtable_unref(s->m);
@@ -124,6 +145,7 @@ kv_source *memtable_source(memtable *m, uint64_t snap, shadowed_fn shadowed, voi
   s->base.seek = mt_seek;
   s->base.prev = mt_prev;
   s->base.seek_rev = mt_seek_rev;
+  s->base.key_ahead = mt_key_ahead;
   s->base.close = mt_close;
   return &s->base;
 }
@@ -168,9 +190,10 @@ static void cur_readahead(kv_source *b, int reverse) {
   scan_readahead_step(&s->ra, &s->c, reverse);
 }
 
-static void cur_readahead_span(kv_source *b, int reverse, uint32_t n, const uint8_t *bound, uint16_t bound_len) {
+static void cur_readahead_span(kv_source *b, int reverse, uint32_t n, const uint8_t *bound, uint16_t bound_len,
+                               const scan_hidden *hidden) {
   cursor_source *s = (cursor_source *)b;
-  scan_readahead_span(&s->ra, &s->c, reverse, n, bound, bound_len);
+  scan_readahead_span(&s->ra, &s->c, reverse, n, bound, bound_len, hidden);
 }
 
 static int cur_key_ahead(kv_source *b, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len) {

@@ -15,6 +15,7 @@
 #include "index/memtable.h"
 #include "index/tree.h"
 #include "parallax/parallax.h"
+#include "scan/readahead.h"
 
 typedef struct kv_source kv_source;
 struct kv_source {
@@ -30,10 +31,16 @@ struct kv_source {
    * NULL where there is nothing to ask for. Call only while valid. */
   void (*readahead)(kv_source *s, int reverse);
   /* After a seek, the caller reading about n entries: asks for their reads
-   * at once (scan_readahead_span); and the key j entries ahead within the
-   * current leaf (scan_key_ahead), from which the caller sets where the
-   * span ends. NULL where readahead is. Call only while valid. */
-  void (*readahead_span)(kv_source *s, int reverse, uint32_t n, const uint8_t *bound, uint16_t bound_len);
+   * at once but those of the entries hidden marks (scan_readahead_span).
+   * NULL where readahead is. Call only while valid. */
+  void (*readahead_span)(kv_source *s, int reverse, uint32_t n, const uint8_t *bound, uint16_t bound_len,
+                         const scan_hidden *hidden);
+  /* The key j entries ahead, in the scan's direction, as far as the source
+   * has them at hand (a tree: its current leaf, scan_key_ahead; an L0: its
+   * batch): 1 with it, or 0 with the last key it has. The caller sets from
+   * these where a span ends and which entries newer sources hide. NULL for
+   * compaction streams. Call only while valid, in the last seek's
+   * direction. */
   int (*key_ahead)(kv_source *s, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len);
   uint64_t entries; /* a device tree's entries, else 0: the largest tree bounds a span */
   int valid;

@@ -75,6 +75,14 @@ static int within_bound(const scan_readahead *ra, const uint8_t *key, uint16_t k
   return ra->reverse ? c >= 0 : c <= 0;
 }
 
+/* Whether slot i of the span's first leaf is one a newer level hides. */
+static int hidden(const scan_readahead *ra, uint32_t i) {
+  if (!ra->hidden) return 0;
+  uint32_t pos = ra->reverse ? ra->hidden_from - i : i - ra->hidden_from;
+  assert(ra->reverse ? i <= ra->hidden_from : i >= ra->hidden_from);
+  return pos < SCAN_RA_HIDDEN_MAX && (ra->hidden[pos / 64] >> (pos % 64) & 1);
+}
+
 /* Asks for the span's entries in the cursor's leaf from ra->asked on, and
  * for the next leaf if the span runs past this one. */
 static void ask_span(scan_readahead *ra, const tree_cursor *c) {
@@ -87,7 +95,7 @@ static void ask_span(scan_readahead *ra, const tree_cursor *c) {
       ra->span_left = 0;
       break;
     }
-    ask_slot(ra, p->node, &p->h, i);
+    if (!hidden(ra, i)) ask_slot(ra, p->node, &p->h, i);
     ra->asked = ra->reverse ? i : i + 1;
     ra->span_left--;
   }
@@ -95,7 +103,7 @@ static void ask_span(scan_readahead *ra, const tree_cursor *c) {
 }
 
 void scan_readahead_span(scan_readahead *ra, const tree_cursor *c, int reverse, uint32_t n,
-                         const uint8_t *bound, uint16_t bound_len) {
+                         const uint8_t *bound, uint16_t bound_len, const scan_hidden *hidden) {
   assert(tree_cursor_valid(c) && n > 0);
   const typeof(c->path[0]) *p = &c->path[c->depth - 1];
   assert(p->h.height == 0 && p->idx < p->h.nslots);
@@ -107,7 +115,10 @@ void scan_readahead_span(scan_readahead *ra, const tree_cursor *c, int reverse, 
   ra->span_left = n < SCAN_RA_SPAN_MAX ? n : SCAN_RA_SPAN_MAX;
   ra->bound = bound;
   ra->bound_len = bound_len;
+  ra->hidden = hidden ? *hidden : NULL;
+  ra->hidden_from = p->idx;
   ask_span(ra, c);
+  ra->hidden = NULL; /* the positions are the first leaf's */
   flush(ra);
 }
 

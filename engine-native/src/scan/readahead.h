@@ -46,6 +46,10 @@ typedef void (*scan_ra_ask_fn)(void *ctx, uint64_t off, uint64_t len);
 #define SCAN_RA_PENDING (4 * SCAN_RA_ENTRIES)
 /* The most entries a span asks for (par_scanner_set_readahead caps to it). */
 #define SCAN_RA_SPAN_MAX 1024u
+/* A span's hidden entries (scan_readahead_span): positions 0..SCAN_RA_HIDDEN_MAX - 1
+ * from the cursor's entry, a bit each. */
+#define SCAN_RA_HIDDEN_MAX 256u
+typedef uint64_t scan_hidden[SCAN_RA_HIDDEN_MAX / 64];
 
 typedef struct range {
   uint64_t off, len;
@@ -69,6 +73,11 @@ typedef struct scan_readahead {
   int spanning;
   const uint8_t *bound;
   uint16_t bound_len;
+  /* While the span's first leaf is asked for: the entries a newer level
+   * hides, by position from the cursor's (NULL: none), and the slot of
+   * position 0. */
+  const uint64_t *hidden;
+  uint32_t hidden_from;
   range pending[SCAN_RA_PENDING]; /* this step's requests, gathered */
   uint32_t npending;
 } scan_readahead;
@@ -80,9 +89,12 @@ void scan_readahead_step(scan_readahead *ra, const tree_cursor *c, int reverse);
 /* After a seek left c valid: asks for the records of its next n entries
  * (at most SCAN_RA_SPAN_MAX) in the scan's direction, keys within bound
  * (bound_len bytes; NULL: unbounded), and for the next leaf where they run
- * past this one; the rest of the span when the cursor enters it. */
+ * past this one; the rest of the span when the cursor enters it. The
+ * entries of c's leaf set in hidden (by position from c's entry, which is
+ * 0; NULL: none) are not asked for: a newer level holds their keys, so the
+ * scan never reads their records. */
 void scan_readahead_span(scan_readahead *ra, const tree_cursor *c, int reverse, uint32_t n,
-                         const uint8_t *bound, uint16_t bound_len);
+                         const uint8_t *bound, uint16_t bound_len, const scan_hidden *hidden);
 /* The key of c's entry j steps ahead in the scan's direction (j = 0: the
  * current one): 1 with it, or 0 if c's leaf ends first, with the key of the
  * leaf's last (first, in reverse) entry. With j = n - 1, where a span of n

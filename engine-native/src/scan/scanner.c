@@ -31,6 +31,7 @@ struct par_scanner {
   int readahead; /* ask for what the next steps read (scan/readahead.h) */
   uint32_t span;  /* entries the caller reads after a seek (0: unknown) */
   uint8_t span_bound[PAR_MAX_KEY_SIZE]; /* where the largest tree's span ends */
+  scan_hidden hidden[MAX_SOURCES];     /* per source: the span's entries newer ones hide */
 };
 
 /* Every level's cursor asks for what its next steps read; guarded
@@ -49,46 +50,66 @@ static int span_cmp(const uint8_t *a, uint16_t al, const uint8_t *b, uint16_t bl
   return reverse ? -c : c;
 }
 
-/* Where the span's s->span entries end in the merge, if the device levels'
- * current leaves tell: walks those leaves from the cursors in the scan's
- * order, a key found in several levels once (the scan returns it once), to
- * the s->span-th key. 1 with it in *end, or 0 if the leaf of source big
- * (the largest tree) ends first. A smaller level whose leaf ends first
- * leaves the walk: what follows in it is not known yet, and it is asked
- * for up to where the others end the span, a little past the scan's end.
- * L0's entries are not counted either, so the span ends a little after
- * the scan; tombstones are, and the scan skips them: where they are, it
- * ends a little before. */
+/* Whether two keys a walk of the levels found equal are one key: both
+ * whole (a leaf keeps only a medium key's first KEY_PREFIX bytes,
+ * index/entry.h, so two keys of that length may be different keys' starts)
+ * and the same. */
+static int same_key(const uint8_t *a, uint16_t al, const uint8_t *b, uint16_t bl) {
+  return al == bl && al != KEY_PREFIX && memcmp(a, b, al) == 0;
+}
+
+/* Where the span's s->span entries end in the merge, if the levels' keys
+ * at hand tell (the device levels' current leaves, the L0s' batches), and
+ * which of those entries a newer level hides: walks them from the sources'
+ * current entries in the scan's order, a key found in several levels once
+ * (the scan returns it once, the newest level's), to the s->span-th key.
+ * Each older level's entry of a key a newer one holds gets its bit in
+ * s->hidden[level]: the scan never reads its record. 1 with the span's end
+ * in *end, or 0 if the leaf of source big (the largest tree) ends first.
+ * A smaller level whose keys at hand end first leaves the walk: what
+ * follows in it is not known yet, and it is asked for up to where the
+ * others end the span, a little past the scan's end. Tombstones are
+ * counted, and the scan skips them: where they are, the span ends a little
+ * before the scan. */
 static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_t *end_len) {
   const int rev = s->m.reverse;
   uint32_t pos[MAX_SOURCES];
   const uint8_t *head[MAX_SOURCES];
   uint16_t head_len[MAX_SOURCES];
   int level[MAX_SOURCES], n = 0;
-  for (int i = 0; i < s->m.n; i++)
+  for (int i = 0; i < s->m.n; i++) {
+    memset(s->hidden[i], 0, sizeof s->hidden[i]);
     if (s->src[i]->valid && s->src[i]->key_ahead) {
       level[n] = i;
       pos[n] = 0;
       (void)s->src[i]->key_ahead(s->src[i], rev, 0, &head[n], &head_len[n]);
       n++;
     }
+  }
   assert(s->span > 0 && s->src[big]->valid && s->src[big]->key_ahead); /* big walks: n > 0 throughout */
   for (uint32_t taken = 0;;) {
     int min = 0;
-    for (int j = 1; j < n; j++)
-      if (span_cmp(head[j], head_len[j], head[min], head_len[min], rev) < 0) min = j;
-    const uint8_t *k = head[min];
+    for (int j = 1; j < n; j++) {
+      int c = span_cmp(head[j], head_len[j], head[min], head_len[min], rev);
+      if (c < 0 || (c == 0 && level[j] < level[min])) min = j; /* of equal keys, the newest level's */
+    }
+    const uint8_t *k = head[min]; /* stays valid when its level leaves the walk: leaves and batches do */
     uint16_t kl = head_len[min];
+    const int newest = level[min];
     if (++taken == s->span) {
       *end = k;
       *end_len = kl;
       return 1;
     }
-    for (int j = 0; j < n; j++)
-      if (span_cmp(head[j], head_len[j], k, kl, rev) == 0 &&
-          !s->src[level[j]]->key_ahead(s->src[level[j]], rev, ++pos[j], &head[j], &head_len[j])) {
+    for (int j = 0; j < n; j++) {
+      if (span_cmp(head[j], head_len[j], k, kl, rev) != 0) continue;
+      if (level[j] != newest && same_key(head[j], head_len[j], k, kl) && pos[j] < SCAN_RA_HIDDEN_MAX) {
+        assert(level[j] > newest); /* sources are newest first */
+        s->hidden[level[j]][pos[j] / 64] |= 1ull << (pos[j] % 64);
+      }
+      if (!s->src[level[j]]->key_ahead(s->src[level[j]], rev, ++pos[j], &head[j], &head_len[j])) {
         if (level[j] == big) return 0;
-        level[j] = level[n - 1]; /* this level's leaf ends: it leaves the walk */
+        level[j] = level[n - 1]; /* this level's keys at hand end: it leaves the walk */
         pos[j] = pos[n - 1];
         head[j] = head[n - 1];
         head_len[j] = head_len[n - 1];
@@ -96,17 +117,19 @@ static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_
         j--;
         assert(n > 0);
       }
+    }
   }
 }
 
 /* After a seek, the caller reading about s->span entries: every level's
  * cursor asks for the reads of its share of them at once, up to the key
- * where the span ends. Where the levels' leaves tell that key
- * (merged_span_end), every level asks up to it: the levels together ask
- * for s->span entries. Where they do not, the tree with the most entries
- * (the last level, as a rule, which holds most of any range) sets the key:
- * it asks for its next s->span entries, each other level for its entries
- * up to the last of them. Guarded (io/mapguard.h), as ask_ahead. */
+ * where the span ends, but for the entries a newer level hides. Where the
+ * levels' keys at hand tell that key (merged_span_end), every level asks up
+ * to it: the levels together ask for s->span entries. Where they do not,
+ * the tree with the most entries (the last level, as a rule, which holds
+ * most of any range) sets the key: it asks for its next s->span entries,
+ * each other level for its entries up to the last of them. Guarded
+ * (io/mapguard.h), as ask_ahead. */
 static int ask_span(void *arg) {
   par_scanner *s = arg;
   int big = -1;
@@ -122,7 +145,7 @@ static int ask_span(void *arg) {
   for (int i = 0; i < s->m.n; i++)
     if (s->src[i]->valid && s->src[i]->readahead_span)
       s->src[i]->readahead_span(s->src[i], s->m.reverse, s->span, merged || i != big ? s->span_bound : NULL,
-                                end_len);
+                                end_len, &s->hidden[i]);
   return PAR_OK;
 }
 
