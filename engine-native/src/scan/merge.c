@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc/segalloc.h"
+#include "log/vlog.h"
 #include "log/wal.h"
 #include "scan/rangedel.h"
 #include "scan/readahead.h"
@@ -106,25 +108,47 @@ static int mt_prev(kv_source *b) {
   return mt_step((mt_source *)b);
 }
 
-/* Within the batch at hand, which a look past its end regathers from the
- * current entry as a full batch once: where L0 holds many of a span's
- * keys, its first batch ends before the span does. Past the batch, the
- * span learns nothing of this L0. */
-static int mt_key_ahead(kv_source *b, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len) {
-  mt_source *s = (mt_source *)b;
-  assert(b->valid && reverse == s->rev && s->i < s->n);
-  uint32_t left = s->n - 1 - s->i; /* entries after the current one */
-  if (j > left && s->n == s->want && s->want < MT_BATCH) {
+/* A span's look at the entries j ahead of the current one: where the batch
+ * at hand ends before them and more may follow, it is regathered from the
+ * current entry as a full batch (once: where L0 holds many of a span's
+ * keys, its first batch ends before the span does). Returns the entries
+ * after the current one at hand. */
+static uint32_t mt_widen(mt_source *s, uint32_t j) {
+  assert(s->base.valid && s->i < s->n);
+  if (j > s->n - 1 - s->i && s->n == s->want && s->want < MT_BATCH) {
     const mt_entry *cur = s->batch[s->i]; /* arena memory: stays valid */
     s->want = MT_BATCH;
     mt_collect(s, mt_key(cur), cur->key_len, 0);
-    assert(b->valid && s->batch[0] == cur);
-    left = s->n - 1;
+    assert(s->base.valid && s->batch[0] == cur);
   }
+  return s->n - 1 - s->i;
+}
+
+/* Within the batch at hand (mt_widen): past it, the span learns nothing
+ * of this L0. */
+static int mt_key_ahead(kv_source *b, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len) {
+  mt_source *s = (mt_source *)b;
+  assert(reverse == s->rev);
+  uint32_t left = mt_widen(s, j);
   const mt_entry *e = s->batch[j <= left ? s->i + j : s->n - 1];
   *key = mt_key(e);
   *key_len = e->key_len;
   return j <= left;
+}
+
+/* L0 holds its large values' pointers, not the values: after an open,
+ * which replayed L0 from the WAL, their records are on the device like a
+ * tree's. */
+static void mt_ask_records(kv_source *b, const par_file *f, uint32_t n, const scan_hidden *hidden) {
+  mt_source *s = (mt_source *)b;
+  if (n) (void)mt_widen(s, n - 1);
+  for (uint32_t j = 0; j < n && s->i + j < s->n; j++) {
+    if (hidden && j < SCAN_RA_HIDDEN_MAX && ((*hidden)[j / 64] >> (j % 64) & 1)) continue;
+    const mt_entry *e = s->batch[s->i + j];
+    if (mt_category(e) != CAT_LARGE || e->value_len != VPTR_SIZE) continue;
+    vptr p = vptr_decode(mt_value(e));
+    file_prefetch(f, seg_offset(p.seg) + p.off, p.size < SCAN_RA_MAX_RECORD ? p.size : SCAN_RA_MAX_RECORD);
+  }
 }
 
 static void mt_close(kv_source *b) {
@@ -146,6 +170,7 @@ kv_source *memtable_source(memtable *m, uint64_t snap, shadowed_fn shadowed, voi
   s->base.prev = mt_prev;
   s->base.seek_rev = mt_seek_rev;
   s->base.key_ahead = mt_key_ahead;
+  s->base.ask_records = mt_ask_records;
   s->base.close = mt_close;
   return &s->base;
 }

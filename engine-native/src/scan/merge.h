@@ -42,6 +42,10 @@ struct kv_source {
    * compaction streams. Call only while valid, in the last seek's
    * direction. */
   int (*key_ahead)(kv_source *s, int reverse, uint32_t j, const uint8_t **key, uint16_t *key_len);
+  /* An L0's part of a span: asks (on f) for the large-log records of its
+   * next n entries at hand, the current one first, but those hidden marks
+   * (NULL: none). NULL for trees, which ask through readahead_span. */
+  void (*ask_records)(kv_source *s, const par_file *f, uint32_t n, const scan_hidden *hidden);
   uint64_t entries; /* a device tree's entries, else 0: the largest tree bounds a span */
   int valid;
   tree_entry e; /* its key may be a prefix (index/entry.h) */

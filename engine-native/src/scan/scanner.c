@@ -32,6 +32,7 @@ struct par_scanner {
   uint32_t span;  /* entries the caller reads after a seek (0: unknown) */
   uint8_t span_bound[PAR_MAX_KEY_SIZE]; /* where the largest tree's span ends */
   scan_hidden hidden[MAX_SOURCES];     /* per source: the span's entries newer ones hide */
+  uint32_t walked[MAX_SOURCES];        /* per source: its entries in the span, as far as the walk saw */
 };
 
 /* Every level's cursor asks for what its next steps read; guarded
@@ -64,7 +65,8 @@ static int same_key(const uint8_t *a, uint16_t al, const uint8_t *b, uint16_t bl
  * current entries in the scan's order, a key found in several levels once
  * (the scan returns it once, the newest level's), to the s->span-th key.
  * Each older level's entry of a key a newer one holds gets its bit in
- * s->hidden[level]: the scan never reads its record. 1 with the span's end
+ * s->hidden[level]: the scan never reads its record; s->walked[level]
+ * counts each level's entries the walk took. 1 with the span's end
  * in *end, or 0 if the leaf of source big (the largest tree) ends first.
  * A smaller level whose keys at hand end first leaves the walk: what
  * follows in it is not known yet, and it is asked for up to where the
@@ -79,6 +81,7 @@ static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_
   int level[MAX_SOURCES], n = 0;
   for (int i = 0; i < s->m.n; i++) {
     memset(s->hidden[i], 0, sizeof s->hidden[i]);
+    s->walked[i] = 0;
     if (s->src[i]->valid && s->src[i]->key_ahead) {
       level[n] = i;
       pos[n] = 0;
@@ -97,6 +100,8 @@ static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_
     uint16_t kl = head_len[min];
     const int newest = level[min];
     if (++taken == s->span) {
+      for (int j = 0; j < n; j++)
+        if (span_cmp(head[j], head_len[j], k, kl, rev) == 0) s->walked[level[j]]++; /* the span's last key */
       *end = k;
       *end_len = kl;
       return 1;
@@ -107,6 +112,7 @@ static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_
         assert(level[j] > newest); /* sources are newest first */
         s->hidden[level[j]][pos[j] / 64] |= 1ull << (pos[j] % 64);
       }
+      s->walked[level[j]] = pos[j] + 1;
       if (!s->src[level[j]]->key_ahead(s->src[level[j]], rev, ++pos[j], &head[j], &head_len[j])) {
         if (level[j] == big) return 0;
         level[j] = level[n - 1]; /* this level's keys at hand end: it leaves the walk */
@@ -123,7 +129,8 @@ static int merged_span_end(par_scanner *s, int big, const uint8_t **end, uint16_
 
 /* After a seek, the caller reading about s->span entries: every level's
  * cursor asks for the reads of its share of them at once, up to the key
- * where the span ends, but for the entries a newer level hides. Where the
+ * where the span ends, but for the entries a newer level hides, and each
+ * L0 for the records of its entries the walk took. Where the
  * levels' keys at hand tell that key (merged_span_end), every level asks up
  * to it: the levels together ask for s->span entries. Where they do not,
  * the tree with the most entries (the last level, as a rule, which holds
@@ -136,7 +143,12 @@ static int ask_span(void *arg) {
   for (int i = 0; i < s->m.n; i++)
     if (s->src[i]->valid && s->src[i]->readahead_span && (big < 0 || s->src[i]->entries > s->src[big]->entries))
       big = i;
-  if (big < 0) return PAR_OK; /* L0s only: in memory */
+  if (big < 0) { /* L0s only: each asks for its next s->span entries' records */
+    for (int i = 0; i < s->m.n; i++)
+      if (s->src[i]->valid && s->src[i]->ask_records)
+        s->src[i]->ask_records(s->src[i], &s->region->vol->file, s->span, NULL);
+    return PAR_OK;
+  }
   const uint8_t *end;
   uint16_t end_len;
   int merged = merged_span_end(s, big, &end, &end_len);
@@ -146,6 +158,8 @@ static int ask_span(void *arg) {
     if (s->src[i]->valid && s->src[i]->readahead_span)
       s->src[i]->readahead_span(s->src[i], s->m.reverse, s->span, merged || i != big ? s->span_bound : NULL,
                                 end_len, &s->hidden[i]);
+    else if (s->src[i]->valid && s->src[i]->ask_records)
+      s->src[i]->ask_records(s->src[i], &s->region->vol->file, s->walked[i], &s->hidden[i]);
   return PAR_OK;
 }
 
