@@ -138,7 +138,11 @@ static int mt_key_ahead(kv_source *b, int reverse, uint32_t j, const uint8_t **k
 
 /* L0 holds its large values' pointers, not the values: after an open,
  * which replayed L0 from the WAL, their records are on the device like a
- * tree's. */
+ * tree's, and so are those written since with direct I/O, which leaves
+ * nothing in the page cache. A record still in a log's tail buffer is read
+ * from there; its request reads what the file holds, and the write that
+ * follows replaces those pages (a buffered write) or drops them (the
+ * kernel invalidates the range a direct write covered). */
 static void mt_ask_records(kv_source *b, const par_file *f, uint32_t n, const scan_hidden *hidden) {
   mt_source *s = (mt_source *)b;
   if (n) (void)mt_widen(s, n - 1);
