@@ -76,7 +76,7 @@ static int within_bound(const scan_readahead *ra, const uint8_t *key, uint16_t k
 }
 
 /* Whether slot i of the span's first leaf is one a newer level hides. */
-static int hidden(const scan_readahead *ra, uint32_t i) {
+static int is_hidden(const scan_readahead *ra, uint32_t i) {
   if (!ra->hidden) return 0;
   uint32_t pos = ra->reverse ? ra->hidden_from - i : i - ra->hidden_from;
   assert(ra->reverse ? i <= ra->hidden_from : i >= ra->hidden_from);
@@ -95,7 +95,7 @@ static void ask_span(scan_readahead *ra, const tree_cursor *c) {
       ra->span_left = 0;
       break;
     }
-    if (!hidden(ra, i)) ask_slot(ra, p->node, &p->h, i);
+    if (!is_hidden(ra, i)) ask_slot(ra, p->node, &p->h, i);
     ra->asked = ra->reverse ? i : i + 1;
     ra->span_left--;
   }
