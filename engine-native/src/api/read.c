@@ -217,8 +217,8 @@ typedef struct get_call {
   void *buf;
   size_t cap;
   size_t *value_len;
-  uint8_t *owned; /* a value copied out of a tail buffer: the caller frees it */
-  uint8_t *leaf_buf; /* LEAF_SIZE bytes to read leaves into, or NULL: the map */
+  uint8_t *owned; /* a value copied out of a tail buffer or the log: the caller frees it */
+  uint8_t *leaf_buf; /* LEAF_SIZE bytes to read leaves into, or NULL: the map (leaves and values) */
 } get_call;
 
 /* The lookup and the copy into the caller's buffer, guarded
@@ -230,7 +230,13 @@ static int get_guarded(void *arg) {
   if (rc || !g->value_len) return rc;
   const uint8_t *v = e.value;
   uint32_t vl = e.value_len;
-  if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM) rc = region_read_value(g->r, &e, &v, &vl, &g->owned);
+  /* Once reads wait (leaves read with pread), the value is read the same
+   * way, into a copy: its page then has the recency the MADV_RANDOM map's
+   * pages lack, so a value read again stays cached while one read once is
+   * reclaimed first, and reclaim takes the page without unmapping it. */
+  if (e.cat == CAT_LARGE || e.cat == CAT_MEDIUM)
+    rc = g->leaf_buf ? region_read_value_copy(g->r, &e, &v, &vl, &g->owned)
+                     : region_read_value(g->r, &e, &v, &vl, &g->owned);
   if (rc) return rc;
   *g->value_len = vl;
   if (g->buf) memcpy(g->buf, v, vl < g->cap ? vl : g->cap);
