@@ -133,7 +133,7 @@ struct par_region {
   pthread_mutex_t repl_apply_mu;
   uint32_t repl_tree_id[PAR_MAX_LEVELS + 1][LEVEL_TREES];
   /* A send-index backup's large log mirrors the primary's (src/repl/mirror.c,
-   * src/repl/index.c): each primary segment (pseg, inc) kept in bseg, which
+   * src/repl/install.c): each primary segment (pseg, inc) kept in bseg, which
    * keeps the primary's incarnation (incarnations are unique in a region's
    * history, so inc alone names the segment; pseg is 0 after a reopen until
    * an install names it). [0, used) holds the primary's records at their
@@ -162,7 +162,7 @@ struct par_region {
   /* The primary's medium-log segments a send-index backup's levels hold a
    * copy of: segment pseg of the primary's set puid, copied into bseg, the
    * only segment of the backup's set buid. An entry counts only while a
-   * tree of the current view holds that set (repl/index.c checks), so the
+   * tree of the current view holds that set (repl/install.c checks), so the
    * next install shares the copy instead of making another. Under view_mu,
    * in memory only. */
   struct repl_medium {

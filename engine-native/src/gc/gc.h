@@ -52,7 +52,7 @@ typedef struct gc_state {
   int reclaiming;                    /* a gc_reclaim runs (one at a time) */
   /* The newest LSN the relocations out of a segment GC dropped (or is
    * dropping) took; and the send-index exports open, which hold drops back
-   * (src/repl/index.c: an export's large-log segments stay until it is
+   * (src/repl/export.c: an export's large-log segments stay until it is
    * closed). */
   uint64_t dropped_lsn;
   int exports;
@@ -147,7 +147,7 @@ void gc_merge_published(gc_state *g);
 int gc_is_stalled(const gc_state *g);
 /* Whether collected segments wait to be dropped (view_mu held). */
 int gc_has_collected(const gc_state *g);
-/* A send-index export (repl/index.c), view_mu held: while one is open GC
+/* A send-index export (repl/export.c), view_mu held: while one is open GC
  * drops nothing; gc_export_hold returns the dropped LSN (gc_state), and
  * gc_dropping says whether inc is being dropped now (an export leaves it
  * out). gc_export_release returns 1 when the last export let go. */

@@ -33,7 +33,7 @@ typedef struct mseg_set {
    * dtree.uid). The segments are written before the set is made and freed
    * only with it, so a segment and its set's uid name the same bytes for
    * as long as the set lives: a send-index backup keeps one copy per
-   * (segment, uid) across installs (repl/index.c). */
+   * (segment, uid) across installs (repl/install.c). */
   uint64_t uid;
 } mseg_set;
 
@@ -67,7 +67,7 @@ typedef struct dtree {
   uint32_t nsets;
   node_checks checks;
   /* Tells this tree apart from every other one this process built or
-   * loaded, even of the same shape in the same segments (repl/index.c's
+   * loaded, even of the same shape in the same segments (repl/layout.h's
    * tree ids): a process-wide sequence from a random start. */
   uint64_t uid;
 } dtree;

@@ -23,7 +23,7 @@
  * the primary's is (place_huge). An install that lacks the run reserves
  * one and copies it part by part; apply, if the record arrives meanwhile,
  * writes it into that run and makes it the mirror's, and the install then
- * writes none of it (repl/index.c, run_taken).
+ * writes none of it (repl/install.c, run_taken).
  *
  * Writes follow the primary's large log. A new mirror segment is listed in
  * the catalog (one synced redo record) before anything points into it.

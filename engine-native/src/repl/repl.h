@@ -1,5 +1,5 @@
 /* Replication hooks (include/parallax/replication.h): shared helpers of
- * log.c (the log stream), index.c (send index) and role.c. */
+ * log.c (the log stream), export.c and install.c (send index) and role.c. */
 #ifndef PAR_REPL_REPL_H
 #define PAR_REPL_REPL_H
 
