@@ -182,6 +182,7 @@ found:
 static int test_pin(const uint64_t *bits, uint32_t s) { return (bits[s / 64] >> (s % 64)) & 1; }
 
 void segalloc_free(segalloc *a, uint32_t seg) {
+  int freed = 0;
   pthread_mutex_lock(&a->mu);
   if (a->pinned && seg < a->pin_cap && test_pin(a->pinned, seg)) {
     a->deferred[seg / 64] |= 1ull << (seg % 64);
@@ -190,8 +191,14 @@ void segalloc_free(segalloc *a, uint32_t seg) {
     clear_bit(a, seg);
     a->used--;
     if (seg < a->hint) a->hint = seg;
+    freed = 1;
   }
   pthread_mutex_unlock(&a->mu);
+  /* Its cached pages go now, not when the LRU reaches them: a merge's old
+   * trees would otherwise hold the memory its new ones need. Should the
+   * segment be taken again meanwhile, this drops clean pages of new data at
+   * worst, which reads bring back. */
+  if (freed) file_forget(a->file, seg_offset(seg), SEG);
 }
 
 int segalloc_pin(segalloc *a, const uint32_t *segs, uint32_t n) {

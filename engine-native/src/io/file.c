@@ -260,6 +260,10 @@ void file_prefetch(const par_file *f, uint64_t off, uint64_t len) {
   (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
+void file_forget(const par_file *f, uint64_t off, uint64_t len) {
+  (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
+}
+
 void *file_buf_alloc(size_t len) {
   void *p = NULL;
   size_t n = (len + PAR_BLOCK - 1) / PAR_BLOCK * PAR_BLOCK;

@@ -87,6 +87,13 @@ void file_start_writeback(const par_file *f, uint64_t off, uint64_t len);
  * range in order asks for it ahead). Advisory: errors are ignored. */
 void file_prefetch(const par_file *f, uint64_t off, uint64_t len);
 
+/* Drops the pages of [off, off + len) from the page cache (POSIX_FADV_DONTNEED;
+ * pages still mapped or dirty stay). For a freed segment: nothing reads
+ * its pages any more, yet they would stay cached as long as pages in use
+ * (ahead of the pages a merge has just written, which the LRU takes first),
+ * and under a memory limit push those out. Advisory: errors are ignored. */
+void file_forget(const par_file *f, uint64_t off, uint64_t len);
+
 /* An aligned buffer for direct I/O, zero-filled. */
 void *file_buf_alloc(size_t len);
 
