@@ -248,6 +248,19 @@ static void fill_cached(scratch *s, uint32_t seg, uint8_t *buf) {
   assert_int_equal(fdatasync(s->file.fd), 0);
 }
 
+/* Whether POSIX_FADV_DONTNEED drops pages here (not on tmpfs), tried on
+ * segment probe; if not, closes s and skips the test. */
+static void need_forget(scratch *s, uint32_t probe, uint8_t *buf, const char *test) {
+  fill_cached(s, probe, buf);
+  file_forget(&s->file, seg_offset(probe), SEGSZ);
+  if (cached_pages(s, seg_offset(probe), SEGSZ) == 0) return;
+  free(buf);
+  scratch_close(s);
+  fprintf(stderr, "%s: this file system keeps the pages POSIX_FADV_DONTNEED drops elsewhere (tmpfs?): skipped\n",
+          test);
+  skip();
+}
+
 /* A freed segment's pages leave the page cache at once (file_forget): a
  * merge's old trees would otherwise hold memory its new ones need. A free
  * a checkpoint's pin defers keeps them until the unpin does the free. */
@@ -260,15 +273,7 @@ static void test_segalloc_free_forgets_pages(void **state) {
   assert_non_null(buf);
   const uint64_t all = SEGSZ / 4096;
   uint32_t x = alloc_seg(a), y = alloc_seg(a), z = alloc_seg(a);
-  fill_cached(&s, z, buf);
-  file_forget(&s.file, seg_offset(z), SEGSZ);
-  if (cached_pages(&s, seg_offset(z), SEGSZ) != 0) {
-    free(buf);
-    scratch_close(&s);
-    fprintf(stderr, "test_segalloc_free_forgets_pages: this file system keeps the pages "
-                    "POSIX_FADV_DONTNEED drops elsewhere (tmpfs?): skipped\n");
-    skip();
-  }
+  need_forget(&s, z, buf, "test_segalloc_free_forgets_pages");
   fill_cached(&s, x, buf);
   fill_cached(&s, y, buf);
   assert_int_equal(cached_pages(&s, seg_offset(x), SEGSZ), all);
@@ -284,6 +289,53 @@ static void test_segalloc_free_forgets_pages(void **state) {
   assert_int_equal(cached_pages(&s, seg_offset(y), SEGSZ), all); /* the copy may read it */
   segalloc_unpin(a);
   assert_false(segalloc_in_use(a, y));
+  assert_int_equal(cached_pages(&s, seg_offset(y), SEGSZ), 0);
+  free(buf);
+  scratch_close(&s);
+}
+
+/* With the forgetter running (as in an open volume), a free leaves the
+ * drop to the forgetter's thread: the freeing thread, which may be a get
+ * dropping a merged tree's last reference, drops nothing, and the pages
+ * still go. A segment handed out again before the forgetter reached it
+ * leaves the set: its pages are the new data's. */
+static void test_segalloc_forgetter(void **state) {
+  (void)state;
+  scratch s;
+  scratch_open(&s, "internals_forgetter", 4, 0);
+  segalloc *a = &s.alloc;
+  uint8_t *buf = malloc(SEGSZ);
+  assert_non_null(buf);
+  uint32_t x = alloc_seg(a), y = alloc_seg(a), z = alloc_seg(a);
+  need_forget(&s, z, buf, "test_segalloc_forgetter");
+
+  /* A free queued but not yet reached (the forgetter not started, the set
+   * filled as a free with it running does), then the segment taken again. */
+  fill_cached(&s, y, buf);
+  segalloc_free(a, y);
+  pthread_mutex_lock(&a->mu);
+  a->unforgotten[y / 64] |= 1ull << (y % 64);
+  a->nunforgotten++;
+  pthread_mutex_unlock(&a->mu);
+  fill_cached(&s, y, buf); /* the inline drop above took the first pages */
+  assert_int_equal(alloc_seg(a), y);
+  assert_int_equal(a->nunforgotten, 0);
+  assert_int_equal(a->unforgotten[y / 64] >> (y % 64) & 1, 0);
+
+  segalloc_start_forgetter(a);
+  assert_true(a->forgetter.running);
+  fill_cached(&s, x, buf);
+  uint64_t before = file_forgets_on_this_thread();
+  segalloc_free(a, x);
+  assert_int_equal(file_forgets_on_this_thread(), before);
+  for (int i = 0; i < 2000 && cached_pages(&s, seg_offset(x), SEGSZ); i++) usleep(1000);
+  assert_int_equal(cached_pages(&s, seg_offset(x), SEGSZ), 0);
+  assert_int_equal(cached_pages(&s, seg_offset(y), SEGSZ), SEGSZ / 4096); /* in use: untouched */
+
+  /* After the stop, frees drop their own pages again. */
+  segalloc_stop_forgetter(a);
+  segalloc_free(a, y);
+  assert_int_equal(file_forgets_on_this_thread(), before + 1);
   assert_int_equal(cached_pages(&s, seg_offset(y), SEGSZ), 0);
   free(buf);
   scratch_close(&s);
@@ -2887,6 +2939,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_segalloc_basic),
       cmocka_unit_test(test_segalloc_free_forgets_pages),
+      cmocka_unit_test(test_segalloc_forgetter),
       cmocka_unit_test(test_segalloc_mark_then_alloc),
       cmocka_unit_test(test_segalloc_limit),
       cmocka_unit_test(test_segalloc_trim),

@@ -23,6 +23,10 @@ static int ensure_cap(segalloc *a, uint32_t n) {
   if (!h) return par_error(PAR_ENOMEM, "segment bitmap of %u segments", cap);
   memset(h + a->cap / 64, 0, (size_t)(cap - a->cap) / 64 * sizeof *h);
   a->holes = h;
+  uint64_t *u = realloc(a->unforgotten, (size_t)cap / 64 * sizeof *u);
+  if (!u) return par_error(PAR_ENOMEM, "segment bitmap of %u segments", cap);
+  memset(u + a->cap / 64, 0, (size_t)(cap - a->cap) / 64 * sizeof *u);
+  a->unforgotten = u;
   a->cap = cap;
   return PAR_OK;
 }
@@ -31,6 +35,17 @@ static int test_bit(const segalloc *a, uint32_t s) { return (a->bits[s / 64] >> 
 static void set_bit(segalloc *a, uint32_t s) { a->bits[s / 64] |= 1ull << (s % 64); }
 static void clear_bit(segalloc *a, uint32_t s) { a->bits[s / 64] &= ~(1ull << (s % 64)); }
 static int test_hole(const segalloc *a, uint32_t s) { return (a->holes[s / 64] >> (s % 64)) & 1; }
+
+/* Marks s in use (lock held); a freed segment handed out again before the
+ * forgetter reached it keeps its pages, the new data's. */
+static void take(segalloc *a, uint32_t s) {
+  set_bit(a, s);
+  uint64_t m = 1ull << (s % 64);
+  if (a->unforgotten[s / 64] & m) {
+    a->unforgotten[s / 64] &= ~m;
+    a->nunforgotten--;
+  }
+}
 
 /* The lowest free segment from `from` that is (hole = 1) or is not a
  * released one, or nsegs. */
@@ -68,6 +83,8 @@ static int reserve_holes(segalloc *a, uint32_t first, uint32_t n) {
 int segalloc_init(segalloc *a, par_file *file) {
   memset(a, 0, sizeof *a);
   pthread_mutex_init(&a->mu, NULL);
+  pthread_mutex_init(&a->forgetter.mu, NULL);
+  pthread_cond_init(&a->forgetter.cv, NULL);
   a->file = file;
   /* A pre-sized file or device larger than the map uses only what is mapped. */
   a->nsegs = (uint32_t)((file->size < file->limit ? file->size : file->limit) / SEG);
@@ -80,10 +97,14 @@ int segalloc_init(segalloc *a, par_file *file) {
 }
 
 void segalloc_destroy(segalloc *a) {
+  segalloc_stop_forgetter(a);
   free(a->bits);
   free(a->holes);
+  free(a->unforgotten);
   free(a->pinned);
   free(a->deferred);
+  pthread_cond_destroy(&a->forgetter.cv);
+  pthread_mutex_destroy(&a->forgetter.mu);
   pthread_mutex_destroy(&a->mu);
   memset(a, 0, sizeof *a);
 }
@@ -111,7 +132,7 @@ retry:;
   if (s < a->nsegs) {
     int rc = reserve_holes(a, s, 1);
     if (!rc) {
-      set_bit(a, s);
+      take(a, s);
       a->used++;
       a->allocs++;
       if (s == a->hint) a->hint = s + 1;
@@ -171,7 +192,7 @@ found:
     pthread_mutex_unlock(&a->mu);
     return rc;
   }
-  for (uint32_t s = start; s < start + n; s++) set_bit(a, s);
+  for (uint32_t s = start; s < start + n; s++) take(a, s);
   a->used += n;
   a->allocs += n;
   *first = start;
@@ -181,8 +202,16 @@ found:
 
 static int test_pin(const uint64_t *bits, uint32_t s) { return (bits[s / 64] >> (s % 64)) & 1; }
 
+/* Wakes the forgetter (its mutex is a leaf: see segalloc.h). */
+static void want_forget(segalloc *a) {
+  pthread_mutex_lock(&a->forgetter.mu);
+  a->forgetter.wanted = 1;
+  pthread_cond_signal(&a->forgetter.cv);
+  pthread_mutex_unlock(&a->forgetter.mu);
+}
+
 void segalloc_free(segalloc *a, uint32_t seg) {
-  int freed = 0;
+  int freed = 0, queued = 0;
   pthread_mutex_lock(&a->mu);
   if (a->pinned && seg < a->pin_cap && test_pin(a->pinned, seg)) {
     a->deferred[seg / 64] |= 1ull << (seg % 64);
@@ -192,13 +221,82 @@ void segalloc_free(segalloc *a, uint32_t seg) {
     a->used--;
     if (seg < a->hint) a->hint = seg;
     freed = 1;
+    if (a->forgetter.running) {
+      assert(!(a->unforgotten[seg / 64] >> (seg % 64) & 1)); /* it was in use */
+      a->unforgotten[seg / 64] |= 1ull << (seg % 64);
+      a->nunforgotten++;
+      queued = 1;
+    }
   }
   pthread_mutex_unlock(&a->mu);
-  /* Its cached pages go now, not when the LRU reaches them: a merge's old
-   * trees would otherwise hold the memory its new ones need. Should the
-   * segment be taken again meanwhile, this drops clean pages of new data at
-   * worst, which reads bring back. */
-  if (freed) file_forget(a->file, seg_offset(seg), SEG);
+  /* Its cached pages go soon, not when the LRU reaches them: a merge's old
+   * trees would otherwise hold the memory its new ones need. */
+  if (queued) want_forget(a);
+  else if (freed) file_forget(a->file, seg_offset(seg), SEG);
+}
+
+/* Drops the pages of the segments freed since the last call, a word of
+ * the set at a time, without the lock held across the drops. A segment
+ * taken again between its word's pick and its drop loses clean pages of
+ * new data at worst, which reads bring back. */
+static void forget_freed(segalloc *a) {
+  for (;;) {
+    uint32_t base = 0;
+    uint64_t word = 0;
+    pthread_mutex_lock(&a->mu);
+    for (uint32_t w = 0; a->nunforgotten && w * 64 < a->nsegs; w++)
+      if (a->unforgotten[w]) {
+        base = w * 64;
+        word = a->unforgotten[w];
+        a->unforgotten[w] = 0;
+        a->nunforgotten -= (uint32_t)__builtin_popcountll(word);
+        break;
+      }
+    pthread_mutex_unlock(&a->mu);
+    if (!word) return;
+    for (; word; word &= word - 1) file_forget(a->file, seg_offset(base + (uint32_t)__builtin_ctzll(word)), SEG);
+  }
+}
+
+static void *forgetter_main(void *arg) {
+  segalloc *a = arg;
+  pthread_mutex_lock(&a->forgetter.mu);
+  while (!a->forgetter.stop) {
+    if (!a->forgetter.wanted) {
+      pthread_cond_wait(&a->forgetter.cv, &a->forgetter.mu);
+      continue;
+    }
+    a->forgetter.wanted = 0;
+    pthread_mutex_unlock(&a->forgetter.mu);
+    forget_freed(a);
+    pthread_mutex_lock(&a->forgetter.mu);
+  }
+  pthread_mutex_unlock(&a->forgetter.mu);
+  return NULL;
+}
+
+void segalloc_start_forgetter(segalloc *a) {
+  assert(!a->forgetter.running);
+  a->forgetter.stop = a->forgetter.wanted = 0;
+  if (pthread_create(&a->forgetter.thread, NULL, forgetter_main, a)) return;
+  pthread_setname_np(a->forgetter.thread, "par-forget");
+  pthread_mutex_lock(&a->mu);
+  a->forgetter.running = 1;
+  pthread_mutex_unlock(&a->mu);
+}
+
+void segalloc_stop_forgetter(segalloc *a) {
+  pthread_mutex_lock(&a->mu);
+  int running = a->forgetter.running;
+  a->forgetter.running = 0; /* frees from now on drop their own pages */
+  pthread_mutex_unlock(&a->mu);
+  if (!running) return;
+  pthread_mutex_lock(&a->forgetter.mu);
+  a->forgetter.stop = 1;
+  pthread_cond_signal(&a->forgetter.cv);
+  pthread_mutex_unlock(&a->forgetter.mu);
+  pthread_join(a->forgetter.thread, NULL);
+  forget_freed(a);
 }
 
 int segalloc_pin(segalloc *a, const uint32_t *segs, uint32_t n) {

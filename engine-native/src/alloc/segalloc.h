@@ -54,6 +54,21 @@ typedef struct segalloc {
    * when no checkpoint runs; both describe pin_cap segments. */
   uint64_t *pinned, *deferred;
   uint32_t pin_cap;
+  /* Freed segments whose pages are still to leave the page cache, when the
+   * forgetter runs (segalloc_start_forgetter); describes cap segments. A
+   * segment handed out again leaves the set: its pages are new data. */
+  uint64_t *unforgotten;
+  uint32_t nunforgotten;
+  /* The forgetter thread. Its mutex is a leaf: segalloc_free takes it under
+   * whatever locks its caller holds (a view's last reference can drop
+   * under view_mu), so nothing else is taken while it is held. */
+  struct {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    pthread_t thread;
+    int running; /* set and cleared under segalloc.mu */
+    int wanted, stop;
+  } forgetter;
 } segalloc;
 
 int segalloc_init(segalloc *a, par_file *file);
@@ -62,7 +77,18 @@ void segalloc_destroy(segalloc *a);
 int segalloc_alloc(segalloc *a, uint32_t *seg);
 /* Allocates n consecutive segments (a value larger than one segment). */
 int segalloc_alloc_run(segalloc *a, uint32_t n, uint32_t *first);
+/* Frees a segment and drops its pages from the page cache: on the
+ * forgetter's thread when it runs, else on the caller's. */
 void segalloc_free(segalloc *a, uint32_t seg);
+/* Starts the thread that drops freed segments' pages (par-forget). A drop
+ * costs about 0.1 ms per cached segment, and the thread that frees a merged
+ * tree is the one that drops its last reference: a get or a scan as often
+ * as the merge's own. Without the thread (none could be started, or a
+ * scratch allocator) each free drops its pages itself. */
+void segalloc_start_forgetter(segalloc *a);
+/* Stops the forgetter and drops what it had left; frees after the stop
+ * drop their own pages. Frees may run meanwhile. */
+void segalloc_stop_forgetter(segalloc *a);
 /* Pins segs (segments in use) until segalloc_unpin: frees of them wait
  * until then. One pinned set at a time (api/checkpoint.c serializes). */
 int segalloc_pin(segalloc *a, const uint32_t *segs, uint32_t n);

@@ -135,6 +135,7 @@ PAR_API int par_open(const char *path, const par_options *opts, par_volume **out
     free(v);
     return par_error(saved, "cannot open volume %s: %s", path, msg);
   }
+  segalloc_start_forgetter(&v->alloc);
   *out = v;
   return PAR_OK;
 }
@@ -151,6 +152,7 @@ PAR_API int par_close(par_volume *v) {
     if (rc2 && !rc) rc = rc2;
   }
   compaction_stop(&v->workers);
+  segalloc_stop_forgetter(&v->alloc); /* the closes' frees leave the cache before the record is taken */
   pthread_mutex_lock(&v->meta_mu);
   /* Only compacts the redo log: on a full volume the current stream stays. */
   int rc2 = redolog_checkpoint(&v->log, &v->cat);

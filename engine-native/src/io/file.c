@@ -260,7 +260,12 @@ void file_prefetch(const par_file *f, uint64_t off, uint64_t len) {
   (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
+static _Thread_local uint64_t forgets_on_this_thread;
+
+uint64_t file_forgets_on_this_thread(void) { return forgets_on_this_thread; }
+
 void file_forget(const par_file *f, uint64_t off, uint64_t len) {
+  forgets_on_this_thread++;
   (void)posix_fadvise(f->fd, (off_t)off, (off_t)len, POSIX_FADV_DONTNEED);
 }
 

@@ -93,6 +93,9 @@ void file_prefetch(const par_file *f, uint64_t off, uint64_t len);
  * (ahead of the pages a merge has just written, which the LRU takes first),
  * and under a memory limit push those out. Advisory: errors are ignored. */
 void file_forget(const par_file *f, uint64_t off, uint64_t len);
+/* file_forget calls the calling thread has made (tests: which thread pays
+ * for a drop, about 0.1 ms per cached 2 MiB). */
+uint64_t file_forgets_on_this_thread(void);
 
 /* An aligned buffer for direct I/O, zero-filled. */
 void *file_buf_alloc(size_t len);
