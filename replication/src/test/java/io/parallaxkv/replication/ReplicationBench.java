@@ -79,6 +79,7 @@ class ReplicationBench {
   private static String job(String name) {
     if (name.equals("par-compaction")) return "engine compaction+GC";
     if (name.equals("par-wal")) return "engine WAL";
+    if (name.equals("par-forget")) return "engine page drops";
     if (name.startsWith("nioEventLoop")) return "netty";
     if (name.startsWith("client-worker")) return "client requests";
     if (name.startsWith("repl-worker")) return "replication requests";
